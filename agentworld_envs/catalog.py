@@ -1,0 +1,149 @@
+"""From a registered name to everything an episode needs: spec, golden state, tools, tasks.
+
+:func:`load_bundle` is cached per process, so a thousand env instances of one id share
+one spec, one golden byte string and one set of compiled tools.
+"""
+
+from __future__ import annotations
+
+import functools
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import env_registry
+
+from . import state
+from .spec import validate_spec
+from .tools import Tool, compile_tool
+
+SpecBuilder = Callable[[dict[str, Any]], dict[str, Any]]
+TaskSource = Callable[["EnvBundle"], list[dict[str, Any]]]
+_SPEC_BUILDERS: dict[str, SpecBuilder] = {}
+_TASK_SOURCES: dict[str, TaskSource] = {}
+
+
+def spec_builder(source: str) -> Callable[[SpecBuilder], SpecBuilder]:
+    """Register how manifest entries with ``"source": source`` become specs."""
+
+    def deco(fn: SpecBuilder) -> SpecBuilder:
+        _SPEC_BUILDERS[source] = fn
+        return fn
+
+    return deco
+
+
+def task_source(source: str) -> Callable[[TaskSource], TaskSource]:
+    """Register where the tasks of entries with ``"source": source`` come from (default: the spec's own)."""
+
+    def deco(fn: TaskSource) -> TaskSource:
+        _TASK_SOURCES[source] = fn
+        return fn
+
+    return deco
+
+
+@spec_builder("handbuilt")
+def _handbuilt_spec(entry: dict[str, Any]) -> dict[str, Any]:
+    from . import domains
+
+    return domains.load(entry["name"]).build_spec()
+
+
+def _ensure_sources(source: str) -> None:
+    if source not in _SPEC_BUILDERS:
+        # Synthesised sources register themselves when their package is imported.
+        import importlib
+
+        importlib.import_module("agentworld_envs.synthesis")
+
+
+@dataclass
+class EnvBundle:
+    """Shared, read-only per-process data of one environment."""
+
+    name: str
+    env_id: str
+    split: str
+    spec: dict[str, Any]
+    golden: bytes
+    tools: dict[str, Tool]
+    tasks: list[dict[str, Any]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.task_index = {t["id"]: i for i, t in enumerate(self.tasks)}
+        self._initial: sqlite3.Connection | None = None
+        self._table_hashes: dict[str, str] | None = None
+
+    @property
+    def initial(self) -> sqlite3.Connection:
+        """A read-only connection to the golden state (for verifiers and diffs)."""
+        if self._initial is None:
+            conn = state.episode_connection(self.golden)
+            conn.execute("PRAGMA query_only = ON")
+            self._initial = conn
+        return self._initial
+
+    @property
+    def initial_table_hashes(self) -> dict[str, str]:
+        if self._table_hashes is None:
+            self._table_hashes = {t: state.table_hash(self.initial, t) for t in state.user_tables(self.initial)}
+        return self._table_hashes
+
+    def tool_schemas(self) -> list[dict[str, Any]]:
+        return [t.openai_schema() for t in self.tools.values()]
+
+
+_INLINE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
+
+
+def register_spec(spec: dict[str, Any], split: str = "train") -> str:
+    """Register a spec you wrote yourself as ``agentworld/<spec id>-v0``; returns the gym id.
+
+    The spec is validated first; its golden state is built into the cache on first ``make``.
+    """
+    import gymnasium as gym
+
+    validate_spec(spec)
+    env_id = f"agentworld/{spec['id']}-v0"
+    tax = spec["taxonomy"]
+    entry = {"name": spec["id"], "id": env_id, "split": split, "l1": tax["l1"], "l2": tax["l2"], "l3": tax["l3"],
+             "source": "inline"}
+    _INLINE[spec["id"]] = (entry, spec)
+    load_bundle.cache_clear()
+    if env_id not in gym.registry:
+        gym.register(id=env_id, entry_point="agentworld_envs.env:AgentWorldEnv", kwargs={"env_name": spec["id"]})
+    return env_id
+
+
+def _entry(name: str) -> dict[str, Any]:
+    key = name.removeprefix("agentworld/").removesuffix("-v0")
+    if key in _INLINE:
+        return _INLINE[key][0]
+    return env_registry.entry(name)
+
+
+def build_spec(name: str) -> dict[str, Any]:
+    """The validated spec of a registered environment."""
+    entry = _entry(name)
+    if entry["source"] == "inline":
+        return _INLINE[entry["name"]][1]
+    _ensure_sources(entry["source"])
+    return validate_spec(_SPEC_BUILDERS[entry["source"]](entry))
+
+
+@functools.lru_cache(maxsize=64)
+def load_bundle(name: str) -> EnvBundle:
+    """Spec, golden bytes, compiled tools and tasks of ``name``; built into the cache on first use."""
+    entry = _entry(name)
+    spec = build_spec(name)
+    bundle = EnvBundle(
+        name=entry["name"], env_id=entry["id"], split=entry["split"], spec=spec,
+        golden=state.golden_bytes(spec),
+        tools={t["name"]: compile_tool(t) for t in spec["tools"]},
+    )
+    source = _TASK_SOURCES.get(entry["source"])
+    bundle.tasks = list(spec.get("tasks", [])) if source is None else source(bundle)
+    bundle.task_index = {t["id"]: i for i, t in enumerate(bundle.tasks)}
+    return bundle

@@ -1,0 +1,201 @@
+"""The ``agentworld`` command line (typer + rich).
+
+Environment commands live here; other packages add theirs through the
+``agentworld.cli`` entry-point group (``register(app)``), e.g. the trainer's ``train``.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+import sys
+from importlib.metadata import entry_points
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+import env_registry
+
+app = typer.Typer(help="agentworld: stateful, verifiable tool-use environments for LLM agents.",
+                  no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
+console = Console()
+
+
+def _ids(ids: list[str] | None, all_: bool, sample: int | None = None, l1: str | None = None,
+         seed: int = 0) -> list[str]:
+    if all_ or sample or l1:
+        chosen = [e["id"] for e in env_registry.select(l1=l1)] if (all_ or l1) else []
+        if sample:
+            pool = [e["id"] for e in env_registry.manifest()]
+            chosen += random.Random(seed).sample(pool, min(sample, len(pool)))
+        return list(dict.fromkeys(chosen + [env_registry.entry(i)["id"] for i in ids or []]))
+    if not ids:
+        raise typer.BadParameter("name at least one environment id, or use --all / --sample / --l1")
+    return [env_registry.entry(i)["id"] for i in ids]
+
+
+@app.command("list")
+def list_(split: Optional[str] = typer.Option(None, help="train | arena"),
+          l1: Optional[str] = typer.Option(None, help="first-level category slug"),
+          as_json: bool = typer.Option(False, "--json", help="one JSON object per line")) -> None:
+    """List registered environments."""
+    entries = env_registry.select(l1=l1, split=split)
+    if as_json:
+        for e in entries:
+            print(json.dumps(e, ensure_ascii=False))
+        return
+    table = Table(title=f"{len(entries)} environments")
+    for col in ("id", "split", "l1", "l2", "l3"):
+        table.add_column(col)
+    for e in entries:
+        table.add_row(e["id"], e["split"], e["l1"], e["l2"], e["l3"])
+    console.print(table)
+
+
+@app.command()
+def show(env_id: str, as_json: bool = typer.Option(False, "--json"),
+         graph: bool = typer.Option(False, "--graph", help="print the tool dependency graph")) -> None:
+    """Describe one environment: taxonomy, tables, tools, tasks."""
+    import agentworld_envs  # noqa: F401
+    from .catalog import load_bundle
+    from . import state
+
+    bundle = load_bundle(env_id)
+    spec = bundle.spec
+    conn = bundle.initial
+    counts = {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in state.user_tables(conn)}
+    if graph:
+        from .synthesis.graph import tool_graph, describe_graph
+
+        g = tool_graph(spec)
+        if as_json:
+            print(json.dumps({"nodes": list(g.nodes), "edges": [[a, b, d] for a, b, d in g.edges(data=True)]}))
+        else:
+            console.print(describe_graph(g))
+        return
+    info = {
+        "env_id": bundle.env_id, "title": spec["title"], "description": spec.get("description", ""),
+        "taxonomy": spec["taxonomy"], "split": bundle.split, "now": spec["now"],
+        "tables": [{"name": t["name"], "columns": [c["name"] for c in t["columns"]], "rows": counts[t["name"]]}
+                   for t in spec["tables"]],
+        "tools": [{"name": t["name"], "kind": t["impl"]["kind"], "description": t["description"]} for t in spec["tools"]],
+        "tasks": len(bundle.tasks), "golden_bytes": len(bundle.golden),
+        "example_task": bundle.tasks[0]["instruction"] if bundle.tasks else None,
+    }
+    if as_json:
+        print(json.dumps(info, ensure_ascii=False, indent=1))
+        return
+    console.print(f"[bold]{info['title']}[/]  ({info['env_id']}, {info['split']})")
+    console.print(" / ".join(spec["taxonomy"].values()))
+    console.print(info["description"])
+    tables = Table(title="tables")
+    tables.add_column("table")
+    tables.add_column("rows", justify="right")
+    tables.add_column("columns")
+    for t in info["tables"]:
+        tables.add_row(t["name"], str(t["rows"]), ", ".join(t["columns"]))
+    console.print(tables)
+    tools = Table(title=f"{len(info['tools'])} tools")
+    tools.add_column("tool")
+    tools.add_column("kind")
+    tools.add_column("description")
+    for t in info["tools"]:
+        tools.add_row(t["name"], t["kind"], t["description"])
+    console.print(tools)
+    console.print(f"{info['tasks']} tasks; e.g.: {info['example_task']}")
+
+
+@app.command()
+def play(env_id: str, task: Optional[str] = typer.Option(None, help="task id (default: seeded pick)"),
+         seed: int = typer.Option(0), solution: bool = typer.Option(False, "--solution", help="replay the reference solution"),
+         max_turns: Optional[int] = typer.Option(None)) -> None:
+    """Play an episode at the prompt (type a tool call as JSON or <tool_call>…), or replay the solution."""
+    import gymnasium as gym
+
+    import agentworld_envs  # noqa: F401
+
+    env = gym.make(env_registry.entry(env_id)["id"], **({"max_turns": max_turns} if max_turns else {}))
+    obs, info = env.reset(seed=seed, options={"task_id": task} if task else None)
+    console.print(f"[bold]{info['env_id']}[/]  task {info['task_id']}\n")
+    console.print(obs, markup=False)
+    console.print("\n[dim]tools: " + ", ".join(t["function"]["name"] for t in info["tools"]) + "[/]")
+    scripted = iter(env.unwrapped.solution_actions()) if solution else None
+    while True:
+        if scripted is not None:
+            action = next(scripted)
+            console.print(f"\n[cyan]> {action}[/]", markup=True, highlight=False)
+        else:
+            try:
+                action = console.input("\n[cyan]> [/]")
+            except (EOFError, KeyboardInterrupt):
+                console.print("\n[dim]bye[/]")
+                return
+        obs, reward, terminated, truncated, step_info = env.step(action)
+        console.print(obs, markup=False, highlight=False)
+        if terminated or truncated:
+            console.print(f"\n[bold]reward {reward}[/]  success={step_info.get('success')}  turns={step_info['turn']}")
+            for check in step_info.get("checks", []):
+                mark = "[green]✓[/]" if check["passed"] else "[red]✗[/]"
+                console.print(f"  {mark} {check['type']} {check.get('description') or ''} {check.get('detail') or ''}",
+                              highlight=False)
+            return
+
+
+@app.command()
+def validate(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
+             sample: Optional[int] = typer.Option(None, help="also validate N ids drawn with --seed"),
+             l1: Optional[str] = typer.Option(None, help="validate every env of a first-level category"),
+             seed: int = typer.Option(0), quick: bool = typer.Option(False, help="skip random and near-miss checks"),
+             as_json: bool = typer.Option(False, "--json", help="one JSON object per env")) -> None:
+    """Check envs: gymnasium check_env, reference solutions, no-op/random/near-miss rejection, determinism."""
+    import agentworld_envs  # noqa: F401
+    from .validation import validate_env
+
+    failed = 0
+    for env_id in _ids(ids, all_, sample, l1, seed):
+        record = validate_env(env_id, thorough=not quick)
+        failed += not record["ok"]
+        if as_json:
+            print(json.dumps(record, ensure_ascii=False), flush=True)
+        else:
+            mark = "[green]ok[/]" if record["ok"] else "[red]FAIL[/]"
+            console.print(f"{mark} {env_id}: tools={record['tools']} tasks={record['tasks']} "
+                          f"solution_pass={record['solution_pass']} noop_fail={record['noop_fail']} "
+                          f"random_fail={record.get('random_fail', '-')} nearmiss_fail={record.get('nearmiss_fail', '-')} "
+                          f"check_env={record['check_env']} deterministic={record['deterministic']}")
+    raise typer.Exit(1 if failed else 0)
+
+
+@app.command()
+def bench(env_id: str = typer.Argument("retail"), as_json: bool = typer.Option(False, "--json"),
+          n: int = typer.Option(2000, help="samples per latency figure"),
+          live: int = typer.Option(1024, help="live episodes for the memory figure")) -> None:
+    """Measure reset/step/verify latency, replay throughput, memory per live episode, vector throughput."""
+    import agentworld_envs  # noqa: F401
+    from .bench import bench_env, summary_lines
+
+    result = bench_env(env_registry.entry(env_id)["id"], n=n, live=live)
+    if as_json:
+        print(json.dumps(result))
+    else:
+        for line in summary_lines(result):
+            console.print(line, highlight=False)
+
+
+def _load_plugins() -> None:
+    for ep in entry_points(group="agentworld.cli"):
+        try:
+            ep.load()(app)
+        except ImportError as exc:  # an optional component that is not installed
+            print(f"agentworld: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+
+
+def main() -> None:
+    _load_plugins()
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,192 @@
+"""The Gymnasium environment: text actions in, tool results out, reward from the verifier."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import gymnasium as gym
+
+from . import state
+from .actions import ActionError, format_call, parse_action
+from .catalog import EnvBundle, load_bundle
+from .spaces import MAX_TEXT_LENGTH, UnicodeText
+from .tools import ToolError, invoke
+from .verifiers import VerifierContext, run_checks
+
+SUBMIT_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "submit",
+        "description": (
+            "Finish the task. Call this once, after all required changes are made. Put the final answer "
+            "in `answer` when the task asks a question (numbers as digits, lists comma-separated); "
+            "if the request cannot be done under the policy, make no changes and explain why in `answer`."
+        ),
+        "parameters": {"type": "object", "properties": {"answer": {"type": "string", "description": "Final answer or explanation."}},
+                       "additionalProperties": False},
+    },
+}
+DEFAULT_MAX_TURNS = 30
+
+
+def _dumps(obj: Any) -> str:
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(text) > MAX_TEXT_LENGTH:
+        text = text[: MAX_TEXT_LENGTH - 40] + "…[truncated: narrow the query]"
+    return text
+
+
+def error_text(code: str, message: str) -> str:
+    return _dumps({"error": {"code": code, "message": message}})
+
+
+class AgentWorldEnv(gym.Env[str, str]):
+    """A stateful tool-use environment over a private in-memory SQLite copy.
+
+    Args:
+        env_name: registered name (``"retail"``) or id (``"agentworld/retail-v0"``).
+        max_turns: actions allowed before the episode is truncated (default: the spec's, else 30).
+        obscure_tools: rename tools to neutral ``tool_01``… so the agent must read descriptions.
+        render_mode: ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints it).
+
+    ``reset(seed=, options={"task_id": ...} | {"task_index": i})`` picks a task; the observation
+    is the policy and the instruction. ``step(text)`` runs one tool call; ``submit`` ends the
+    episode with the verifier's score as reward.
+    """
+
+    metadata = {"render_modes": ["ansi", "human"]}
+
+    def __init__(self, env_name: str, max_turns: int | None = None, obscure_tools: bool = False,
+                 render_mode: str | None = None):
+        self.bundle: EnvBundle = load_bundle(env_name)
+        spec = self.bundle.spec
+        self.max_turns = max_turns or spec.get("max_turns", DEFAULT_MAX_TURNS)
+        self.render_mode = render_mode
+        self.observation_space = UnicodeText()
+        self.action_space = UnicodeText()
+        self.obscure_tools = obscure_tools
+        names = list(self.bundle.tools)
+        self._display = {n: (f"tool_{i + 1:02d}" if obscure_tools else n) for i, n in enumerate(names)}
+        self._real = {d: n for n, d in self._display.items()}
+        self._tool_schemas = [t.openai_schema(self._display[n]) for n, t in self.bundle.tools.items()] + [SUBMIT_TOOL]
+        self._policy = spec["policy"]
+        self.conn = None
+        self.task: dict[str, Any] | None = None
+        self.turn = 0
+        self.done = True
+        self.transcript: list[str] = []
+
+    # ------------------------------------------------------------------ gymnasium API
+    @property
+    def task_ids(self) -> list[str]:
+        return [t["id"] for t in self.bundle.tasks]
+
+    def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        super().reset(seed=seed)
+        options = options or {}
+        tasks = self.bundle.tasks
+        if not tasks:
+            raise RuntimeError(f"{self.bundle.env_id} has no tasks")
+        if "task_id" in options:
+            if options["task_id"] not in self.bundle.task_index:
+                raise KeyError(f"{self.bundle.env_id} has no task {options['task_id']!r}")
+            index = self.bundle.task_index[options["task_id"]]
+        elif "task_index" in options:
+            index = int(options["task_index"]) % len(tasks)
+        else:
+            index = int(self.np_random.integers(len(tasks)))
+        self.task = tasks[index]
+        if self.conn is not None:
+            self.conn.close()
+        self.conn = state.episode_connection(self.bundle.golden)
+        self.turn, self.done = 0, False
+        obs = f"# Policy\n{self._policy}\n\n# Task\n{self.task['instruction']}"
+        self.transcript = [obs]
+        info = {
+            "env_id": self.bundle.env_id, "task_id": self.task["id"], "split": self.bundle.split,
+            "instruction": self.task["instruction"], "tools": list(self._tool_schemas),
+            "max_turns": self.max_turns,
+        }
+        return obs, info
+
+    def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        if self.done or self.conn is None:
+            return error_text("episode_over", "the episode has ended; call reset()"), 0.0, True, False, {
+                "tool_name": None, "error": "episode_over", "turn": self.turn}
+        self.turn += 1
+        obs, reward, terminated, info = self._act(action)
+        truncated = not terminated and self.turn >= self.max_turns
+        if truncated:
+            info.update(success=False, score=0.0, checks=[])
+        self.done = terminated or truncated
+        info["turn"] = self.turn
+        self.transcript += [str(action)[:2000], obs]
+        if self.render_mode == "human":
+            self.render()
+        return obs, reward, terminated, truncated, info
+
+    def _act(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
+        try:
+            call = parse_action(action)
+        except ActionError as exc:
+            return error_text(exc.code, exc.message), 0.0, False, {"tool_name": None, "error": exc.code}
+        name = call.name
+        if name == "submit":
+            return self._submit(call.arguments)
+        real = self._real.get(name)
+        if real is None:
+            available = ", ".join(list(self._real)[:60])
+            return error_text("unknown_tool", f"no tool named {name[:80]!r}; available: {available}, submit"), 0.0, False, {
+                "tool_name": None, "error": "unknown_tool"}
+        try:
+            result = invoke(self.conn, self.bundle.tools[real], call.arguments, self.bundle.spec["now"])
+        except ToolError as exc:
+            return error_text(exc.code, exc.message), 0.0, False, {"tool_name": name, "error": exc.code}
+        except Exception as exc:  # a bug in a tool must not kill the episode; invoke() rolled back
+            return error_text("internal_error", f"{type(exc).__name__}: {exc}"[:300]), 0.0, False, {
+                "tool_name": name, "error": "internal_error"}
+        return _dumps(result), 0.0, False, {"tool_name": name, "error": None}
+
+    def _submit(self, arguments: Any) -> tuple[str, float, bool, dict[str, Any]]:
+        if not isinstance(arguments, dict) or set(arguments) - {"answer"}:
+            return error_text("invalid_arguments", "submit takes one optional argument: answer"), 0.0, False, {
+                "tool_name": "submit", "error": "invalid_arguments"}
+        answer = arguments.get("answer")
+        score, checks = self.verify(answer)
+        obs = _dumps({"submitted": True, "score": score, "success": score >= 1.0})
+        return obs, score, True, {"tool_name": "submit", "error": None, "success": score >= 1.0,
+                                  "score": score, "checks": checks, "answer": answer if isinstance(answer, (str, int, float)) else json.dumps(answer)}
+
+    def render(self) -> str | None:
+        text = "\n\n".join(self.transcript)
+        if self.render_mode == "human":
+            print(self.transcript[-1] if self.transcript else "")
+            return None
+        return text
+
+    def close(self) -> None:
+        if self.conn is not None:
+            self.conn.close()
+            self.conn = None
+
+    # ------------------------------------------------------------------ helpers for tests, exporters, trainers
+    def verify(self, answer: Any) -> tuple[float, list[dict[str, Any]]]:
+        """Run the current task's verifier on the current state (does not end the episode)."""
+        ctx = VerifierContext(final=self.conn, initial=self.bundle.initial,
+                              initial_table_hashes=self.bundle.initial_table_hashes)
+        return run_checks(self.task, answer, ctx)
+
+    def solution_actions(self) -> list[str]:
+        """Text actions that solve the current task (the reference trajectory, ending in submit)."""
+        if self.task is None:
+            raise RuntimeError("call reset() first")
+        return [format_call(self._display.get(s["name"], s["name"]), s["arguments"]) for s in self.task["solution"]]
+
+    def state_hash(self) -> str:
+        """Canonical hash of this episode's current database."""
+        return state.state_hash(self.conn)
+
+    @property
+    def tools(self) -> list[dict[str, Any]]:
+        return list(self._tool_schemas)

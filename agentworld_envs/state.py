@@ -1,0 +1,208 @@
+"""SQLite state: schema DDL, golden files in a content-addressed cache, episode copies, hashes.
+
+The golden file of an environment is built once per spec content hash into
+``$AGENTWORLD_CACHE`` (default: the user cache dir). Each episode deserialises the
+golden bytes into its own in-memory connection, so episodes never see each other's
+writes and a reset costs a memcpy, not a rebuild.
+
+Every user table carries AFTER INSERT/UPDATE/DELETE triggers that log the table name
+into ``_aw_changes``; verifiers use it to find which tables an episode touched
+without hashing the whole database. ``_aw_*`` tables are excluded from state hashes.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sqlite3
+import tempfile
+from pathlib import Path
+from typing import Any, Iterable
+
+from . import datagen
+from .spec import content_hash
+
+#: Bump when DDL or generation semantics change, so old golden files are not reused.
+BUILD_VERSION = "1"
+CHANGES_TABLE = "_aw_changes"
+
+
+def cache_dir() -> Path:
+    """Where generated artefacts live: ``$AGENTWORLD_CACHE`` or the platform user cache."""
+    env = os.environ.get("AGENTWORLD_CACHE")
+    if env:
+        path = Path(env)
+    else:
+        import platformdirs
+
+        path = Path(platformdirs.user_cache_dir("agentworld"))
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(value: Any) -> str:
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(int(value))
+    if isinstance(value, (int, float)):
+        return repr(value)
+    return "'" + str(value).replace("'", "''") + "'"
+
+
+def table_ddl(table: dict[str, Any]) -> list[str]:
+    """``CREATE TABLE`` (+ indexes) for one spec table."""
+    parts = []
+    pks = [c["name"] for c in table["columns"] if c.get("primary_key")]
+    for col in table["columns"]:
+        sql_type = "INTEGER" if col["type"] == "BOOLEAN" else col["type"]
+        bits = [_quote(col["name"]), sql_type]
+        if col.get("primary_key") and len(pks) == 1:
+            bits.append("PRIMARY KEY")
+        if col.get("nullable") is False and not col.get("primary_key"):
+            bits.append("NOT NULL")
+        if col.get("unique"):
+            bits.append("UNIQUE")
+        if "default" in col:
+            bits.append(f"DEFAULT {_literal(col['default'])}")
+        checks = []
+        if col.get("enum"):
+            checks.append(f"{_quote(col['name'])} IN ({', '.join(_literal(v) for v in col['enum'])})")
+        if col["type"] == "BOOLEAN":
+            checks.append(f"{_quote(col['name'])} IN (0, 1)")
+        if col.get("check"):
+            checks.append(col["check"])
+        if checks:
+            cond = " AND ".join(f"({c})" for c in checks)
+            bits.append(f"CHECK ({_quote(col['name'])} IS NULL OR ({cond}))")
+        if col.get("references"):
+            rt, rc = col["references"].split(".")
+            bits.append(f"REFERENCES {_quote(rt)}({_quote(rc)})")
+        parts.append(" ".join(bits))
+    if len(pks) > 1:
+        parts.append(f"PRIMARY KEY ({', '.join(map(_quote, pks))})")
+    for cols in table.get("unique", []):
+        parts.append(f"UNIQUE ({', '.join(map(_quote, cols))})")
+    for check in table.get("checks", []):
+        parts.append(f"CHECK ({check})")
+    name = table["name"]
+    stmts = [f"CREATE TABLE {_quote(name)} (\n  " + ",\n  ".join(parts) + "\n)"]
+    fk_cols = [c["name"] for c in table["columns"] if c.get("references")]
+    for i, cols in enumerate([[c] for c in fk_cols] + table.get("indexes", [])):
+        stmts.append(f"CREATE INDEX {_quote(f'ix_{name}_{i}')} ON {_quote(name)} ({', '.join(map(_quote, cols))})")
+    return stmts
+
+
+def _change_triggers(table: str) -> list[str]:
+    return [
+        f"CREATE TRIGGER {_quote(f'_aw_{op}_{table}')} AFTER {op} ON {_quote(table)} "
+        f"BEGIN INSERT INTO {CHANGES_TABLE}(tbl) VALUES ({_literal(table)}); END"
+        for op in ("INSERT", "UPDATE", "DELETE")
+    ]
+
+
+def connect_memory() -> sqlite3.Connection:
+    """An in-memory connection in autocommit mode; the engine manages savepoints itself."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def build_database(spec: dict[str, Any]) -> bytes:
+    """Create the schema, generate the data, add change triggers; return the SQLite bytes."""
+    conn = connect_memory()
+    conn.execute("PRAGMA page_size = 4096")
+    conn.execute("BEGIN")
+    for table in spec["tables"]:
+        for stmt in table_ddl(table):
+            conn.execute(stmt)
+    conn.execute(f"CREATE TABLE {CHANGES_TABLE} (tbl TEXT NOT NULL)")
+    datagen.generate(conn, spec)
+    for table in spec["tables"]:
+        for stmt in _change_triggers(table["name"]):
+            conn.execute(stmt)
+    conn.execute("COMMIT")
+    problems = conn.execute("PRAGMA foreign_key_check").fetchall()
+    if problems:
+        raise ValueError(f"{spec['id']}: generated data breaks foreign keys: {problems[:3]}")
+    conn.execute("VACUUM")
+    data = conn.serialize()
+    conn.close()
+    return data
+
+
+#: The spec fields that determine the golden database; tools, tasks and texts do not.
+STATE_FIELDS = ("id", "now", "tables", "data")
+
+
+def golden_key(spec: dict[str, Any]) -> str:
+    """Cache key of the golden file: hash of the state-defining spec fields, build version and Faker release."""
+    import faker
+
+    state_part: dict[str, Any] = {k: spec[k] for k in STATE_FIELDS}
+    if "generator" in spec["data"]:
+        # A Python generator's code defines the data too: editing it must rebuild.
+        import inspect
+
+        fn = datagen.get_data_generator(spec["data"]["generator"])
+        state_part["generator_source"] = inspect.getsource(inspect.getmodule(fn))
+    return content_hash({"spec": state_part, "build": BUILD_VERSION, "faker": faker.VERSION})[:24]
+
+
+def golden_bytes(spec: dict[str, Any]) -> bytes:
+    """The golden database of ``spec``, from the cache or freshly built (atomically written)."""
+    path = cache_dir() / "golden" / f"{spec['id']}-{golden_key(spec)}.sqlite"
+    try:
+        return path.read_bytes()
+    except FileNotFoundError:
+        pass
+    data = build_database(spec)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    os.replace(tmp, path)
+    return data
+
+
+def episode_connection(golden: bytes) -> sqlite3.Connection:
+    """A private, writable in-memory copy of a golden database."""
+    conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
+    conn.deserialize(golden)
+    conn.execute("PRAGMA foreign_keys = ON")
+    return conn
+
+
+def user_tables(conn: sqlite3.Connection) -> list[str]:
+    rows = conn.execute(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' "
+        "AND name NOT LIKE '\\_aw\\_%' ESCAPE '\\' ORDER BY name"
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def table_hash(conn: sqlite3.Connection, table: str) -> str:
+    """Content hash of one table: column names and all rows in rowid order."""
+    h = hashlib.sha256()
+    cur = conn.execute(f"SELECT * FROM {_quote(table)} ORDER BY rowid")
+    h.update(repr([d[0] for d in cur.description]).encode())
+    for row in cur:
+        h.update(repr(row).encode())
+    return h.hexdigest()
+
+
+def state_hash(conn: sqlite3.Connection, tables: Iterable[str] | None = None) -> str:
+    """Canonical hash of the user-visible state: same data gives the same hash in any process."""
+    h = hashlib.sha256()
+    for table in tables if tables is not None else user_tables(conn):
+        h.update(table.encode() + b"\0" + table_hash(conn, table).encode())
+    return h.hexdigest()
+
+
+def changed_tables(conn: sqlite3.Connection) -> set[str]:
+    """Tables an episode has written to (possibly back to their original content)."""
+    return {r[0] for r in conn.execute(f"SELECT DISTINCT tbl FROM {CHANGES_TABLE}")}

@@ -1,0 +1,412 @@
+"""Tools: declarative kinds interpreted over SQL, or registered Python functions.
+
+Every spec tool has a JSON-Schema ``parameters`` object and an ``impl``:
+
+* ``get`` / ``list`` (alias ``search``) / ``aggregate`` read rows with bound filters
+  and pagination;
+* ``create`` / ``update`` / ``delete`` / ``transition`` write, with preconditions and
+  declarative side effects (``insert`` / ``update`` / ``increment``);
+* ``python`` names a function registered with :func:`python_tool` (hand-built domains).
+
+Value expressions inside ``values`` / ``set`` / effects are literals or strings
+``$param:NAME``, ``$now``, ``$today``, ``$row:COLUMN`` (the target row before the
+change), ``$key`` and ``$new_id`` (the row a ``create`` inserted); ``{"value": x}``
+quotes a literal that starts with ``$``.
+
+All SQL is parameterised; a write runs inside a SAVEPOINT and is rolled back whole
+on any error, so a failed call never leaves a half-written state.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import jsonschema
+
+WRITE_KINDS = frozenset({"create", "update", "delete", "transition"})
+#: Longest string accepted inside tool arguments (the agent's text, not our data).
+MAX_ARG_STRING = 4096
+_MISSING = object()
+
+
+class ToolError(Exception):
+    """A controlled tool failure: becomes an error observation with ``code``."""
+
+    def __init__(self, code: str, message: str):
+        self.code, self.message = code, message
+        super().__init__(f"{code}: {message}")
+
+
+PythonTool = Callable[..., Any]
+_PYTHON_TOOLS: dict[str, PythonTool] = {}
+
+
+def python_tool(name: str) -> Callable[[PythonTool], PythonTool]:
+    """Register ``fn(ctx: ToolContext, **arguments)`` as the implementation named ``name``."""
+
+    def deco(fn: PythonTool) -> PythonTool:
+        _PYTHON_TOOLS[name] = fn
+        return fn
+
+    return deco
+
+
+def get_python_tool(name: str) -> PythonTool:
+    if name not in _PYTHON_TOOLS:
+        from agentworld_envs import domains
+
+        domains.load(name.split(".")[0])
+    try:
+        return _PYTHON_TOOLS[name]
+    except KeyError:
+        raise KeyError(f"no Python tool registered as {name!r}") from None
+
+
+def q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def rows_as_dicts(cur: sqlite3.Cursor) -> list[dict[str, Any]]:
+    cols = [d[0] for d in cur.description]
+    return [dict(zip(cols, r)) for r in cur.fetchall()]
+
+
+class ToolContext:
+    """What a Python tool sees: the episode's connection, the frozen clock, small SQL helpers."""
+
+    def __init__(self, conn: sqlite3.Connection, now: str):
+        self.conn = conn
+        self.now = now
+        self.today = now[:10]
+
+    def all(self, sql: str, *params: Any) -> list[dict[str, Any]]:
+        return rows_as_dicts(self.conn.execute(sql, params))
+
+    def one(self, sql: str, *params: Any) -> dict[str, Any] | None:
+        cur = self.conn.execute(sql, params)
+        row = cur.fetchone()
+        return None if row is None else dict(zip([d[0] for d in cur.description], row))
+
+    def value(self, sql: str, *params: Any) -> Any:
+        row = self.conn.execute(sql, params).fetchone()
+        return None if row is None else row[0]
+
+    def execute(self, sql: str, *params: Any) -> int:
+        return self.conn.execute(sql, params).rowcount
+
+    def insert(self, table: str, **values: Any) -> int:
+        cols = ", ".join(map(q, values))
+        marks = ", ".join("?" * len(values))
+        return self.conn.execute(f"INSERT INTO {q(table)} ({cols}) VALUES ({marks})", tuple(values.values())).lastrowid
+
+    def update(self, table: str, where: dict[str, Any], **values: Any) -> int:
+        sets = ", ".join(f"{q(c)} = ?" for c in values)
+        cond = " AND ".join(f"{q(c)} = ?" for c in where)
+        return self.conn.execute(
+            f"UPDATE {q(table)} SET {sets} WHERE {cond}", (*values.values(), *where.values())
+        ).rowcount
+
+    def require(self, sql: str, *params: Any, what: str) -> dict[str, Any]:
+        """The single row ``sql`` selects, or a ``not_found`` error naming ``what``."""
+        row = self.one(sql, *params)
+        if row is None:
+            raise ToolError("not_found", f"{what} not found")
+        return row
+
+    @staticmethod
+    def fail(code: str, message: str) -> None:
+        raise ToolError(code, message)
+
+
+@dataclass
+class Tool:
+    """One compiled tool: schema validator plus an executor."""
+
+    name: str
+    description: str
+    parameters: dict[str, Any]
+    impl: dict[str, Any]
+    writes: bool
+    validator: jsonschema.protocols.Validator = field(repr=False)
+    run: Callable[[ToolContext, dict[str, Any]], Any] = field(repr=False)
+
+    def openai_schema(self, name: str | None = None) -> dict[str, Any]:
+        return {"type": "function", "function": {
+            "name": name or self.name, "description": self.description, "parameters": self.parameters}}
+
+
+def _too_long(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        return len(value) > MAX_ARG_STRING
+    if depth > 8:
+        return True
+    if isinstance(value, dict):
+        return any(_too_long(v, depth + 1) for v in value.values())
+    if isinstance(value, list):
+        return len(value) > 1000 or any(_too_long(v, depth + 1) for v in value)
+    return False
+
+
+def validate_arguments(tool: Tool, args: Any) -> None:
+    """Raise ``invalid_arguments`` naming the offending argument, before anything runs."""
+    if not isinstance(args, dict):
+        raise ToolError("invalid_arguments", f"arguments for {tool.name} must be a JSON object")
+    if tool.validator.is_valid(args):
+        if _too_long(args):
+            raise ToolError("invalid_arguments", f"an argument is longer than {MAX_ARG_STRING} characters or nested too deeply")
+        return
+    err = jsonschema.exceptions.best_match(tool.validator.iter_errors(args))
+    where = err.json_path.replace("$.", "", 1) if err.json_path != "$" else "arguments"
+    message = err.message if len(err.message) <= 300 else err.message[:300] + "…"
+    raise ToolError("invalid_arguments", f"{where}: {message}")
+
+
+def invoke(conn: sqlite3.Connection, tool: Tool, args: dict[str, Any], now: str) -> Any:
+    """Validate and run one tool call; writes are atomic (all or nothing)."""
+    validate_arguments(tool, args)
+    ctx = ToolContext(conn, now)
+    if not tool.writes:
+        return _guard(tool.run, ctx, args)
+    conn.execute("SAVEPOINT tool_call")
+    try:
+        result = _guard(tool.run, ctx, args)
+    except BaseException:
+        conn.execute("ROLLBACK TO tool_call")
+        conn.execute("RELEASE tool_call")
+        raise
+    conn.execute("RELEASE tool_call")
+    return result
+
+
+def _guard(run: Callable[[ToolContext, dict[str, Any]], Any], ctx: ToolContext, args: dict[str, Any]) -> Any:
+    try:
+        return run(ctx, args)
+    except sqlite3.IntegrityError as exc:
+        raise ToolError("constraint_violation", str(exc)) from None
+    except (OverflowError, sqlite3.InterfaceError, sqlite3.ProgrammingError) as exc:
+        raise ToolError("invalid_arguments", f"argument cannot be stored: {exc}") from None
+
+
+# --------------------------------------------------------------------------- declarative kinds
+
+
+def _resolve(expr: Any, env: dict[str, Any]) -> Any:
+    if isinstance(expr, dict) and set(expr) == {"value"}:
+        return expr["value"]
+    if not (isinstance(expr, str) and expr.startswith("$")):
+        return expr
+    head, _, arg = expr[1:].partition(":")
+    if head == "param":
+        return env["args"].get(arg, _MISSING)
+    if head == "row":
+        return env["row"][arg]
+    if head in ("now", "today", "key", "new_id"):
+        return env[head]
+    raise ValueError(f"unknown value expression {expr!r}")
+
+
+def _resolve_all(mapping: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for col, expr in mapping.items():
+        value = _resolve(expr, env)
+        if value is not _MISSING:
+            out[col] = value
+    return out
+
+
+def _like_escape(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+_OPS = {"eq": "=", "ne": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
+
+
+def _where(filters: list[dict[str, Any]], args: dict[str, Any]) -> tuple[str, list[Any]]:
+    conds, params = [], []
+    for flt in filters:
+        if flt["param"] not in args or args[flt["param"]] is None:
+            continue
+        value, col, op = args[flt["param"]], q(flt["column"]), flt.get("op", "eq")
+        if op in _OPS:
+            conds.append(f"{col} {_OPS[op]} ?")
+            params.append(value)
+        elif op == "like":
+            conds.append(f"{col} LIKE ? ESCAPE '\\'")
+            params.append(f"%{_like_escape(str(value))}%")
+        elif op == "prefix":
+            conds.append(f"{col} LIKE ? ESCAPE '\\'")
+            params.append(f"{_like_escape(str(value))}%")
+        elif op == "in":
+            values = value if isinstance(value, list) else [value]
+            if not values:
+                conds.append("0")
+                continue
+            conds.append(f"{col} IN ({', '.join('?' * len(values))})")
+            params.extend(values)
+    return (" WHERE " + " AND ".join(conds)) if conds else "", params
+
+
+def _entity(table: str) -> str:
+    return table[:-1] if table.endswith("s") and not table.endswith("ss") else table
+
+
+def _fetch_target(ctx: ToolContext, impl: dict[str, Any], args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
+    key = args[impl["key"]["param"]]
+    row = ctx.one(f"SELECT * FROM {q(impl['table'])} WHERE {q(impl['key']['column'])} = ?", key)
+    if row is None:
+        raise ToolError("not_found", f"no {_entity(impl['table'])} with {impl['key']['column']} {key!r}")
+    return key, row
+
+
+def _check_preconditions(ctx: ToolContext, impl: dict[str, Any], args: dict[str, Any], key: Any,
+                         row: dict[str, Any], param_names: list[str]) -> None:
+    for pre in impl.get("preconditions", []):
+        if "column" in pre:
+            value = row[pre["column"]]
+            if ("in" in pre and value not in pre["in"]) or ("not_in" in pre and value in pre["not_in"]):
+                raise ToolError("precondition_failed", f"{pre['message']} ({pre['column']} is {value!r})")
+        else:
+            named = {n: args.get(n) for n in param_names}
+            named.update(__key=key, now=ctx.now, today=ctx.today)
+            ok = ctx.conn.execute(
+                f"SELECT ({pre['expr']}) FROM {q(impl['table'])} WHERE {q(impl['key']['column'])} = :__key", named
+            ).fetchone()
+            if not ok or not ok[0]:
+                raise ToolError("precondition_failed", pre["message"])
+
+
+def _apply_effects(ctx: ToolContext, effects: list[dict[str, Any]], env: dict[str, Any]) -> None:
+    for eff in effects:
+        table = eff["table"]
+        if eff["op"] == "insert":
+            ctx.insert(table, **_resolve_all(eff["values"], env))
+            continue
+        where = _resolve_all(eff.get("where", {}), env)
+        cond = " AND ".join(f"{q(c)} = ?" for c in where) or "1"
+        if eff["op"] == "update":
+            values = _resolve_all(eff["set"], env)
+            sets = ", ".join(f"{q(c)} = ?" for c in values)
+            ctx.conn.execute(f"UPDATE {q(table)} SET {sets} WHERE {cond}", (*values.values(), *where.values()))
+        else:  # increment
+            by = _resolve(eff["by"], env)
+            ctx.conn.execute(f"UPDATE {q(table)} SET {q(eff['column'])} = {q(eff['column'])} + ? WHERE {cond}",
+                             (by, *where.values()))
+
+
+def _projection(impl: dict[str, Any]) -> str:
+    return ", ".join(map(q, impl["columns"])) if impl.get("columns") else "*"
+
+
+def _make_runner(impl: dict[str, Any], parameters: dict[str, Any]) -> Callable[[ToolContext, dict[str, Any]], Any]:
+    kind = impl["kind"]
+    table = impl.get("table", "")
+    param_names = list(parameters.get("properties", {}))
+
+    if kind == "python":
+        fn = get_python_tool(impl["function"])
+        return lambda ctx, args: fn(ctx, **args)
+
+    if kind == "get":
+        sql = f"SELECT {_projection(impl)} FROM {q(table)} WHERE {q(impl['key']['column'])} = ?"
+
+        def run_get(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            key = args[impl["key"]["param"]]
+            row = ctx.one(sql, key)
+            if row is None:
+                raise ToolError("not_found", f"no {_entity(table)} with {impl['key']['column']} {key!r}")
+            for inc in impl.get("include", []):
+                lim = f" LIMIT {int(inc['limit'])}" if inc.get("limit") else ""
+                row[inc.get("as", inc["table"])] = ctx.all(
+                    f"SELECT * FROM {q(inc['table'])} WHERE {q(inc['column'])} = ? ORDER BY rowid{lim}", key)
+            return row
+
+        return run_get
+
+    if kind in ("list", "search"):
+        limit_spec = impl.get("limit", {})
+        default_limit, max_limit = limit_spec.get("default", 20), limit_spec.get("max", 50)
+        order = ", ".join(f"{q(c)} {d.upper()}" for c, d in impl.get("order_by", [])) or "rowid"
+
+        def run_list(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            where, params = _where(impl.get("filters", []), args)
+            limit = min(int(args.get(limit_spec.get("param", ""), default_limit)), max_limit)
+            offset = int(args.get(impl.get("offset_param", ""), 0) or 0)
+            total = ctx.value(f"SELECT COUNT(*) FROM {q(table)}{where}", *params)
+            rows = ctx.all(f"SELECT {_projection(impl)} FROM {q(table)}{where} ORDER BY {order} LIMIT ? OFFSET ?",
+                           *params, max(limit, 0), max(offset, 0))
+            return {"total": total, "offset": offset, "results": rows}
+
+        return run_list
+
+    if kind == "aggregate":
+        func = impl["func"].upper()
+        target = q(impl["column"]) if impl.get("column") else "*"
+
+        def run_aggregate(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            where, params = _where(impl.get("filters", []), args)
+            if impl.get("group_by"):
+                g = q(impl["group_by"])
+                rows = ctx.conn.execute(f"SELECT {g}, {func}({target}) FROM {q(table)}{where} GROUP BY {g} ORDER BY {g}",
+                                        params).fetchall()
+                return {"groups": [{impl["group_by"]: k, "value": _round(v)} for k, v in rows]}
+            return {"value": _round(ctx.value(f"SELECT {func}({target}) FROM {q(table)}{where}", *params))}
+
+        return run_aggregate
+
+    if kind == "create":
+
+        def run_create(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            env = {"args": args, "now": ctx.now, "today": ctx.today, "row": {}, "key": None, "new_id": None}
+            new_id = ctx.insert(table, **_resolve_all(impl["values"], env))
+            env["new_id"] = env["key"] = new_id
+            _apply_effects(ctx, impl.get("effects", []), env)
+            return {"created": ctx.one(f"SELECT * FROM {q(table)} WHERE rowid = ?", new_id)}
+
+        return run_create
+
+    if kind in ("update", "delete", "transition"):
+        key_col = impl["key"]["column"]
+
+        def run_write(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            key, row = _fetch_target(ctx, impl, args)
+            if kind == "transition" and row[impl["column"]] not in impl["from"]:
+                raise ToolError("precondition_failed",
+                                f"{_entity(table)} {key!r} is {row[impl['column']]!r}; this action needs "
+                                f"{impl['column']} in {impl['from']}")
+            _check_preconditions(ctx, impl, args, key, row, param_names)
+            env = {"args": args, "now": ctx.now, "today": ctx.today, "row": row, "key": key, "new_id": None}
+            if kind == "delete":
+                _apply_effects(ctx, impl.get("effects", []), env)
+                ctx.conn.execute(f"DELETE FROM {q(table)} WHERE {q(key_col)} = ?", (key,))
+                return {"deleted": row}
+            values = _resolve_all(impl.get("set", {}), env)
+            if kind == "transition":
+                values[impl["column"]] = impl["to"]
+            elif not values:
+                raise ToolError("invalid_arguments", "nothing to update: give at least one field to change")
+            ctx.update(table, {key_col: key}, **values)
+            _apply_effects(ctx, impl.get("effects", []), env)
+            return {"updated": ctx.one(f"SELECT * FROM {q(table)} WHERE {q(key_col)} = ?", key)}
+
+        return run_write
+
+    raise ValueError(f"unknown tool kind {kind!r}")
+
+
+def _round(value: Any) -> Any:
+    return round(value, 4) if isinstance(value, float) else value
+
+
+def compile_tool(tool_spec: dict[str, Any]) -> Tool:
+    params = dict(tool_spec["parameters"])
+    params.setdefault("additionalProperties", False)
+    impl = tool_spec["impl"]
+    writes = impl["kind"] in WRITE_KINDS or (impl["kind"] == "python" and "read" not in tool_spec.get("tags", []))
+    validator_cls = jsonschema.validators.validator_for(params, default=jsonschema.Draft202012Validator)
+    return Tool(
+        name=tool_spec["name"], description=tool_spec["description"], parameters=params, impl=impl,
+        writes=writes, validator=validator_cls(params), run=_make_runner(impl, params),
+    )

@@ -1,0 +1,170 @@
+"""Scripted checks of an environment: reference solutions, no-op, random and near-miss trajectories.
+
+Used by ``agentworld validate``, by the task self-verification gate and by tests.
+All functions drive the public Gymnasium API of :class:`~agentworld_envs.env.AgentWorldEnv`.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import warnings
+from typing import Any
+
+from .actions import format_call
+from .env import AgentWorldEnv
+
+NOOP = format_call("submit", {})
+
+
+def replay(env: AgentWorldEnv, task_id: str, actions: list[str]) -> tuple[float, dict[str, Any]]:
+    """Reset to ``task_id``, play ``actions``; returns (final reward, last info). Unsubmitted → 0."""
+    env.reset(options={"task_id": task_id})
+    reward, info = 0.0, {}
+    for action in actions:
+        _, reward, terminated, truncated, info = env.step(action)
+        if terminated or truncated:
+            return float(reward), info
+    return 0.0, info
+
+
+def solution_score(env: AgentWorldEnv, task_id: str) -> float:
+    env.reset(options={"task_id": task_id})
+    return replay(env, task_id, env.solution_actions())[0]
+
+
+def noop_score(env: AgentWorldEnv, task_id: str) -> float:
+    return replay(env, task_id, [NOOP])[0]
+
+
+def _random_value(schema: dict[str, Any], rng: random.Random) -> Any:
+    if "enum" in schema:
+        return rng.choice(schema["enum"])
+    kind = schema.get("type", "string")
+    if isinstance(kind, list):
+        kind = rng.choice(kind)
+    if kind == "integer":
+        return rng.randint(schema.get("minimum", 1), min(schema.get("maximum", 50), schema.get("minimum", 1) + 50))
+    if kind == "number":
+        return round(rng.uniform(0, 100), 2)
+    if kind == "boolean":
+        return rng.random() < 0.5
+    if kind == "array":
+        return [_random_value(schema.get("items", {}), rng) for _ in range(rng.randint(1, 2))]
+    if kind == "object":
+        return {}
+    return rng.choice(["test", "pending", "A1", "x", "2026-01-01", "cancel"])
+
+
+def random_actions(env: AgentWorldEnv, rng: random.Random, n_calls: int = 6) -> list[str]:
+    """A plausible but aimless trajectory: random tools with schema-shaped random arguments, random answer."""
+    tools = [t["function"] for t in env.tools if t["function"]["name"] != "submit"]
+    actions = []
+    for _ in range(n_calls):
+        fn = rng.choice(tools)
+        props = fn["parameters"].get("properties", {})
+        required = set(fn["parameters"].get("required", []))
+        args = {k: _random_value(v, rng) for k, v in props.items() if k in required or rng.random() < 0.3}
+        actions.append(format_call(fn["name"], args))
+    actions.append(format_call("submit", {"answer": rng.choice(["done", "42", "yes", ""])}))
+    return actions
+
+
+def random_score(env: AgentWorldEnv, task_id: str, seed: int = 0, trials: int = 2) -> float:
+    """Best score of ``trials`` random trajectories (should be 0)."""
+    rng = random.Random(f"{seed}:{task_id}")
+    env.reset(options={"task_id": task_id})
+    return max(replay(env, task_id, random_actions(env, rng))[0] for _ in range(trials))
+
+
+def near_misses(solution: list[dict[str, Any]], limit: int = 6) -> list[list[dict[str, Any]]]:
+    """Variants of a reference solution: one step dropped, or one argument perturbed."""
+    variants: list[list[dict[str, Any]]] = []
+    body = solution[:-1] if solution and solution[-1]["name"] == "submit" else solution
+    for i in range(len(body)):
+        variants.append(solution[:i] + solution[i + 1:])
+    for i, step in enumerate(solution):
+        for key, value in step["arguments"].items():
+            changed = copy.deepcopy(solution)
+            if isinstance(value, bool):
+                changed[i]["arguments"][key] = not value
+            elif isinstance(value, (int, float)):
+                changed[i]["arguments"][key] = value + 1
+            elif isinstance(value, str):
+                changed[i]["arguments"][key] = value[:-1] + ("X" if not value.endswith("X") else "Y") if value else "X"
+            else:
+                continue
+            variants.append(changed)
+    return variants[:limit] if limit else variants
+
+
+def nearmiss_fails(env: AgentWorldEnv, task: dict[str, Any]) -> bool:
+    """True if at least one near-miss of the reference scores below 1.0."""
+    for variant in near_misses(task["solution"]):
+        actions = [format_call(env._display.get(s["name"], s["name"]), s["arguments"]) for s in variant]
+        if replay(env, task["id"], actions)[0] < 1.0:
+            return True
+    return False
+
+
+def check_env_passes(env_id: str) -> tuple[bool, str]:
+    import gymnasium as gym
+    from gymnasium.utils.env_checker import check_env
+
+    env = gym.make(env_id)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            check_env(env.unwrapped, skip_render_check=True)
+        return True, ""
+    except Exception as exc:  # report, don't crash the validation run
+        return False, f"{type(exc).__name__}: {exc}"
+    finally:
+        env.close()
+
+
+def deterministic(env_id: str, seed: int = 123) -> bool:
+    """Two fresh envs reset with one seed agree on observation, task and state hash."""
+    import gymnasium as gym
+
+    outs = []
+    for _ in range(2):
+        env = gym.make(env_id)
+        obs, info = env.reset(seed=seed)
+        outs.append((obs, info["task_id"], env.unwrapped.state_hash(), json.dumps(info, sort_keys=True)))
+        env.close()
+    return outs[0] == outs[1]
+
+
+def validate_env(env_id: str, *, thorough: bool = True, max_tasks: int | None = None) -> dict[str, Any]:
+    """The ``agentworld validate`` record of one environment."""
+    import gymnasium as gym
+
+    ok, why = check_env_passes(env_id)
+    env = gym.make(env_id).unwrapped
+    tasks = env.bundle.tasks[:max_tasks] if max_tasks else env.bundle.tasks
+    record: dict[str, Any] = {
+        "env_id": env_id, "check_env": ok, "tools": len(env.bundle.tools), "tasks": len(tasks),
+        "solution_pass": 0, "noop_fail": 0, "random_fail": 0, "nearmiss_fail": 0,
+        "deterministic": deterministic(env_id), "failures": [],
+    }
+    if why:
+        record["check_env_error"] = why
+    for task in tasks:
+        tid = task["id"]
+        sol = solution_score(env, tid)
+        record["solution_pass"] += sol >= 1.0
+        noop = noop_score(env, tid)
+        record["noop_fail"] += noop == 0.0
+        if thorough:
+            record["random_fail"] += random_score(env, tid) == 0.0
+            record["nearmiss_fail"] += nearmiss_fails(env, task)
+        if sol < 1.0 or noop > 0.0:
+            record["failures"].append({"task_id": tid, "solution": sol, "noop": noop})
+    if not thorough:
+        del record["random_fail"], record["nearmiss_fail"]
+    record["ok"] = bool(ok and record["deterministic"] and record["solution_pass"] == len(tasks) == record["noop_fail"]
+                        and (not thorough or record["random_fail"] == len(tasks)))
+    env.close()
+    return record

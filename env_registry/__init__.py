@@ -1,0 +1,69 @@
+"""The catalogue: taxonomy, themes, entity library and the manifest of registered ids.
+
+This package is data plus a small reader. It imports nothing from the engine, so
+the flow stays one way: ``env_registry`` (data) → ``agentworld_envs`` (engine that
+registers and builds) → wrappers → ``agentworld_rl`` (trainer).
+
+``manifest.json`` lists every registered environment::
+
+    {"name": "retail", "id": "agentworld/retail-v0", "split": "train",
+     "l1": "commerce-retail", "l2": "online-stores", "l3": "Online retail back office",
+     "source": "handbuilt"}
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from importlib import resources
+from typing import Any, Iterable
+
+SPLITS = ("train", "arena")
+
+
+def _read(name: str) -> Any:
+    return json.loads(resources.files(__name__).joinpath(name).read_text(encoding="utf-8"))
+
+
+@functools.cache
+def manifest() -> tuple[dict[str, Any], ...]:
+    """Every registered environment, in catalogue order."""
+    return tuple(_read("manifest.json")["envs"])
+
+
+@functools.cache
+def _by_name() -> dict[str, dict[str, Any]]:
+    return {e["name"]: e for e in manifest()}
+
+
+def entry(name_or_id: str) -> dict[str, Any]:
+    """The manifest entry for ``retail``, ``retail-v0`` or ``agentworld/retail-v0``."""
+    name = name_or_id.removeprefix("agentworld/")
+    if name.endswith("-v0"):
+        name = name[:-3]
+    try:
+        return _by_name()[name]
+    except KeyError:
+        raise KeyError(f"unknown environment {name_or_id!r}; see `agentworld list`") from None
+
+
+def select(ids: Iterable[str] | None = None, l1: Iterable[str] | str | None = None,
+           split: str | None = None) -> list[dict[str, Any]]:
+    """Manifest entries filtered by ids, first-level categories and split (all optional)."""
+    if ids:
+        chosen = [entry(i) for i in ids]
+    else:
+        chosen = list(manifest())
+    if l1:
+        cats = {l1} if isinstance(l1, str) else set(l1)
+        chosen = [e for e in chosen if e["l1"] in cats]
+    if split:
+        if split not in SPLITS:
+            raise ValueError(f"split must be one of {SPLITS}")
+        chosen = [e for e in chosen if e["split"] == split]
+    return chosen
+
+
+@functools.cache
+def taxonomy() -> dict[str, Any]:
+    return _read("taxonomy.json")
