@@ -184,6 +184,53 @@ def bench(env_id: str = typer.Argument("retail"), as_json: bool = typer.Option(F
             console.print(line, highlight=False)
 
 
+@app.command()
+def build(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
+          l1: Optional[str] = typer.Option(None), jobs: int = typer.Option(0, help="worker processes (0: one per core)")) -> None:
+    """Materialise environments (spec, golden SQLite, tasks) into the cache."""
+    import time
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from .synthesis.build_all import build_many
+
+    names = [env_registry.entry(i)["name"] for i in _ids(ids, all_, None, l1)]
+    t0 = time.perf_counter()
+    rejected = []
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True)) as progress:
+        bar = progress.add_task("building", total=len(names))
+
+        def tick(res):
+            if res.get("rejected"):
+                rejected.append(res)
+            progress.update(bar, advance=1, description=f"building {res['name'][:40]:<40}")
+
+        build_many(names, jobs=jobs or None, progress=tick)
+    console.print(f"built {len(names) - len(rejected)} environments in {time.perf_counter() - t0:.1f} s; "
+                  f"rejected {len(rejected)}")
+    for r in rejected[:20]:
+        console.print(f"  [red]rejected[/] {r['name']}: {r['rejected']}")
+
+
+@app.command()
+def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Option(0)) -> None:
+    """Registry totals (builds whatever is not in the cache yet)."""
+    from .synthesis.build_all import build_many, registry_stats
+
+    summaries = build_many([e["name"] for e in env_registry.manifest()], jobs=jobs or None)
+    result = registry_stats(summaries)
+    if as_json:
+        print(json.dumps(result))
+        return
+    table = Table(title="agentworld registry")
+    table.add_column("metric")
+    table.add_column("value", justify="right")
+    for k, v in result.items():
+        table.add_row(k, json.dumps(v) if isinstance(v, (dict, list)) else str(v))
+    console.print(table)
+
+
 def _load_plugins() -> None:
     for ep in entry_points(group="agentworld.cli"):
         try:

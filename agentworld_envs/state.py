@@ -12,6 +12,7 @@ without hashing the whole database. ``_aw_*`` tables are excluded from state has
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 import sqlite3
@@ -150,7 +151,15 @@ def golden_key(spec: dict[str, Any]) -> str:
 
         fn = datagen.get_data_generator(spec["data"]["generator"])
         state_part["generator_source"] = inspect.getsource(inspect.getmodule(fn))
-    return content_hash({"spec": state_part, "build": BUILD_VERSION, "faker": faker.VERSION})[:24]
+    return content_hash({"spec": state_part, "build": BUILD_VERSION, "faker": faker.VERSION, "code": _builder_source_hash()})[:24]
+
+
+@functools.cache
+def _builder_source_hash() -> str:
+    """Hash of the code that turns a spec into a database, so editing it invalidates golden files."""
+    import inspect
+
+    return hashlib.sha256((inspect.getsource(datagen) + inspect.getsource(table_ddl)).encode()).hexdigest()
 
 
 def golden_bytes(spec: dict[str, Any]) -> bytes:

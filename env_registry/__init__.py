@@ -67,3 +67,42 @@ def select(ids: Iterable[str] | None = None, l1: Iterable[str] | str | None = No
 @functools.cache
 def taxonomy() -> dict[str, Any]:
     return _read("taxonomy.json")
+
+
+@functools.cache
+def themes() -> tuple[dict[str, Any], ...]:
+    """Every third-level theme, with its ``l1`` added, in file order (``themes/<l1>.json``)."""
+    out = []
+    root = resources.files(__name__).joinpath("themes")
+    for l1 in taxonomy()["l1"]:
+        path = root.joinpath(f"{l1['slug']}.json")
+        if not path.is_file():
+            continue
+        for theme in json.loads(path.read_text(encoding="utf-8"))["themes"]:
+            out.append({**theme, "l1": l1["slug"]})
+    return tuple(out)
+
+
+@functools.cache
+def theme(slug: str) -> dict[str, Any]:
+    for t in themes():
+        if t["slug"] == slug:
+            return t
+    raise KeyError(f"unknown theme {slug!r}")
+
+
+@functools.cache
+def entity_modules() -> dict[str, dict[str, Any]]:
+    """Entity modules of the domain library, by key (``library/entities/*.json``)."""
+    modules: dict[str, dict[str, Any]] = {}
+    root = resources.files(__name__).joinpath("library/entities")
+    for path in sorted(root.iterdir(), key=lambda p: p.name):
+        if path.name.endswith(".json"):
+            modules.update(json.loads(path.read_text(encoding="utf-8")))
+    return modules
+
+
+@functools.cache
+def workflows() -> dict[str, dict[str, Any]]:
+    """Workflow modules (state machines) of the domain library."""
+    return _read("library/workflows.json")

@@ -1,0 +1,311 @@
+"""Serve one agentworld episode over the Model Context Protocol (stdio or streamable HTTP).
+
+``agentworld serve-mcp agentworld/retail-v0 --task retail-001`` (or
+``python -m agentworld_envs.mcp_server agentworld/retail-v0 ...``) exposes:
+
+* ``tools/list``: the environment's tools with their JSON Schemas, plus ``submit`` and
+  ``get_task`` (the task instruction and policy; does not use a turn);
+* ``tools/call``: runs the call through :meth:`AgentWorldEnv.step` with the canonical text
+  action, so argument validation and error text are exactly the Gymnasium env's; errors come
+  back with ``isError: true``. ``submit`` ends the episode and returns the verifier's score
+  as structured content ``{"score", "success", "checks", "answer"}``;
+* resource ``agentworld://task``: the same text as ``get_task``.
+
+Every MCP session gets its own episode (its own private database): one per process on
+stdio, one per ``Mcp-Session-Id`` over HTTP. Over HTTP the server advertises only the
+session-based (handshake) protocol versions in ``server/discover``, so ``mode="auto"``
+clients negotiate a session; sessionless 2026-07-28 requests get an error result.
+HTTP binds to 127.0.0.1 by default (with the SDK's DNS-rebinding protection).
+
+The low-level ``mcp.server.lowlevel.Server`` is used on purpose: it does not validate
+arguments itself, so every check happens in our engine, exactly as in the gym env.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from typing import Any, Optional
+
+import typer
+
+TASK_URI = "agentworld://task"
+GET_TASK_TOOL = "get_task"
+STDIO_KEY = "stdio"
+DEFAULT_MAX_SESSIONS = 256
+
+
+@dataclass
+class Episode:
+    """One live episode: the env, its reset info and its per-episode call counter."""
+
+    env: Any
+    info: dict[str, Any]
+    observation: str
+    calls: int = 0
+    result: dict[str, Any] | None = field(default=None)  # set by submit
+
+
+class EpisodeHost:
+    """Owns the episodes of one server: one :class:`AgentWorldEnv` per MCP session key.
+
+    Args:
+        env_id: registered id or name (``"agentworld/retail-v0"``, ``"retail"``).
+        task_id: task to serve (default: the seeded pick of ``reset(seed=seed)``).
+        seed: reset seed (default 0), so every session of a server sees the same task.
+        max_turns: the env's turn limit (default: the spec's).
+        max_sessions: live episodes kept; the least recently used is closed beyond this.
+    """
+
+    def __init__(self, env_id: str, task_id: str | None = None, seed: int | None = 0,
+                 max_turns: int | None = None, max_sessions: int = DEFAULT_MAX_SESSIONS):
+        import agentworld_envs  # noqa: F401  (registers the ids)
+        from .catalog import load_bundle
+
+        self.bundle = load_bundle(env_id)
+        self.env_id = self.bundle.env_id
+        if task_id is not None and task_id not in self.bundle.task_index:
+            raise KeyError(f"{self.env_id} has no task {task_id!r}")
+        self.task_id, self.seed, self.max_turns = task_id, seed, max_turns
+        self.max_sessions = max_sessions
+        self._episodes: OrderedDict[str, Episode] = OrderedDict()
+        self._lock = threading.Lock()
+        probe = self._new_episode()
+        self.tool_schemas: list[dict[str, Any]] = probe.env.tools
+        self._writes = {n: t.writes for n, t in self.bundle.tools.items()}
+        self.observation = probe.observation
+        self.task_info = {k: probe.info[k] for k in ("env_id", "task_id", "split", "instruction", "max_turns")}
+        probe.env.close()
+
+    # ------------------------------------------------------------------ episodes
+    def _new_episode(self) -> Episode:
+        from .env import AgentWorldEnv
+
+        env = AgentWorldEnv(self.env_id, max_turns=self.max_turns)
+        options = {"task_id": self.task_id} if self.task_id is not None else None
+        obs, info = env.reset(seed=self.seed, options=options)
+        return Episode(env=env, info=info, observation=obs)
+
+    def episode(self, key: str) -> Episode:
+        with self._lock:
+            ep = self._episodes.get(key)
+            if ep is None:
+                ep = self._episodes[key] = self._new_episode()
+                while len(self._episodes) > self.max_sessions:
+                    _, old = self._episodes.popitem(last=False)
+                    old.env.close()
+            self._episodes.move_to_end(key)
+            return ep
+
+    def close_episode(self, key: str) -> None:
+        with self._lock:
+            ep = self._episodes.pop(key, None)
+        if ep is not None:
+            ep.env.close()
+
+    @property
+    def live_episodes(self) -> int:
+        return len(self._episodes)
+
+    # ------------------------------------------------------------------ MCP-independent call path
+    def task_text(self) -> str:
+        return self.observation
+
+    def call(self, key: str, name: str, arguments: Any) -> tuple[str, bool, dict[str, Any] | None]:
+        """Run one tool call in the episode of ``key``: ``(text, is_error, structured)``.
+
+        The call goes through ``AgentWorldEnv.step`` with the canonical ``<tool_call>`` text,
+        so validation and error observations are byte-identical to the Gymnasium env's.
+        """
+        from .actions import format_call
+
+        ep = self.episode(key)
+        if name == GET_TASK_TOOL and GET_TASK_TOOL not in self._writes:
+            return json.dumps({**self.task_info, "task": ep.observation}, ensure_ascii=False), False, None
+        action = format_call(name, {} if arguments is None else arguments)
+        obs, reward, terminated, truncated, info = ep.env.step(action)
+        ep.calls += 1
+        if info.get("error"):
+            return obs, True, None
+        if info.get("tool_name") == "submit":
+            structured = {"score": float(reward), "success": bool(info.get("success")),
+                          "checks": info.get("checks", []),
+                          "answer": arguments.get("answer") if isinstance(arguments, dict) else None,
+                          "task_id": ep.info["task_id"], "turns": info.get("turn")}
+            ep.result = structured
+            return obs, False, json.loads(json.dumps(structured, default=str))
+        if truncated:
+            return obs, False, {"truncated": True, "score": 0.0, "success": False}
+        return obs, False, None
+
+    def mcp_tools(self) -> list[dict[str, Any]]:
+        """Tool definitions as plain dicts: name, description, inputSchema, annotations."""
+        out = []
+        for schema in self.tool_schemas:
+            fn = schema["function"]
+            writes = self._writes.get(fn["name"])
+            annotations = ({"readOnlyHint": not writes, "destructiveHint": bool(writes), "idempotentHint": not writes,
+                            "openWorldHint": False} if writes is not None else {"readOnlyHint": False, "openWorldHint": False})
+            out.append({"name": fn["name"], "description": fn["description"], "inputSchema": fn["parameters"],
+                        "annotations": annotations})
+        if GET_TASK_TOOL not in self._writes:
+            out.append({"name": GET_TASK_TOOL, "description": "Read the task instruction and the policy to follow "
+                        "(does not use a turn).", "inputSchema": {"type": "object", "properties": {},
+                                                                   "additionalProperties": False},
+                        "annotations": {"readOnlyHint": True, "openWorldHint": False}})
+        return out
+
+
+# ---------------------------------------------------------------------- the MCP server
+def _session_key(ctx: Any, transport: str) -> str | None:
+    if transport == "stdio":
+        return STDIO_KEY
+    request = getattr(ctx, "request", None)
+    headers = getattr(request, "headers", None)
+    if headers is not None:
+        sid = headers.get("mcp-session-id")
+        if sid:
+            return sid
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    return getattr(connection, "session_id", None)
+
+
+def _register_cleanup(ctx: Any, host: EpisodeHost, key: str) -> None:
+    """Close the session's episode when its MCP connection closes (best effort; LRU caps the rest)."""
+    connection = getattr(getattr(ctx, "session", None), "_connection", None)
+    if getattr(connection, "session_id", None) != key:
+        return  # stdio, or a per-request connection: its teardown is not the session's end
+    state = getattr(connection, "state", None)
+    stack = getattr(connection, "exit_stack", None)
+    if state is None or stack is None or state.get("agentworld_cleanup"):
+        return
+    state["agentworld_cleanup"] = True
+    stack.callback(host.close_episode, key)
+
+
+def build_server(host: EpisodeHost, transport: str = "stdio"):
+    """The low-level MCP server for ``host`` (tools, the task resource, per-session episodes)."""
+    import mcp_types as types
+    from mcp.server.lowlevel import Server
+    from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+
+    tools = [types.Tool.model_validate(t) for t in host.mcp_tools()]
+
+    async def list_tools(ctx, params) -> types.ListToolsResult:
+        return types.ListToolsResult(tools=tools)
+
+    async def call_tool(ctx, params: types.CallToolRequestParams) -> types.CallToolResult:
+        key = _session_key(ctx, transport)
+        if key is None:
+            from .env import error_text
+
+            text = error_text("no_session", "this server keeps one episode per MCP session; connect with the "
+                                            "session handshake (the SDK's default mode='auto' does)")
+            return types.CallToolResult(content=[types.TextContent(text=text)], is_error=True)
+        _register_cleanup(ctx, host, key)
+        text, is_error, structured = host.call(key, params.name, params.arguments)
+        return types.CallToolResult(content=[types.TextContent(text=text)], structured_content=structured,
+                                    is_error=is_error)
+
+    async def list_resources(ctx, params) -> types.ListResourcesResult:
+        return types.ListResourcesResult(resources=[types.Resource(
+            uri=TASK_URI, name="task", title=f"{host.env_id} task {host.task_info['task_id']}",
+            description="The task instruction and the policy to follow.", mime_type="text/markdown")])
+
+    async def read_resource(ctx, params: types.ReadResourceRequestParams) -> types.ReadResourceResult:
+        from mcp.shared.exceptions import MCPError
+
+        if str(params.uri) != TASK_URI:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown resource {str(params.uri)[:200]!r}")
+        return types.ReadResourceResult(contents=[types.TextResourceContents(
+            uri=TASK_URI, mime_type="text/markdown", text=host.task_text())])
+
+    server = Server(
+        "agentworld", version=_version(), title=f"agentworld {host.env_id}",
+        instructions=host.task_text() + "\n\nCall `submit` once when done; it ends the episode and returns the score.",
+        on_list_tools=list_tools, on_call_tool=call_tool, on_list_resources=list_resources,
+        on_read_resource=read_resource,
+    )
+    if transport == "http":
+        # Sessionless (2026-07-28) HTTP requests could not be told apart, so advertise only the
+        # session-based versions: mode="auto" clients then fall back to the initialize handshake.
+        async def discover(ctx, params) -> types.DiscoverResult:
+            return types.DiscoverResult(supported_versions=list(HANDSHAKE_PROTOCOL_VERSIONS),
+                                        capabilities=server.get_capabilities(), instructions=server.instructions)
+
+        server.add_request_handler("server/discover", types.RequestParams, discover)
+    return server
+
+
+def _version() -> str:
+    try:
+        from agentworld_envs import __version__
+
+        return __version__
+    except ImportError:  # pragma: no cover
+        return "0"
+
+
+def serve(env_id: str, task_id: str | None = None, seed: int | None = 0, transport: str = "stdio",
+          host: str = "127.0.0.1", port: int = 8765, max_turns: int | None = None,
+          max_sessions: int = DEFAULT_MAX_SESSIONS) -> None:
+    """Run the server until stdin closes (stdio) or the process is stopped (http)."""
+    import anyio
+
+    if transport not in ("stdio", "http"):
+        raise ValueError("transport must be 'stdio' or 'http'")
+    episodes = EpisodeHost(env_id, task_id=task_id, seed=seed, max_turns=max_turns, max_sessions=max_sessions)
+    server = build_server(episodes, transport)
+    if transport == "stdio":
+        from mcp.server.stdio import stdio_server
+
+        async def main() -> None:
+            async with stdio_server() as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(main)
+        return
+    import uvicorn
+
+    app = server.streamable_http_app(host=host)
+    print(f"agentworld MCP server for {episodes.env_id} (task {episodes.task_info['task_id']}) "
+          f"on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
+    uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
+
+
+def register_mcp_command(app: typer.Typer) -> None:
+    """Add ``serve-mcp`` to a typer app (the ``agentworld`` CLI)."""
+
+    @app.command("serve-mcp")
+    def serve_mcp(
+        env_id: str = typer.Argument(..., help="environment id or name, e.g. agentworld/retail-v0"),
+        task: Optional[str] = typer.Option(None, help="task id (default: the seeded pick)"),
+        seed: int = typer.Option(0, help="reset seed (picks the task when --task is not given)"),
+        transport: str = typer.Option("stdio", help="stdio | http (streamable HTTP)"),
+        host: str = typer.Option("127.0.0.1", help="HTTP bind address (loopback by default)"),
+        port: int = typer.Option(8765, help="HTTP port"),
+        max_turns: Optional[int] = typer.Option(None, help="tool calls allowed per episode (default: the spec's)"),
+        max_sessions: int = typer.Option(DEFAULT_MAX_SESSIONS, help="live HTTP episodes kept (LRU beyond)"),
+    ) -> None:
+        """Serve one environment episode per MCP session (tools, submit -> verifier score, agentworld://task)."""
+        if transport not in ("stdio", "http"):
+            raise typer.BadParameter("--transport must be stdio or http")
+        try:
+            serve(env_id, task_id=task, seed=seed, transport=transport, host=host, port=port,
+                  max_turns=max_turns, max_sessions=max_sessions)
+        except KeyError as exc:
+            raise typer.BadParameter(str(exc.args[0] if exc.args else exc)) from None
+
+
+def main() -> None:
+    app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
+    register_mcp_command(app)
+    # A single-command typer app takes the command's arguments directly.
+    app()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,132 @@
+"""Theme → validated spec: schema, seeded data, tools, tool unit tests; cached by content hash.
+
+Everything is a pure function of the registry (theme, entity modules, workflows), this
+package's ``SYNTH_VERSION`` and the Faker release, so any machine builds byte-identical
+specs and golden databases.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+import zlib
+from dataclasses import dataclass, field
+from typing import Any
+
+import env_registry
+
+from .. import state
+from ..spec import content_hash
+from .naming import title
+from .schema import build_entities, data_recipe, schema_signature, tables_of
+from .toolcheck import NOW, check_tool
+from .toolgen import generate_tools
+
+#: Bump when synthesis output changes for the same registry, so cached specs are rebuilt.
+SYNTH_VERSION = "1"
+#: An environment whose surviving tools are fewer than this is rejected.
+MIN_TOOLS = 15
+
+
+@dataclass
+class BuildReport:
+    name: str
+    tools_generated: int = 0
+    tools_kept: int = 0
+    dropped: dict[str, list[str]] = field(default_factory=dict)
+    rejected: str | None = None
+    schema_signature: str = ""
+    rows: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        return self.__dict__.copy()
+
+
+class EnvRejected(RuntimeError):
+    pass
+
+
+def _policy(theme: dict[str, Any], entities) -> str:
+    rules = []
+    for ent in entities:
+        if ent.workflow:
+            rules.append(f"- {title(ent.singular).capitalize()} records: {ent.workflow['description']}")
+    rules += [
+        "- Identify records by the codes, names or e-mails the user gives; look up internal ids with the tools, never guess them.",
+        "- Make only the changes the request asks for; leave every other record untouched.",
+        "- When a request conflicts with these rules (for example, a status change that is not allowed), change nothing "
+        "for that part and say why in your final answer.",
+        "- Finish by calling submit; put any requested value in `answer`.",
+    ]
+    return (f"You are the operations assistant for {theme['title']}. {theme['description']}\n\nRules:\n" + "\n".join(rules))
+
+
+def _seed(slug: str) -> int:
+    return zlib.crc32(slug.encode())
+
+
+def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
+    """Build the spec of one theme (tools validated against its golden state)."""
+    report = BuildReport(theme["slug"])
+    entities = build_entities(theme)
+    tables = tables_of(entities)
+    report.schema_signature = content_hash(schema_signature(tables))[:16]
+    spec: dict[str, Any] = {
+        "spec_version": 1, "id": theme["slug"], "title": theme["title"], "description": theme["description"],
+        "taxonomy": {"l1": theme["l1"], "l2": theme["l2"], "l3": theme["title"]},
+        "now": NOW, "policy": _policy(theme, entities), "max_turns": 30,
+        "tables": tables, "data": data_recipe(theme, entities, _seed(theme["slug"])),
+        "tools": [],
+    }
+    golden = state.golden_bytes(spec)
+    report.rows = sum(e.rows for e in entities)
+    candidates = generate_tools(entities, theme["title"])
+    report.tools_generated = len(candidates)
+    conn = state.episode_connection(golden)
+    for tool in candidates:
+        result = check_tool(tool, conn)
+        if result.kept:
+            spec["tools"].append(tool)
+        else:
+            report.dropped[tool["name"]] = result.failed[:3]
+    conn.close()
+    report.tools_kept = len(spec["tools"])
+    if report.tools_kept < MIN_TOOLS:
+        report.rejected = f"only {report.tools_kept} tools passed their tests"
+    return spec, report
+
+
+def _registry_hash() -> str:
+    return content_hash({"modules": env_registry.entity_modules(), "workflows": env_registry.workflows(),
+                         "version": SYNTH_VERSION})[:16]
+
+
+def _cache_path(theme: dict[str, Any]):
+    key = content_hash({"theme": theme, "registry": _registry_hash()})[:20]
+    return state.cache_dir() / "specs" / f"{theme['slug']}-{key}.json"
+
+
+def cached_spec(name: str) -> tuple[dict[str, Any], BuildReport]:
+    """The spec of theme ``name`` from the cache, or synthesised and cached now."""
+    theme = env_registry.theme(name)
+    path = _cache_path(theme)
+    try:
+        payload = json.loads(path.read_text())
+        return payload["spec"], BuildReport(**payload["report"])
+    except (FileNotFoundError, ValueError, KeyError):
+        pass
+    spec, report = synthesize(theme)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump({"spec": spec, "report": report.to_json()}, fh, ensure_ascii=False)
+    os.replace(tmp, path)
+    return spec, report
+
+
+def theme_spec(entry: dict[str, Any]) -> dict[str, Any]:
+    spec, report = cached_spec(entry["name"])
+    if report.rejected:
+        raise EnvRejected(f"{entry['id']} was rejected by synthesis: {report.rejected}")
+    return spec

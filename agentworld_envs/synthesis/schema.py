@@ -1,0 +1,149 @@
+"""Theme → tables: pick the theme's entity modules, rename them, link their foreign keys.
+
+Each theme names 4-7 entity modules; a module's ``ref`` columns point at *roles*
+(``person``, ``staff``, ``item`` …) and resolve to the first other entity of the theme
+that plays that role, or are dropped when none does. Optional columns are kept or
+dropped by a seeded coin per theme, which (with renames) gives each theme its own schema.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any
+
+import env_registry
+
+from .naming import plural
+
+
+@dataclass
+class Entity:
+    """One table of a synthesised environment, with the module it came from."""
+
+    key: str                 # module key
+    singular: str            # the service's word for one record
+    table: str
+    module: dict[str, Any]
+    columns: list[dict[str, Any]] = field(default_factory=list)   # spec columns (with 'gen' kept aside)
+    gens: dict[str, dict[str, Any]] = field(default_factory=dict)  # column → generator
+    refs: dict[str, str] = field(default_factory=dict)             # fk column → parent table
+    workflow: dict[str, Any] | None = None
+    rows: int = 0
+
+    @property
+    def label(self) -> str:
+        return self.module["label"]
+
+    @property
+    def roles(self) -> list[str]:
+        return self.module["roles"]
+
+    def column(self, name: str) -> dict[str, Any] | None:
+        return next((c for c in self.columns if c["name"] == name), None)
+
+
+def _rng(theme: dict[str, Any], purpose: str) -> random.Random:
+    return random.Random(f"{theme['slug']}:{purpose}")
+
+
+def build_entities(theme: dict[str, Any]) -> list[Entity]:
+    modules = env_registry.entity_modules()
+    workflows = env_registry.workflows()
+    rng = _rng(theme, "schema")
+    entities: list[Entity] = []
+    used_tables: set[str] = set()
+    for ref in theme["entities"]:
+        module = modules[ref["module"]]
+        singular = ref.get("as") or ref["module"]
+        table = plural(singular) if ref.get("as") else module["table"]
+        while table in used_tables:
+            table += "_x"
+        used_tables.add(table)
+        entities.append(Entity(key=ref["module"], singular=singular, table=table, module=module))
+
+    import networkx as nx
+
+    depends = nx.DiGraph()  # child table → parent table; kept acyclic so rows can be generated parents-first
+    depends.add_nodes_from(e.table for e in entities)
+    for i, ent in enumerate(entities):
+        cols: list[dict[str, Any]] = [{"name": "id", "type": "INTEGER", "primary_key": True}]
+        names = {"id"}
+        for col in ent.module["columns"]:
+            if col.get("optional") and rng.random() < 0.5:
+                continue
+            if "ref" in col:
+                target = next((e for e in entities if e is not ent and col["ref"] in e.roles
+                               and not nx.has_path(depends, e.table, ent.table)), None)
+                if target is None:
+                    continue
+                depends.add_edge(ent.table, target.table)
+                name = col["name"]
+                generic = name in (f"{col['ref']}_id", "person_id", "customer_id", "item_id", "owner_id")
+                if generic and f"{target.singular}_id" not in names:
+                    name = f"{target.singular}_id"
+                if name in names:
+                    continue
+                spec_col = {"name": name, "type": "INTEGER", "references": f"{target.table}.id",
+                            "description": f"The {target.singular.replace('_', ' ')} this {ent.singular.replace('_', ' ')} belongs to."}
+                if col.get("nullable") is False:
+                    spec_col["nullable"] = False
+                cols.append(spec_col)
+                names.add(name)
+                ent.refs[name] = target.table
+                gen: dict[str, Any] = {"gen": "ref", "ref": f"{target.table}.id"}
+                if col.get("nullable") is not False:
+                    gen["null_p"] = 0.05
+                ent.gens[name] = gen
+                continue
+            if col["name"] in names:
+                continue
+            spec_col = {k: col[k] for k in ("name", "type", "unique", "nullable", "check", "enum", "description") if k in col}
+            if spec_col.get("type") not in ("INTEGER", "REAL", "TEXT", "BOOLEAN"):
+                spec_col["type"] = "TEXT"
+            gen = dict(col["gen"])
+            if col.get("unique"):
+                gen["unique"] = True
+            if gen.get("unique"):
+                spec_col["unique"] = True
+            cols.append(spec_col)
+            ent.gens[col["name"]] = gen
+            names.add(col["name"])
+        wf_key = ent.module.get("workflow")
+        if wf_key and "status" not in names:
+            wf = workflows[wf_key]
+            ent.workflow = wf
+            cols.append({"name": "status", "type": "TEXT", "nullable": False, "enum": wf["states"],
+                         "description": wf["description"]})
+            ent.gens["status"] = {"gen": "choice", "values": wf["states"], "weights": wf["weights"]}
+            cols.append({"name": "status_changed_at", "type": "TEXT"})
+            ent.gens["status_changed_at"] = {"gen": "datetime", "days": [-90, 0]}
+            if any(t.get("reason") for t in wf["transitions"]):
+                cols.append({"name": "status_reason", "type": "TEXT"})
+                ent.gens["status_reason"] = {"gen": "const", "value": None}
+        ent.columns = cols
+        base = int(ent.module.get("rows", 200))
+        ent.rows = max(20, min(900, int(base * rng.uniform(0.5, 1.2))))
+        # Unique code generators need room; shrink tables whose unique pools are small.
+        for name, gen in ent.gens.items():
+            if gen.get("unique") and gen["gen"] == "code":
+                room = 10 ** gen["pattern"].count("#") * 26 ** gen["pattern"].count("?")
+                ent.rows = min(ent.rows, room // 4 or 1)
+            if gen.get("unique") and gen["gen"] in ("choice", "pick"):
+                ent.rows = min(ent.rows, len(gen["values"]))
+    return entities
+
+
+def tables_of(entities: list[Entity]) -> list[dict[str, Any]]:
+    return [{"name": e.table, "description": e.module.get("description", ""), "columns": e.columns} for e in entities]
+
+
+def data_recipe(theme: dict[str, Any], entities: list[Entity], seed: int) -> dict[str, Any]:
+    return {"seed": seed, "locale": theme.get("locale", "en_US"),
+            "tables": {e.table: {"rows": e.rows, "columns": e.gens} for e in entities}}
+
+
+def schema_signature(tables: list[dict[str, Any]]) -> str:
+    """Normalised table/column structure (names and types), for counting distinct schemas."""
+    parts = sorted(f"{t['name']}({','.join(sorted(c['name'] + ':' + c['type'] for c in t['columns']))})" for t in tables)
+    return ";".join(parts)
