@@ -48,6 +48,19 @@ def bench_env(env_id: str = "agentworld/retail-v0", n: int = 2000, live: int = 1
         t_reset.append(time.perf_counter() - t0)
     out["reset"] = _ms(t_reset)
 
+    # A cold episode: a new instance's first reset and first tool call (golden copy + schema parse).
+    found = _first_call(env, writes=False)
+    t_cold = []
+    for i in range(min(n, 300)):
+        fresh = AgentWorldEnv(env_id)
+        t0 = time.perf_counter()
+        fresh.reset(options={"task_id": found[0]} if found else None)
+        if found:
+            fresh.step(found[1])
+        t_cold.append(time.perf_counter() - t0)
+        fresh.close()
+    out["cold_episode_first_step"] = _ms(t_cold)
+
     for label, writes in (("read_step", False), ("write_step", True)):
         found = _first_call(env, writes)
         if found is None:
@@ -127,7 +140,7 @@ def _vector_throughput(env_id: str, mode: str, num_envs: int, steps: int) -> dic
 
 def summary_lines(result: dict[str, Any]) -> list[str]:
     lines = [f"{result['env_id']}  golden DB {result['golden_bytes'] / 1024:.0f} KiB"]
-    for key in ("reset", "read_step", "write_step", "verify"):
+    for key in ("reset", "cold_episode_first_step", "read_step", "write_step", "verify"):
         if key in result:
             lines.append(f"  {key:<12} p50 {result[key]['p50_ms']:.4f} ms   p95 {result[key]['p95_ms']:.4f} ms")
     lines.append(f"  scripted solution replays: {result['solution_replay_episodes_per_s']} episodes/s")
