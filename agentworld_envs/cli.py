@@ -67,11 +67,11 @@ def show(env_id: str, as_json: bool = typer.Option(False, "--json"),
     conn = bundle.initial
     counts = {t: conn.execute(f'SELECT COUNT(*) FROM "{t}"').fetchone()[0] for t in state.user_tables(conn)}
     if graph:
-        from .synthesis.graph import tool_graph, describe_graph
+        from .tasks.graph import describe_graph, graph_json, tool_graph
 
         g = tool_graph(spec)
         if as_json:
-            print(json.dumps({"nodes": list(g.nodes), "edges": [[a, b, d] for a, b, d in g.edges(data=True)]}))
+            print(json.dumps(graph_json(g)))
         else:
             console.print(describe_graph(g))
         return
@@ -229,6 +229,64 @@ def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Optio
     for k, v in result.items():
         table.add_row(k, json.dumps(v) if isinstance(v, (dict, list)) else str(v))
     console.print(table)
+
+
+from .mcp_server import register_mcp_command  # noqa: E402  (typer-only import; the server loads lazily)
+
+register_mcp_command(app)
+
+
+tasks_app = typer.Typer(help="Verified task synthesis.", no_args_is_help=True)
+app.add_typer(tasks_app, name="tasks")
+
+
+@tasks_app.command("synth")
+def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", help="tasks to produce"), seed: int = typer.Option(1),
+                focus_tools: Optional[str] = typer.Option(None, help="comma-separated tool names the tasks must use"),
+                min_difficulty: Optional[float] = typer.Option(None),
+                as_json: bool = typer.Option(False, "--json", help="one JSON task per line, then the report")) -> None:
+    """Synthesise fresh tasks on demand (each passes the self-verification gate)."""
+    import agentworld_envs  # noqa: F401
+    from .tasks import synthesize_tasks
+
+    focus = [t.strip() for t in focus_tools.split(",") if t.strip()] if focus_tools else None
+    tasks, report = synthesize_tasks(env_registry.entry(env_id)["id"], n=n, seed=seed, focus_tools=focus,
+                                     min_difficulty=min_difficulty)
+    if as_json:
+        for t in tasks:
+            print(json.dumps(t, ensure_ascii=False))
+        print(json.dumps({"report": report}))
+        return
+    for t in tasks:
+        console.print(f"[bold]{t['id']}[/] {t['kind']} d={t['difficulty']} calls={t['knobs']['chain_length']}: "
+                      f"{t['instruction']}", highlight=False)
+    console.print(f"kept {report['kept']} in {report['seconds']} s; rejected {report['rejected']}")
+
+
+export_app = typer.Typer(help="Export tasks and reference trajectories as Hugging Face datasets.", no_args_is_help=True)
+app.add_typer(export_app, name="export")
+
+
+@export_app.command("tasks")
+def export_tasks_cmd(out: str = typer.Option(..., "--out"), ids: Optional[list[str]] = typer.Option(None, "--ids"),
+                     split: Optional[str] = typer.Option(None), limit: Optional[int] = typer.Option(None)) -> None:
+    """Tasks as a datasets-loadable dataset (env_id, task_id, split, kind, difficulty, instruction, tools, prompt)."""
+    import agentworld_envs  # noqa: F401
+    from .tasks.export import export_tasks, select_envs
+
+    n = export_tasks(out, select_envs(ids, split, limit))
+    console.print(f"wrote {n} tasks to {out}")
+
+
+@export_app.command("sft")
+def export_sft_cmd(out: str = typer.Option(..., "--out"), ids: Optional[list[str]] = typer.Option(None, "--ids"),
+                   split: Optional[str] = typer.Option(None), limit: Optional[int] = typer.Option(None)) -> None:
+    """Reference trajectories as OpenAI-style messages (only those that replay to reward 1.0)."""
+    import agentworld_envs  # noqa: F401
+    from .tasks.export import export_sft, select_envs
+
+    n = export_sft(out, select_envs(ids, split, limit))
+    console.print(f"wrote {n} trajectories to {out}")
 
 
 def _load_plugins() -> None:

@@ -55,7 +55,7 @@ class AgentWorldEnv(gym.Env[str, str]):
     episode with the verifier's score as reward.
     """
 
-    metadata = {"render_modes": ["ansi", "human"]}
+    metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
 
     def __init__(self, env_name: str, max_turns: int | None = None, obscure_tools: bool = False,
                  render_mode: str | None = None):

@@ -218,14 +218,22 @@ def _prompt_has(prompt: Any, instruction: str) -> bool:
 
 
 @functools.lru_cache(maxsize=None)
-def agentworld_env_class(env_id: str, max_turns: int | None = None,
-                         score_unsubmitted: bool = False) -> type[AgentWorldTRLEnv]:
-    """The TRL environment class of ``env_id`` (itself a valid ``environment_factory``)."""
+def agentworld_env_class(env_id: str, max_turns: int | None = None, score_unsubmitted: bool = False,
+                         tools: tuple[str, ...] | None = None) -> type[AgentWorldTRLEnv]:
+    """The TRL environment class of ``env_id`` (itself a valid ``environment_factory``).
+
+    ``tools`` exposes only those tools (``submit`` is always included), e.g. to keep prompts short
+    for small models; the env itself is unchanged.
+    """
     import agentworld_envs  # noqa: F401  (registers ids)
     from .catalog import load_bundle
 
     bundle = load_bundle(env_id)
-    schemas = [t.openai_schema() for t in bundle.tools.values()] + [SUBMIT_TOOL]
+    if tools is not None:
+        unknown = set(tools) - set(bundle.tools) - {"submit"}
+        if unknown:
+            raise KeyError(f"{bundle.env_id} has no tools {sorted(unknown)}")
+    schemas = [t.openai_schema() for n, t in bundle.tools.items() if tools is None or n in tools] + [SUBMIT_TOOL]
     namespace: dict[str, Any] = {"env_id": bundle.env_id, "max_turns": max_turns,
                                  "score_unsubmitted": score_unsubmitted,
                                  "__doc__": f"{bundle.env_id} as a TRL environment: {bundle.spec.get('title', '')}"}
@@ -238,12 +246,17 @@ def agentworld_env_class(env_id: str, max_turns: int | None = None,
     return type(cls_name, (AgentWorldTRLEnv,), namespace)
 
 
-def environment_factories(env_ids: Iterable[str], max_turns: int | None = None,
-                          score_unsubmitted: bool = False) -> dict[str, type[AgentWorldTRLEnv]]:
-    """``{env id: class}`` for ``GRPOTrainer(environment_factory=...)``; rows select one by ``environment``."""
+def environment_factories(env_ids: Iterable[str], max_turns: int | None = None, score_unsubmitted: bool = False,
+                          tools: Mapping[str, Sequence[str]] | None = None) -> dict[str, type[AgentWorldTRLEnv]]:
+    """``{env id: class}`` for ``GRPOTrainer(environment_factory=...)``; rows select one by ``environment``.
+
+    ``tools`` optionally maps an env id to the subset of its tools to expose.
+    """
     out = {}
     for env_id in env_ids:
-        cls = agentworld_env_class(_canonical(env_id), max_turns, score_unsubmitted)
+        canonical = _canonical(env_id)
+        subset = (tools or {}).get(env_id) or (tools or {}).get(canonical)
+        cls = agentworld_env_class(canonical, max_turns, score_unsubmitted, tuple(subset) if subset else None)
         out[cls.env_id] = cls
     return out
 

@@ -116,8 +116,9 @@ def test_action_formats_are_equivalent(env):
 
 def test_submit_scores_and_terminates(toy_env_id):
     env = gym.make(toy_env_id).unwrapped
-    assert solution_score(env, "lend-1") == 1.0
-    assert noop_score(env, "lend-1") == 0.0
+    for task_id in env.task_ids:
+        assert solution_score(env, task_id) == 1.0
+        assert noop_score(env, task_id) == 0.0
     env.reset(options={"task_id": "lend-1"})
     obs, reward, terminated, truncated, info = env.step(call("submit"))
     assert terminated and not truncated and reward == 0.0 and info["success"] is False

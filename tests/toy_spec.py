@@ -97,5 +97,16 @@ _TOY: dict[str, Any] = {
 
 
 def toy_spec() -> dict[str, Any]:
-    """A fresh deep copy (tests mutate it), with the lend task pointing at an available book."""
-    return copy.deepcopy(_TOY)
+    """A fresh deep copy (tests mutate it), with the count task's answer read from the generated data."""
+    from agentworld_envs import state
+
+    spec = copy.deepcopy(_TOY)
+    conn = state.episode_connection(state.golden_bytes(spec))
+    lost = conn.execute("SELECT COUNT(*) FROM books WHERE status = 'lost'").fetchone()[0]
+    available = conn.execute("SELECT status FROM books WHERE id = 2").fetchone()[0]
+    conn.close()
+    assert available == "available", "the lend task expects book 2 to be available"
+    task = next(t for t in spec["tasks"] if t["id"] == "count-1")
+    task["solution"][-1]["arguments"]["answer"] = str(lost)
+    task["checks"][0]["expected"] = lost
+    return spec
