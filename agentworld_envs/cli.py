@@ -148,20 +148,20 @@ def validate(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer
              sample: Optional[int] = typer.Option(None, help="also validate N ids drawn with --seed"),
              l1: Optional[str] = typer.Option(None, help="validate every env of a first-level category"),
              seed: int = typer.Option(0), quick: bool = typer.Option(False, help="skip random and near-miss checks"),
+             jobs: int = typer.Option(1, help="worker processes (0: one per core)"),
              as_json: bool = typer.Option(False, "--json", help="one JSON object per env")) -> None:
     """Check envs: gymnasium check_env, reference solutions, no-op/random/near-miss rejection, determinism."""
     import agentworld_envs  # noqa: F401
-    from .validation import validate_env
+    from .validation import validate_many
 
     failed = 0
-    for env_id in _ids(ids, all_, sample, l1, seed):
-        record = validate_env(env_id, thorough=not quick)
+    for record in validate_many(_ids(ids, all_, sample, l1, seed), thorough=not quick, jobs=jobs or None):
         failed += not record["ok"]
         if as_json:
             print(json.dumps(record, ensure_ascii=False), flush=True)
         else:
             mark = "[green]ok[/]" if record["ok"] else "[red]FAIL[/]"
-            console.print(f"{mark} {env_id}: tools={record['tools']} tasks={record['tasks']} "
+            console.print(f"{mark} {record['env_id']}: tools={record['tools']} tasks={record['tasks']} "
                           f"solution_pass={record['solution_pass']} noop_fail={record['noop_fail']} "
                           f"random_fail={record.get('random_fail', '-')} nearmiss_fail={record.get('nearmiss_fail', '-')} "
                           f"check_env={record['check_env']} deterministic={record['deterministic']}")

@@ -57,15 +57,73 @@ def _random_value(schema: dict[str, Any], rng: random.Random) -> Any:
     return rng.choice(["test", "pending", "A1", "x", "2026-01-01", "cancel"])
 
 
+def value_pool(spec: dict[str, Any], conn: Any, per_param: int = 12) -> dict[str, dict[str, list[Any]]]:
+    """Real values for tool parameters bound to a column (keys, filters, values, set): ``{tool: {param: [...]}}``.
+
+    Random trajectories draw from it half of the time, so they hit real ids and codes and
+    do not fail trivially with ``not_found``. Deterministic for a given golden state."""
+    pool: dict[str, dict[str, list[Any]]] = {}
+    cache: dict[tuple[str, str], list[Any]] = {}
+    for tool in spec["tools"]:
+        impl, props = tool["impl"], tool["parameters"].get("properties", {})
+        table = impl.get("table")
+        if not table:
+            continue
+        binds = []
+        if impl.get("key"):
+            binds.append((impl["key"]["param"], impl["key"]["column"]))
+        binds += [(f["param"], f["column"]) for f in impl.get("filters", []) if f.get("op", "eq") in ("eq", "in")]
+        for fld in ("values", "set"):
+            binds += [(e.split(":", 1)[1], c) for c, e in impl.get(fld, {}).items()
+                      if isinstance(e, str) and e.startswith("$param:")]
+        for param, column in binds:
+            if param not in props or props[param].get("type") == "array":
+                continue
+            if (table, column) not in cache:
+                try:
+                    rows = conn.execute(f'SELECT "{column}" FROM "{table}" WHERE "{column}" IS NOT NULL GROUP BY 1 '
+                                        f"ORDER BY MIN(rowid) LIMIT ?", (per_param,)).fetchall()
+                except Exception:  # noqa: BLE001 - a pool is a nicety, never a failure
+                    rows = []
+                cache[(table, column)] = [r[0] for r in rows]
+            values = cache[(table, column)]
+            if props[param].get("type") == "boolean":
+                values = [bool(v) for v in values]
+            if values:
+                pool.setdefault(tool["name"], {})[param] = values
+    return pool
+
+
+def _pool_of(env: Any) -> dict[str, dict[str, list[Any]]]:
+    pool = getattr(env, "value_pool", None)
+    if pool is not None:
+        return pool
+    bundle = getattr(env, "bundle", None)
+    if bundle is None:
+        return {}
+    if getattr(bundle, "_value_pool", None) is None:
+        bundle._value_pool = value_pool(bundle.spec, bundle.initial)
+    return bundle._value_pool
+
+
 def random_actions(env: AgentWorldEnv, rng: random.Random, n_calls: int = 6) -> list[str]:
-    """A plausible but aimless trajectory: random tools with schema-shaped random arguments, random answer."""
+    """A plausible but aimless trajectory: random tools with schema-shaped arguments, random answer.
+
+    Half of the arguments that name a column come from the golden state (real ids, codes,
+    statuses), so the trajectory gets past lookups and may write to real records."""
     tools = [t["function"] for t in env.tools if t["function"]["name"] != "submit"]
+    pool = _pool_of(env)
+    real = getattr(env, "_real", {})
     actions = []
     for _ in range(n_calls):
         fn = rng.choice(tools)
         props = fn["parameters"].get("properties", {})
         required = set(fn["parameters"].get("required", []))
-        args = {k: _random_value(v, rng) for k, v in props.items() if k in required or rng.random() < 0.3}
+        known = pool.get(real.get(fn["name"], fn["name"]), {})
+        args = {}
+        for k, v in props.items():
+            if k in required or rng.random() < 0.3:
+                args[k] = rng.choice(known[k]) if known.get(k) and rng.random() < 0.5 else _random_value(v, rng)
         actions.append(format_call(fn["name"], args))
     actions.append(format_call("submit", {"answer": rng.choice(["done", "42", "yes", ""])}))
     return actions
@@ -78,23 +136,53 @@ def random_score(env: AgentWorldEnv, task_id: str, seed: int = 0, trials: int = 
     return max(replay(env, task_id, random_actions(env, rng))[0] for _ in range(trials))
 
 
-def near_misses(solution: list[dict[str, Any]], limit: int = 6) -> list[list[dict[str, Any]]]:
-    """Variants of a reference solution: one step dropped, or one argument perturbed."""
+def _perturb(value: Any) -> Any:
+    if isinstance(value, bool):
+        return not value
+    if isinstance(value, (int, float)):
+        return value + 1
+    if isinstance(value, str):
+        return (value[:-1] + ("X" if not value.endswith("X") else "Y")) if value else "X"
+    return None
+
+
+def _wrong_answers(answer: Any) -> list[Any]:
+    """An answer with its last digit changed (a wrong number, id or code), and a confident non-answer."""
+    out: list[Any] = []
+    text = answer if isinstance(answer, str) else json.dumps(answer)
+    digits = [i for i, ch in enumerate(text) if ch.isdigit()]
+    if digits:
+        i = digits[-1]
+        out.append(text[:i] + str((int(text[i]) + 1) % 10) + text[i + 1:])
+    elif isinstance(answer, str) and answer:
+        out.append(_perturb(answer))
+    out.append("Done.")
+    return out
+
+
+def near_misses(solution: list[dict[str, Any]], limit: int = 12) -> list[list[dict[str, Any]]]:
+    """Variants of a reference solution: the answer perturbed, one step dropped, or one argument perturbed.
+
+    Ordered so the most telling variants come first: a wrong answer, then missing steps
+    (latest first: the writes usually come last), then changed arguments.
+    """
     variants: list[list[dict[str, Any]]] = []
-    body = solution[:-1] if solution and solution[-1]["name"] == "submit" else solution
-    for i in range(len(body)):
-        variants.append(solution[:i] + solution[i + 1:])
-    for i, step in enumerate(solution):
-        for key, value in step["arguments"].items():
+    last = solution[-1] if solution else None
+    if last and last["name"] == "submit" and "answer" in last["arguments"]:
+        for wrong in _wrong_answers(last["arguments"]["answer"]):
             changed = copy.deepcopy(solution)
-            if isinstance(value, bool):
-                changed[i]["arguments"][key] = not value
-            elif isinstance(value, (int, float)):
-                changed[i]["arguments"][key] = value + 1
-            elif isinstance(value, str):
-                changed[i]["arguments"][key] = value[:-1] + ("X" if not value.endswith("X") else "Y") if value else "X"
-            else:
+            changed[-1]["arguments"]["answer"] = wrong
+            variants.append(changed)
+    body = len(solution) - 1 if last and last["name"] == "submit" else len(solution)
+    for i in reversed(range(body)):
+        variants.append(solution[:i] + solution[i + 1:])
+    for i, step in enumerate(solution[:body]):
+        for key, value in step["arguments"].items():
+            new = _perturb(value)
+            if new is None:
                 continue
+            changed = copy.deepcopy(solution)
+            changed[i]["arguments"][key] = new
             variants.append(changed)
     return variants[:limit] if limit else variants
 
@@ -168,3 +256,27 @@ def validate_env(env_id: str, *, thorough: bool = True, max_tasks: int | None = 
                         and (not thorough or record["random_fail"] == len(tasks)))
     env.close()
     return record
+
+
+def _validate_safely(env_id: str, thorough: bool) -> dict[str, Any]:
+    try:
+        return validate_env(env_id, thorough=thorough)
+    except Exception as exc:  # a broken env is a failed record, not a crashed run
+        return {"env_id": env_id, "ok": False, "error": f"{type(exc).__name__}: {exc}", "check_env": False,
+                "tools": 0, "tasks": 0, "solution_pass": 0, "noop_fail": 0, "deterministic": False}
+
+
+def validate_many(env_ids: list[str], thorough: bool = True, jobs: int | None = 1):
+    """Yield validation records in ``env_ids`` order, using ``jobs`` worker processes."""
+    import os
+
+    jobs = jobs or os.cpu_count() or 1
+    if jobs == 1:
+        for env_id in env_ids:
+            yield _validate_safely(env_id, thorough)
+        return
+    from concurrent.futures import ProcessPoolExecutor
+    from functools import partial
+
+    with ProcessPoolExecutor(max_workers=jobs) as pool:
+        yield from pool.map(partial(_validate_safely, thorough=thorough), env_ids, chunksize=1)

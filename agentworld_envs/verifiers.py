@@ -41,9 +41,12 @@ def python_verifier(name: str) -> Callable[[PythonVerifier], PythonVerifier]:
 
 def get_python_verifier(name: str) -> PythonVerifier:
     if name not in _PYTHON_VERIFIERS:
-        from agentworld_envs import domains
+        if name.startswith("tasks."):
+            import agentworld_envs.tasks  # noqa: F401  (registers the tasks.* verifiers)
+        else:
+            from agentworld_envs import domains
 
-        domains.load(name.split(".")[0])
+            domains.load(name.split(".")[0])
     return _PYTHON_VERIFIERS[name]
 
 

@@ -11,4 +11,6 @@ from .builder import cached_spec, synthesize, theme_spec
 
 spec_builder("synth")(theme_spec)
 
+from .. import tasks as _tasks  # noqa: E402,F401  (registers the "synth" task source and tasks.* verifiers)
+
 __all__ = ["cached_spec", "synthesize", "theme_spec"]

@@ -1,0 +1,49 @@
+"""Verified tasks for every synthesised environment.
+
+* :mod:`.graph` — the tool dependency graph (networkx) derived from spec schemas;
+* :mod:`.generate` / :mod:`.build` — graph-walk and programmatic candidates executed on the golden state;
+* :mod:`.programs` — ``tasks.*`` Python verifiers of programmatic tasks;
+* :mod:`.runner` — one savepointed connection per env and the self-verification gate;
+* :mod:`.store` — cached task sets, the ``synth`` task source, stats;
+* :mod:`.export` — Hugging Face datasets of tasks and SFT trajectories.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ..catalog import task_source
+from . import programs  # noqa: F401  (registers the tasks.* verifiers)
+from .build import GEN_VERSION, generate_tasks
+from .graph import describe_graph, graph_json, tool_graph
+from .store import cached_tasks, merge_task_stats, synth_task_source, task_summary
+
+task_source("synth")(synth_task_source)
+
+
+def synthesize_tasks(env_id: str, n: int = 10, seed: int = 1, focus_tools: Iterable[str] | None = None,
+                     min_difficulty: float | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Fresh verified tasks for ``env_id`` (ids ``fresh<seed>-…``, never the cached set's).
+
+    ``focus_tools``: keep tasks whose reference calls at least one of these tools;
+    ``min_difficulty``: keep tasks at least this hard. Returns (tasks, report)."""
+    from ..catalog import load_bundle
+
+    bundle = load_bundle(env_id)
+    focus = set(focus_tools or [])
+    unknown = focus - set(bundle.tools)
+    if unknown:
+        raise KeyError(f"unknown tools for {bundle.env_id}: {sorted(unknown)}")
+
+    def accept(task: dict[str, Any]) -> bool:
+        if focus and not focus & {s["name"] for s in task["solution"]}:
+            return False
+        return min_difficulty is None or task["difficulty"] >= min_difficulty
+
+    attempts = 6 * n + 20 if (focus or min_difficulty) else 3 * n + 12
+    return generate_tasks(bundle.spec, bundle.golden, seed=f"fresh:{bundle.name}:{seed}", prefix=f"fresh{seed}",
+                          target=n, tools=bundle.tools, accept=accept, max_attempts=attempts)
+
+
+__all__ = ["GEN_VERSION", "cached_tasks", "describe_graph", "generate_tasks", "graph_json", "merge_task_stats",
+           "synthesize_tasks", "task_summary", "tool_graph"]

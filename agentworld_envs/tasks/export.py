@@ -1,0 +1,100 @@
+"""Exports: tasks as a Hugging Face dataset, reference trajectories as OpenAI-style SFT messages."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Iterable
+
+import env_registry
+
+
+def select_envs(ids: Iterable[str] | None = None, split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    entries = env_registry.select(ids=list(ids) if ids else None, split=split)
+    return entries[:limit] if limit else entries
+
+
+def task_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    from ..catalog import load_bundle
+
+    rows = []
+    for e in entries:
+        b = load_bundle(e["id"])
+        tools = json.dumps(b.tool_schemas(), ensure_ascii=False)
+        for t in b.tasks:
+            rows.append({"env_id": b.env_id, "task_id": t["id"], "split": b.split, "kind": t.get("kind", "handcrafted"),
+                         "difficulty": float(t.get("difficulty", 0.0)), "instruction": t["instruction"], "tools": tools,
+                         "prompt": f"# Policy\n{b.spec['policy']}\n\n# Task\n{t['instruction']}"})
+    return rows
+
+
+def export_tasks(out: str | Path, entries: list[dict[str, Any]]) -> int:
+    from datasets import Dataset
+
+    rows = task_rows(entries)
+    Dataset.from_list(rows).save_to_disk(str(out))
+    return len(rows)
+
+
+def sft_messages(env, task_id: str) -> tuple[list[dict[str, Any]], float]:
+    """Replay the reference of ``task_id`` through ``env`` and record it as chat messages; returns (messages, reward)."""
+    obs, info = env.reset(options={"task_id": task_id})
+    msgs: list[dict[str, Any]] = [
+        {"role": "system", "content": obs.split("\n\n# Task\n")[0].removeprefix("# Policy\n"), "tool_calls": None, "tool_call_id": None},
+        {"role": "user", "content": info["instruction"], "tool_calls": None, "tool_call_id": None}]
+    reward = 0.0
+    for i, step in enumerate(env.unwrapped.task["solution"]):
+        cid = f"call_{i}"
+        name = env.unwrapped._display.get(step["name"], step["name"])
+        tc = {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(step["arguments"], ensure_ascii=False)}}
+        assistant = {"role": "assistant", "content": "", "tool_calls": [tc], "tool_call_id": None}
+        msgs.append(assistant)
+        obs, reward, terminated, truncated, _ = env.step(assistant)
+        msgs.append({"role": "tool", "content": obs, "tool_calls": None, "tool_call_id": cid})
+        if terminated or truncated:
+            break
+    return msgs, float(reward)
+
+
+def sft_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    import gymnasium as gym
+
+    rows = []
+    for e in entries:
+        env = gym.make(e["id"])
+        for tid in env.unwrapped.task_ids:
+            msgs, reward = sft_messages(env, tid)
+            if reward < 1.0:  # only trajectories that verify
+                continue
+            rows.append({"env_id": e["id"], "task_id": tid, "messages": msgs, "tools": json.dumps(env.unwrapped.tools)})
+        env.close()
+    return rows
+
+
+def export_sft(out: str | Path, entries: list[dict[str, Any]]) -> int:
+    from datasets import Dataset
+
+    rows = sft_rows(entries)
+    Path(out).mkdir(parents=True, exist_ok=True)
+    Dataset.from_list(rows).save_to_disk(str(out))
+    with open(Path(out) / "sft.jsonl", "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    return len(rows)
+
+
+def replay_messages(env_id: str, task_id: str, messages: list[dict[str, Any]]) -> float:
+    """Feed the assistant messages of an SFT row to a fresh ``gym.make`` env; returns the final reward."""
+    import gymnasium as gym
+
+    env = gym.make(env_id)
+    env.reset(options={"task_id": task_id})
+    reward = 0.0
+    for m in messages:
+        if m["role"] != "assistant" or not m.get("tool_calls"):
+            continue
+        _, reward, terminated, truncated, _ = env.step({"role": "assistant", "tool_calls": m["tool_calls"]})
+        if terminated or truncated:
+            break
+    env.close()
+    return float(reward)

@@ -1,0 +1,607 @@
+"""Candidate tasks: graph walks and short programs, executed against the golden state.
+
+*Graph tasks* start at a tool that finds a record by a label the user knows (a code, an
+e-mail), walk the dependency graph (foreign-key hops to parents, then a terminal tool fed by
+the current record: a field read, a transition, an update, a child count / total / listing /
+write), execute every call on the golden state and take the ground truth from that run: the
+answer it produced and ``sql`` checks whose expected rows are read from the resulting state.
+
+*Programmatic tasks* are small Python programs over the tools (loops with pagination,
+branches, aggregations, conditional writes, refusals); their execution trace becomes the
+reference ``solution`` and a ``tasks.*`` Python verifier recomputes the truth from the
+initial and final databases.
+
+Every candidate then goes through :func:`~agentworld_envs.tasks.runner.gate`.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+from ..tools import ToolError
+from .model import EnvModel, TableInfo, words
+from .runner import Runner
+
+SKIP_READ = {"id", "status_changed_at", "status_reason"}
+REASONS = ["requested by the customer", "duplicate entry", "customer asked by phone", "data clean-up",
+           "per manager approval", "entered in error"]
+HELLOS = ["", "", "Hi, ", "Hello! ", "Quick request: ", "Good morning. ", "Hey there. "]
+BYES = ["", "", " Thanks!", " Thank you.", " Appreciate it.", " Thanks in advance."]
+NOISE = ["I'm in a bit of a hurry today.", "This came up in this morning's meeting.",
+         "My colleague asked me to pass this on.", "Sorry if this was already handled."]
+
+
+class Skip(Exception):
+    """This family does not apply here (or the chosen records do not fit)."""
+
+
+@dataclass
+class Part:
+    steps: list[dict[str, Any]]
+    text: str
+    checks: list[dict[str, Any]] = field(default_factory=list)
+    answer: tuple[str, Any] | None = None     # (mode, value)
+    refusal: str | None = None                # text explaining a refusal (policy trap)
+    structure: str = "linear"
+    writes: bool = False
+
+
+def call(name: str, /, **arguments: Any) -> dict[str, Any]:
+    return {"name": name, "arguments": arguments}
+
+
+def fmt_value(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+class Generator:
+    def __init__(self, model: EnvModel, runner: Runner, rng: random.Random):
+        self.m, self.r, self.rng = model, runner, rng
+        self.conn = runner.initial
+
+    # ------------------------------------------------------------------ helpers
+    def run(self, name: str, /, **arguments: Any) -> Any:
+        """Execute a call on the live (savepointed) episode connection; tool errors are Skip."""
+        try:
+            return self.r.call(name, arguments)
+        except ToolError as exc:
+            raise Skip(f"{name}: {exc.code}") from None
+
+    def row_now(self, table: str, rid: int) -> dict[str, Any]:
+        cur = self.r.conn.execute(f'SELECT * FROM "{table}" WHERE id = ?', (rid,))
+        return dict(zip([d[0] for d in cur.description], cur.fetchone()))
+
+    def anchors(self) -> list[TableInfo]:
+        return [t for t in self.m.tables.values() if t.finders]
+
+    def pick_row(self, t: TableInfo, where: str = "1", params: tuple = ()) -> dict[str, Any]:
+        cond = f'{where} AND "{t.label}" IS NOT NULL'
+        n = self.conn.execute(f'SELECT COUNT(*) FROM "{t.name}" WHERE {cond}', params).fetchone()[0]
+        if not n:
+            raise Skip("no rows")
+        cur = self.conn.execute(f'SELECT * FROM "{t.name}" WHERE {cond} ORDER BY id LIMIT 1 OFFSET ?',
+                                (*params, self.rng.randrange(n)))
+        return dict(zip([d[0] for d in cur.description], cur.fetchone()))
+
+    def describe(self, t: TableInfo, row: dict[str, Any]) -> str:
+        col = t.label
+        v = row[col]
+        if "email" in col:
+            return self.rng.choice([f"the {t.singular} with e-mail {v}", f"the {t.singular} registered as {v}"])
+        if "name" in col or "title" in col:
+            return f"the {t.singular} named {v}"
+        return self.rng.choice([f"{t.singular} {v}", f"the {t.singular} with {words(col)} {v}"])
+
+    def find(self, t: TableInfo, row: dict[str, Any]) -> dict[str, Any]:
+        tool, param = t.finders[t.label]
+        return call(tool, **{param: row[t.label]})
+
+    def reason(self) -> str:
+        return self.rng.choice(REASONS)
+
+    def transition_args(self, tool: dict[str, Any], rid: int) -> dict[str, Any]:
+        impl = tool["impl"]
+        args: dict[str, Any] = {impl["key"]["param"]: rid}
+        for p in tool["parameters"].get("required", []):
+            if p not in args:
+                args[p] = self.reason()
+        return args
+
+    @staticmethod
+    def verb(tool: dict[str, Any], t: TableInfo) -> str:
+        stem = t.get_param[:-3] if t.get_param.endswith("_id") else t.name
+        name = tool["name"]
+        return words(name[: -len(stem) - 1]) if name.endswith("_" + stem) else words(name)
+
+    def row_check(self, table: str, rid: int, exclude: set[str] = frozenset(), desc: str = "") -> dict[str, Any]:
+        """An sql check on one row's columns, expected values read from the live (post-chain) state."""
+        row = self.row_now(table, rid)
+        cols = [c for c in row if c not in exclude and c != "id"]
+        query = f'SELECT {", ".join(chr(34) + c + chr(34) for c in cols)} FROM "{table}" WHERE id = ?'
+        return {"type": "sql", "query": query, "params": [rid], "expect": [[row[c] for c in cols]],
+                "description": desc or f"{table} row as the request leaves it"}
+
+    # ------------------------------------------------------------------ graph walk
+    def walk(self, write: bool | None = None, trap: bool = False) -> tuple[Part, TableInfo, dict[str, Any]]:
+        """A random walk from a label lookup through FK hops to a terminal tool."""
+        anchors = self.anchors()
+        if not anchors:
+            raise Skip("no label lookups")
+        t = self.rng.choice(anchors)
+        row = self.pick_row(t)
+        desc = self.describe(t, row)
+        steps = [self.find(t, row)]
+        self.run(steps[0]["name"], **steps[0]["arguments"])
+        cur_tool = steps[0]["name"]
+        for _ in range(self.rng.choice([0, 0, 1, 1, 2, 3])):
+            hops = []
+            for fk, parent in t.fks.items():
+                p = self.m.tables[parent]
+                if row.get(fk) is None or not p.get or parent == t.name:
+                    continue
+                if self.m.feeds(cur_tool, p.get, f"{t.name}.{fk}", p.get_param):
+                    hops.append((fk, p))
+            if not hops:
+                break
+            fk, p = self.rng.choice(hops)
+            step = call(p.get, **{p.get_param: row[fk]})
+            self.run(p.get, **step["arguments"])
+            steps.append(step)
+            fkw = words(fk[:-3]) if fk.endswith("_id") else words(fk)
+            rel = f"the {p.singular}" if fkw == p.singular else f"the {fkw} ({p.singular})"
+            desc = self.rng.choice([f"{rel} of {desc}", f"{rel} linked to {desc}", f"{rel} on {desc}"])
+            t, row, cur_tool = p, self.row_now(p.name, row[fk]), p.get
+        return self.terminal(t, row, desc, steps, cur_tool, write, trap), t, row
+
+    def terminal(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]], cur: str,
+                 write: bool | None, trap: bool) -> Part:
+        options: list[Callable[[], Part]] = []
+        if trap:
+            options += [lambda: self.t_transition(t, row, desc, steps, cur, trap=True)] * 2
+        else:
+            if write is not True:
+                options += [lambda: self.t_field(t, row, desc, steps),
+                            lambda: self.t_child_agg(t, row, desc, steps, cur),
+                            lambda: self.t_child_list(t, row, desc, steps, cur)]
+            if write is not False:
+                options += [lambda: self.t_transition(t, row, desc, steps, cur),
+                            lambda: self.t_transition(t, row, desc, steps, cur),
+                            lambda: self.t_update(t, row, desc, steps, cur),
+                            lambda: self.t_child_write(t, row, desc, steps, cur)]
+        self.rng.shuffle(options)
+        for opt in options:
+            sp = "walk_terminal"
+            self.r.conn.execute(f"SAVEPOINT {sp}")
+            try:
+                part = opt()
+                self.r.conn.execute(f"RELEASE {sp}")
+                return part
+            except Skip:
+                self.r.conn.execute(f"ROLLBACK TO {sp}")
+                self.r.conn.execute(f"RELEASE {sp}")
+        raise Skip("no terminal fits")
+
+    def t_field(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]]) -> Part:
+        cols = [c for c, spec in t.cols.items() if c not in SKIP_READ and c not in t.fks and c != t.label
+                and spec["type"] != "BOOLEAN" and row.get(c) not in (None, "") and len(str(row[c])) <= 40]
+        if not cols:
+            raise Skip("no readable field")
+        c = self.rng.choice(cols)
+        v = row[c]
+        numeric = t.cols[c]["type"] in ("INTEGER", "REAL")
+        q = self.rng.choice([f"What is the {words(c)} of {desc}?", f"Can you tell me the {words(c)} recorded for {desc}?",
+                             f"I need the {words(c)} of {desc}."])
+        return Part(list(steps), q, answer=("numeric" if numeric else "exact", fmt_value(v)))
+
+    def _child_filters(self, t: TableInfo, row: dict[str, Any], cur: str, tool_params: dict[str, str], tool: str,
+                       child: TableInfo, fk: str) -> tuple[dict[str, Any], str] | None:
+        if fk not in tool_params or not self.m.feeds(cur, tool, f"{t.name}.id", tool_params[fk]):
+            return None
+        args: dict[str, Any] = {tool_params[fk]: row["id"]}
+        extra = ""
+        st = child.status_col()
+        if st and st in tool_params and self.rng.random() < 0.6:
+            statuses = [r[0] for r in self.conn.execute(
+                f'SELECT DISTINCT "{st}" FROM "{child.name}" WHERE "{fk}" = ? ORDER BY 1', (row["id"],))]
+            if statuses:
+                s = self.rng.choice(statuses)
+                args[tool_params[st]] = s
+                extra = f" that are {words(s)}"
+        return args, extra
+
+    def t_child_agg(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]], cur: str) -> Part:
+        opts = []
+        for ct, fk in t.children:
+            c = self.m.tables[ct]
+            if c.count:
+                opts.append((c, fk, c.count, c.count_params, None))
+            for col, (tool, params) in c.sums.items():
+                opts.append((c, fk, tool, params, col))
+        if not opts:
+            raise Skip("no child aggregate")
+        c, fk, tool, params, col = self.rng.choice(opts)
+        got = self._child_filters(t, row, cur, params, tool, c, fk)
+        if got is None:
+            raise Skip("graph has no edge")
+        args, extra = got
+        value = self.run(tool, **args)["value"]
+        if value is None or value == 0:
+            raise Skip("empty aggregate")
+        fkw = words(fk[:-3]) if fk.endswith("_id") else words(fk)
+        via = "" if fkw == t.singular else f" (as {fkw})"
+        if col is None:
+            q = self.rng.choice([f"How many {c.plural}{extra} does {desc} have{via}?",
+                                 f"Count the {c.plural}{extra} of {desc}{via}."])
+            ans = str(int(value))
+        else:
+            q = self.rng.choice([f"What is the total {words(col)} of the {c.plural}{extra} of {desc}{via}?",
+                                 f"Add up the {words(col)} over {desc}'s {c.plural}{extra}{via}."])
+            ans = fmt_value(float(value))
+        return Part(steps + [call(tool, **args)], q, answer=("numeric", ans), structure="aggregation")
+
+    def t_child_list(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]], cur: str) -> Part:
+        opts = [(self.m.tables[ct], fk) for ct, fk in t.children if self.m.tables[ct].search and self.m.tables[ct].label]
+        if not opts:
+            raise Skip("no child listing")
+        c, fk = self.rng.choice(opts)
+        got = self._child_filters(t, row, cur, c.search_params, c.search, c, fk)
+        if got is None:
+            raise Skip("graph has no edge")
+        args, extra = got
+        if c.search_limit:
+            args[c.search_limit] = 50
+        res = self.run(c.search, **args)
+        labels = [r[c.label] for r in res["results"] if r.get(c.label)]
+        if not 1 <= len(labels) <= 6 or res["total"] != len(labels):
+            raise Skip("listing size")
+        q = self.rng.choice([f"List the {words(c.label)}s of the {c.plural}{extra} belonging to {desc}.",
+                             f"Which {c.plural}{extra} does {desc} have? Give me their {words(c.label)}s."])
+        return Part(steps + [call(c.search, **args)], q, answer=("set", ", ".join(labels)), structure="aggregation")
+
+    def t_transition(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]], cur: str,
+                     trap: bool = False) -> Part:
+        trs = [tr for tr in t.transitions if self.m.feeds(cur, tr["name"], f"{t.name}.id", tr["impl"]["key"]["param"])]
+        if not trs:
+            raise Skip("no transition")
+        st = trs[0]["impl"]["column"]
+        if trap:
+            trs = [tr for tr in trs if row[st] not in tr["impl"]["from"] and row[st] != tr["impl"]["to"]]
+        else:
+            trs = [tr for tr in trs if row[st] in tr["impl"]["from"]]
+        if not trs:
+            raise Skip("status does not fit")
+        tr = self.rng.choice(trs)
+        args = self.transition_args(tr, row["id"])
+        verb = self.verb(tr, t)
+        why = f" The reason is: {args['reason']}." if "reason" in args else ""
+        text = self.rng.choice([f"Please {verb} {desc}.{why}", f"I need you to {verb} {desc}.{why}",
+                                f"Could you {verb} {desc}?{why}"])
+        if trap:
+            refusal = f"I cannot {verb} {desc}: the policy does not allow it while it is {row[st]}"
+            return Part(list(steps), text, refusal=refusal, answer=("contains", row[st]), structure="conditional")
+        self.run(tr["name"], **args)
+        check = self.row_check(t.name, row["id"], exclude={"status_reason"}, desc=f"{t.singular} {verb}")
+        return Part(steps + [call(tr["name"], **args)], text, checks=[check], writes=True)
+
+    def new_value(self, col: dict[str, Any], old: Any) -> Any:
+        if col.get("enum"):
+            choices = [v for v in col["enum"] if v != old]
+            return self.rng.choice(choices) if choices else None
+        if col["type"] == "BOOLEAN":
+            return None if old is None else not bool(old)
+        if col["type"] == "REAL":
+            return round((old or 10.0) * self.rng.choice([1.1, 1.25, 0.9]) + 1, 2)
+        if col["type"] == "INTEGER":
+            return (old or 0) + self.rng.randint(1, 5)
+        if any(k in col["name"] for k in ("note", "message", "instruction", "description", "comment", "bio")):
+            return self.rng.choice(["Leave at the front desk", "Call before arriving", "Handle with care",
+                                    "Priority follow-up", "Customer prefers e-mail"])
+        return None
+
+    def t_update(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]], cur: str) -> Part:
+        tool = t.update
+        if tool is None or not self.m.feeds(cur, tool["name"], f"{t.name}.id", tool["impl"]["key"]["param"]):
+            raise Skip("no update")
+        fields = [(e.split(":", 1)[1], c) for c, e in tool["impl"]["set"].items() if isinstance(e, str) and e.startswith("$param:")]
+        self.rng.shuffle(fields)
+        for param, col in fields:
+            new = self.new_value(t.cols[col], row[col])
+            if new is None or new == row[col]:
+                continue
+            args = {tool["impl"]["key"]["param"]: row["id"], param: new}
+            self.run(tool["name"], **args)
+            shown = ("yes" if new else "no") if isinstance(new, bool) else fmt_value(new) if isinstance(new, float) else new
+            text = self.rng.choice([f"Please change the {words(col)} of {desc} to {shown}.",
+                                    f"Set the {words(col)} on {desc} to {shown}.",
+                                    f"Update {desc}: its {words(col)} should be {shown}."])
+            check = self.row_check(t.name, row["id"], desc=f"{words(col)} updated")
+            return Part(steps + [call(tool["name"], **args)], text, checks=[check], writes=True)
+        raise Skip("nothing to update")
+
+    def t_child_write(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]], cur: str) -> Part:
+        for ct, fk in self.rng.sample(t.children, len(t.children)):
+            c = self.m.tables[ct]
+            st = c.status_col()
+            if not c.search or not st or fk not in c.search_params or st not in c.search_params:
+                continue
+            if not self.m.feeds(cur, c.search, f"{t.name}.id", c.search_params[fk]):
+                continue
+            for tr in self.rng.sample(c.transitions, len(c.transitions)):
+                for s in tr["impl"]["from"]:
+                    ids = [r[0] for r in self.conn.execute(
+                        f'SELECT id FROM "{ct}" WHERE "{fk}" = ? AND "{st}" = ?', (row["id"], s))]
+                    if len(ids) != 1:
+                        continue
+                    sargs = {c.search_params[fk]: row["id"], c.search_params[st]: s}
+                    res = self.run(c.search, **sargs)
+                    if not self.m.feeds(c.search, tr["name"], f"{ct}.id", tr["impl"]["key"]["param"]):
+                        continue
+                    args = self.transition_args(tr, res["results"][0]["id"])
+                    self.run(tr["name"], **args)
+                    verb = self.verb(tr, c)
+                    why = f" Reason: {args['reason']}." if "reason" in args else ""
+                    text = self.rng.choice([f"{desc[0].upper() + desc[1:]} has exactly one {words(s)} {c.singular}; please {verb} it.{why}",
+                                            f"Find the one {c.singular} of {desc} that is {words(s)} and {verb} it.{why}"])
+                    check = self.row_check(ct, ids[0], exclude={"status_reason"}, desc=f"{c.singular} {verb}")
+                    return Part(steps + [call(c.search, **sargs), call(tr["name"], **args)], text, checks=[check],
+                                writes=True, structure="branching")
+        raise Skip("no single child to change")
+
+    # ------------------------------------------------------------------ programs
+    def _bulk_setup(self, min_n: int = 2, max_n: int = 6, mixed: bool = False, threshold: bool = False):
+        """(parent, child, fk, transition, row, from statuses, refuse statuses, threshold) for a bulk write."""
+        combos = []
+        for p in self.anchors():
+            for ct, fk in p.children:
+                c = self.m.tables[ct]
+                st = c.status_col()
+                if c.search and st and fk in c.search_params and st in c.search_params:
+                    combos += [(p, c, fk, tr) for tr in c.transitions]
+        self.rng.shuffle(combos)
+        for p, c, fk, tr in combos[:6]:
+            st = tr["impl"]["column"]
+            nums = [k for k, v in c.cols.items() if v["type"] in ("REAL", "INTEGER") and k not in c.fks and k != "id"]
+            if threshold and not nums:
+                continue
+            allowed = list(tr["impl"]["from"])
+            s = self.rng.choice(allowed)
+            bad = [x for x in (c.cols[st].get("enum") or []) if x not in allowed and x != tr["impl"]["to"]]
+            refuse = [self.rng.choice(bad)] if mixed and bad else []
+            if mixed and not refuse:
+                continue
+            rows = self.conn.execute(
+                f'SELECT "{fk}", SUM("{st}" = ?), SUM("{st}" = ?) FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 '
+                f'HAVING SUM("{st}" = ?) BETWEEN ? AND ? ORDER BY 1', (s, refuse[0] if refuse else "", s, min_n, max_n)).fetchall()
+            rows = [r for r in rows if not mixed or r[2] >= 1]
+            if not rows:
+                continue
+            pid = self.rng.choice(rows)[0]
+            prow = self.m.rows(self.conn, p.name, "id = ?", (pid,))[0]
+            if prow.get(p.label) is None:
+                continue
+            thr = None
+            if threshold:
+                col = self.rng.choice(nums)
+                vals = sorted(v[0] for v in self.conn.execute(
+                    f'SELECT "{col}" FROM "{c.name}" WHERE "{fk}" = ? AND "{st}" = ? AND "{col}" IS NOT NULL', (pid, s)))
+                if len(vals) < 2 or vals[0] == vals[-1]:
+                    continue
+                cut = vals[len(vals) // 2 - 1]
+                if isinstance(cut, float):
+                    cut = round(cut, 2)
+                thr = {"column": col, "value": cut}
+            return p, c, fk, tr, prow, [s], refuse, thr
+        raise Skip("no bulk combination")
+
+    def page(self, c: TableInfo, args: dict[str, Any]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """All rows a search returns, paging by 50; returns (rows, calls)."""
+        rows, calls, offset = [], [], 0
+        while True:
+            a = dict(args)
+            if c.search_limit:
+                a[c.search_limit] = 50
+            if offset and c.search_offset:
+                a[c.search_offset] = offset
+            res = self.run(c.search, **a)
+            calls.append(call(c.search, **a))
+            rows += res["results"]
+            offset += len(res["results"])
+            if offset >= res["total"] or not res["results"] or not c.search_offset:
+                return rows, calls
+
+    def p_bulk(self, mixed: bool = False, threshold: bool = False) -> Part:
+        p, c, fk, tr, prow, froms, refuse, thr = self._bulk_setup(mixed=mixed, threshold=threshold)
+        st = tr["impl"]["column"]
+        desc = self.describe(p, prow)
+        verb = self.verb(tr, c)
+        steps = [self.find(p, prow)]
+        self.run(steps[0]["name"], **steps[0]["arguments"])
+        done, refused = 0, 0
+        for s in froms + refuse:
+            rows, calls = self.page(c, {c.search_params[fk]: prow["id"], c.search_params[st]: s})
+            steps += calls
+            for r in rows:                        # the program: loop, branch, write
+                if s in refuse:
+                    refused += 1
+                    continue
+                if thr and not (r[thr["column"]] is not None and r[thr["column"]] > thr["value"]):
+                    continue
+                args = self.transition_args(tr, r["id"])
+                self.run(tr["name"], **args)
+                steps.append(call(tr["name"], **args))
+                done += 1
+        if not done:
+            raise Skip("nothing to do")
+        states = " or ".join(words(x) for x in froms + refuse)
+        cond = f" whose {words(thr['column'])} is above {fmt_value(thr['value'])}" if thr else ""
+        reason = " Use the reason: " + steps[-1]["arguments"]["reason"] + "." if "reason" in steps[-1]["arguments"] else ""
+        text = self.rng.choice([f"{verb.capitalize()} every {states} {c.singular} of {desc}{cond}.{reason}",
+                                f"Please {verb} all {c.plural} of {desc} that are {states}{cond}.{reason}",
+                                f"For {desc}: {verb} each of its {states} {c.plural}{cond}.{reason}"])
+        args = {"table": c.name, "fk": fk, "parent_table": p.name, "parent_label_col": p.label,
+                "parent_label": prow[p.label], "column": st, "from_statuses": froms, "to": tr["impl"]["to"]}
+        if thr:
+            args["threshold"] = thr
+        if refuse:
+            args["refuse_statuses"] = refuse
+        check = {"type": "python", "function": "tasks.bulk_transition", "args": args,
+                 "description": f"{verb} the matching {c.plural}, nothing else"}
+        part = Part(steps, text, checks=[check], writes=True, structure="conditional" if (thr or refuse) else "branching")
+        if refuse:
+            part.refusal = (f"I moved {done} of them to {tr['impl']['to']}, but I cannot {verb} the {refused} that are "
+                            f"{' or '.join(refuse)}: the policy does not allow it")
+        return part
+
+    def p_aggregate(self) -> Part:
+        opts = []
+        for p in self.anchors():
+            for ct, fk in p.children:
+                c = self.m.tables[ct]
+                if c.search and fk in c.search_params:
+                    opts.append((p, c, fk))
+        if not opts:
+            return self.p_table_aggregate()
+        p, c, fk = self.rng.choice(opts)
+        nums = [k for k, v in c.cols.items() if v["type"] in ("REAL", "INTEGER") and k not in c.fks and k != "id"]
+        funcs = ["count"] + (["sum", "avg"] if nums else []) + (["argmax"] if nums and c.label else [])
+        func = self.rng.choice(funcs)
+        col = self.rng.choice(nums) if func != "count" else None
+        st = c.status_col()
+        where: dict[str, Any] = {}
+        rows_q = self.conn.execute(f'SELECT "{fk}", COUNT(*) FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 '
+                                   f"HAVING COUNT(*) BETWEEN 2 AND 120 ORDER BY 1").fetchall()
+        if not rows_q:
+            raise Skip("no parent with children")
+        pid = self.rng.choice(rows_q)[0]
+        prow = self.m.rows(self.conn, p.name, "id = ?", (pid,))[0]
+        if prow.get(p.label) is None:
+            raise Skip("no label")
+        search = {c.search_params[fk]: pid}
+        extra = ""
+        if st and st in c.search_params and self.rng.random() < 0.5:
+            s = self.rng.choice([r[0] for r in self.conn.execute(
+                f'SELECT DISTINCT "{st}" FROM "{c.name}" WHERE "{fk}" = ? ORDER BY 1', (pid,))])
+            search[c.search_params[st]] = s
+            where[st] = s
+            extra = f" that are {words(s)}"
+        desc = self.describe(p, prow)
+        steps = [self.find(p, prow)]
+        self.run(steps[0]["name"], **steps[0]["arguments"])
+        rows, calls = self.page(c, search)
+        steps += calls
+        if not rows:
+            raise Skip("empty")
+        if func == "count":                       # the program: aggregate in Python
+            ans = str(len(rows))
+            q = f"How many {c.plural}{extra} does {desc} have in total?"
+        elif func == "sum":
+            vals = [r[col] for r in rows if r[col] is not None]
+            ans = fmt_value(round(float(sum(vals)), 2))
+            q = self.rng.choice([f"Total the {words(col)} of {desc}'s {c.plural}{extra}.",
+                                 f"What do the {words(col)} values of all {c.plural}{extra} of {desc} add up to?"])
+        elif func == "avg":
+            vals = [r[col] for r in rows if r[col] is not None]
+            if not vals:
+                raise Skip("no values")
+            ans = fmt_value(round(sum(vals) / len(vals), 2))
+            q = f"What is the average {words(col)} across the {c.plural}{extra} of {desc}?"
+        else:
+            vals = sorted(((r[col], r[c.label]) for r in rows if r[col] is not None), reverse=True)
+            if not vals or (len(vals) > 1 and vals[0][0] == vals[1][0]):
+                raise Skip("tie")
+            ans = str(vals[0][1])
+            q = f"Among the {c.plural}{extra} of {desc}, which one has the highest {words(col)}? Give its {words(c.label)}."
+        args = {"table": c.name, "func": func, "where": where,
+                "parent": {"table": p.name, "label_col": p.label, "label": prow[p.label], "fk": fk}}
+        if col:
+            args["column"] = col
+        if func == "argmax":
+            args["label_col"] = c.label
+        check = {"type": "python", "function": "tasks.aggregate_answer", "args": args,
+                 "description": f"{func} over {c.plural}, recomputed from the initial state"}
+        return Part(steps, q, checks=[check], answer=(None, ans), structure="aggregation")
+
+    def p_argmax(self) -> Part:
+        combos = []
+        for p in self.anchors():
+            for ct, fk in p.children:
+                c = self.m.tables[ct]
+                st = c.status_col()
+                if c.search and st and st in c.search_params and p.get:
+                    combos.append((p, c, fk, st))
+        self.rng.shuffle(combos)
+        for p, c, fk, st in combos[:4]:
+            statuses = [r[0] for r in self.conn.execute(
+                f'SELECT "{st}", COUNT(*) FROM "{c.name}" GROUP BY 1 HAVING COUNT(*) BETWEEN 2 AND 100 ORDER BY 1')]
+            self.rng.shuffle(statuses)
+            for s in statuses:
+                top = self.conn.execute(f'SELECT "{fk}", COUNT(*) AS n FROM "{c.name}" WHERE "{st}" = ? AND "{fk}" IS NOT NULL '
+                                        f"GROUP BY 1 ORDER BY n DESC LIMIT 2", (s,)).fetchall()
+                if not top or top[0][1] > 6 or (len(top) > 1 and top[0][1] == top[1][1]):
+                    continue
+                rows, steps = self.page(c, {c.search_params[st]: s})
+                counts: dict[int, int] = {}
+                for r in rows:                    # the program: group and count
+                    if r[fk] is not None:
+                        counts[r[fk]] = counts.get(r[fk], 0) + 1
+                best = max(counts, key=lambda k: (counts[k], -k))
+                prow = self.run(p.get, **{p.get_param: best})
+                steps.append(call(p.get, **{p.get_param: best}))
+                trs = [tr for tr in c.transitions if s in tr["impl"]["from"]]
+                to = None
+                text = f"Which {p.singular} has the most {words(s)} {c.plural}? Tell me their {words(p.label)}"
+                if trs and self.rng.random() < 0.7:
+                    tr = self.rng.choice(trs)
+                    for r in rows:
+                        if r[fk] == best:
+                            args = self.transition_args(tr, r["id"])
+                            self.run(tr["name"], **args)
+                            steps.append(call(tr["name"], **args))
+                    to = tr["impl"]["to"]
+                    why = f" (reason: {steps[-1]['arguments']['reason']})" if "reason" in steps[-1]["arguments"] else ""
+                    text += f", and {self.verb(tr, c)} all of those {words(s)} {c.plural}{why}"
+                args = {"table": c.name, "fk": fk, "parent_table": p.name, "parent_label_col": p.label, "column": st,
+                        "status": s}
+                if to:
+                    args["to"] = to
+                check = {"type": "python", "function": "tasks.argmax_parent", "args": args,
+                         "description": "the right record named (and its records changed)"}
+                return Part(steps, text + ".", checks=[check], answer=(None, str(prow[p.label])),
+                            structure="aggregation", writes=bool(to))
+        raise Skip("no argmax")
+
+    def p_table_aggregate(self) -> Part:
+        """Count or total the rows of one table in an enum value (e.g. a status), paging through a search."""
+        opts = []
+        for c in self.m.tables.values():
+            if not c.search:
+                continue
+            for col, param in c.search_params.items():
+                if c.cols.get(col, {}).get("enum"):
+                    opts.append((c, col, param))
+        if not opts:
+            raise Skip("no enum filter")
+        c, col, param = self.rng.choice(opts)
+        values = [r[0] for r in self.conn.execute(
+            f'SELECT "{col}", COUNT(*) FROM "{c.name}" GROUP BY 1 HAVING COUNT(*) BETWEEN 2 AND 140 ORDER BY 1')]
+        if not values:
+            raise Skip("no suitable value")
+        v = self.rng.choice(values)
+        rows, steps = self.page(c, {param: v})
+        nums = [k for k, x in c.cols.items() if x["type"] in ("REAL", "INTEGER") and k not in c.fks and k != "id"]
+        if nums and self.rng.random() < 0.5:
+            num = self.rng.choice(nums)
+            ans = fmt_value(round(float(sum(r[num] for r in rows if r[num] is not None)), 2))
+            q = f"What is the total {words(num)} of all {c.plural} whose {words(col)} is {words(str(v))}?"
+            args = {"table": c.name, "func": "sum", "column": num, "where": {col: v}}
+        else:
+            ans = str(len(rows))
+            q = f"How many {c.plural} have {words(col)} {words(str(v))}? Count them for me."
+            args = {"table": c.name, "func": "count", "where": {col: v}}
+        check = {"type": "python", "function": "tasks.aggregate_answer", "args": args,
+                 "description": "aggregate recomputed from the initial state"}
+        return Part(steps, q, checks=[check], answer=(None, ans), structure="aggregation")

@@ -1,0 +1,117 @@
+"""Task sets in the cache, the ``synth`` task source, and registry statistics.
+
+A task set is keyed by the spec's content hash, :data:`GEN_VERSION`, the seed stream and
+whether the LLM paraphrase hook was on; it lives at
+``state.cache_dir()/"tasks"/<name>-<key>.json`` with its generation report (kept and
+rejected counts by reason, seconds). Train envs use the ``syn`` stream and id prefix;
+held-out arena envs use a separate ``arena`` stream and prefix.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from collections import Counter
+from typing import Any
+
+from .. import state
+from ..spec import content_hash
+from . import llm
+from .build import GEN_VERSION, TARGET, generate_tasks
+
+DEFAULT_SEED = 0
+
+
+def stream(split: str) -> str:
+    return "arena" if split == "arena" else "syn"
+
+
+def _path(spec: dict[str, Any], split: str, seed: int):
+    key = content_hash({"spec": content_hash(spec), "gen": GEN_VERSION, "seed": seed, "stream": stream(split),
+                        "llm": llm.enabled()})[:20]
+    return state.cache_dir() / "tasks" / f"{spec['id']}-{key}.json"
+
+
+def cached_tasks(spec: dict[str, Any], golden: bytes, split: str = "train", seed: int = DEFAULT_SEED,
+                 tools=None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The verified task set of an env (from the cache, or generated + gated now and cached)."""
+    path = _path(spec, split, seed)
+    try:
+        payload = json.loads(path.read_text())
+        return payload["tasks"], payload["report"]
+    except (FileNotFoundError, ValueError, KeyError):
+        pass
+    s = stream(split)
+    tasks, report = generate_tasks(spec, golden, seed=f"{s}:{spec['id']}:{seed}", prefix=s, target=TARGET, tools=tools)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
+    with os.fdopen(fd, "w") as fh:
+        json.dump({"tasks": tasks, "report": report}, fh, ensure_ascii=False)
+    os.replace(tmp, path)
+    return tasks, report
+
+
+def synth_task_source(bundle) -> list[dict[str, Any]]:
+    """``catalog.task_source("synth")``: fills ``bundle.tasks`` for synthesised envs."""
+    return cached_tasks(bundle.spec, bundle.golden, bundle.split, tools=bundle.tools)[0]
+
+
+def task_summary(name: str) -> dict[str, Any]:
+    """Per-env task counts for ``build_all.env_summary`` (builds the task set if needed)."""
+    import env_registry
+
+    from .. import catalog
+
+    entry = env_registry.entry(name)
+    try:
+        if entry["source"] == "synth":
+            from ..synthesis.builder import cached_spec
+
+            spec, _ = cached_spec(entry["name"])
+            tasks, report = cached_tasks(spec, state.golden_bytes(spec), entry["split"])
+        else:
+            tasks = list(catalog.build_spec(entry["name"]).get("tasks", []))
+            report = {"rejected": {}, "seconds": 0.0}
+    except Exception as exc:  # noqa: BLE001 - a summary must not break the build of other envs
+        return {"tasks": 0, "tasks_graph": 0, "tasks_programmatic": 0, "task_difficulties": [],
+                "tasks_rejected": {"error": 1}, "task_error": f"{type(exc).__name__}: {exc}"[:300]}
+    kinds = Counter(t.get("kind", "handcrafted") for t in tasks)
+    return {"tasks": len(tasks), "tasks_graph": kinds["graph"], "tasks_programmatic": kinds["programmatic"],
+            "task_difficulties": [t.get("difficulty") for t in tasks if t.get("difficulty") is not None],
+            "tasks_rejected": report.get("rejected", {}), "task_seconds": report.get("seconds", 0.0)}
+
+
+def _bucket(d: float) -> str:
+    lo = min(int(d), 12)
+    return f"{lo}+" if lo == 12 else f"{lo}-{lo + 1}"
+
+
+def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Registry-wide task statistics for ``agentworld stats``."""
+    ok = [s for s in summaries if not s.get("rejected") and "tasks" in s]
+    counts = [s["tasks"] for s in ok]
+    hist: Counter[str] = Counter()
+    rejected: Counter[str] = Counter()
+    by_l1: dict[str, set[str]] = {}
+    for s in ok:
+        for d in s.get("task_difficulties", []):
+            hist[_bucket(d)] += 1
+        rejected.update(s.get("tasks_rejected", {}))
+        kinds = by_l1.setdefault(s["l1"], set())
+        if s.get("tasks_graph"):
+            kinds.add("graph")
+        if s.get("tasks_programmatic"):
+            kinds.add("programmatic")
+    order = sorted(hist, key=lambda k: int(k.split("-")[0].rstrip("+")))
+    secs = [s.get("task_seconds", 0.0) for s in ok if s.get("task_seconds")]
+    return {
+        "tasks_total": sum(counts),
+        "tasks_min_per_env": min(counts) if counts else 0,
+        "tasks_graph": sum(s.get("tasks_graph", 0) for s in ok),
+        "tasks_programmatic": sum(s.get("tasks_programmatic", 0) for s in ok),
+        "difficulty_histogram": {k: hist[k] for k in order},
+        "tasks_rejected": dict(sorted(rejected.items())),
+        "l1_missing_task_kind": sorted(l1 for l1, k in by_l1.items() if k != {"graph", "programmatic"}),
+        "task_seconds_mean": round(sum(secs) / len(secs), 3) if secs else 0.0,
+    }

@@ -1,0 +1,171 @@
+"""Training configuration: one dataclass, mapped 1:1 to YAML keys and CLI flags.
+
+Precedence: dataclass defaults < ``--preset NAME`` < ``--config FILE`` < explicit flags.
+A field ``group_size`` is the YAML key ``group_size`` and the flag ``--group-size``.
+List fields accept YAML lists or comma-separated flag values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+
+@dataclass
+class TrainConfig:
+    # --- model
+    model: str = "tiny"
+    """Local path or hub id of a causal LM; "tiny" builds the offline tiny chat model."""
+    use_lora: bool = True
+    """Train LoRA adapters (PEFT) instead of all weights."""
+    lora_r: int = 16
+    lora_alpha: int = 32
+    lora_dropout: float = 0.0
+    lora_target_modules: list[str] = field(default_factory=lambda: ["q_proj", "k_proj", "v_proj", "o_proj",
+                                                                    "gate_proj", "up_proj", "down_proj"])
+    """Module names LoRA adapts ("all-linear" also works)."""
+    mixed_precision: str = "no"
+    """accelerate mixed precision: no | fp16 | bf16."""
+    torch_threads: int = 0
+    """torch.set_num_threads value (0 = leave torch's default). Use 1 on small CPUs."""
+
+    # --- environments
+    env_ids: list[str] = field(default_factory=list)
+    """Gym ids (full "agentworld/<name>-v0" or bare names) to train on; empty = every selected one."""
+    l1: list[str] = field(default_factory=list)
+    """Filter train envs by top-level category."""
+    split: str = "train"
+    """Registry split used for training."""
+    eval_split: str = "arena"
+    """Held-out split for before/after evaluation ("" disables)."""
+    eval_env_ids: list[str] = field(default_factory=list)
+    """Explicit evaluation env ids (overrides eval_split selection)."""
+    max_eval_tasks: int = 16
+    """Cap on (env, task) pairs evaluated before and after training."""
+    max_envs: int = 0
+    """Use at most this many envs of the selection, a seeded sample (0 = all)."""
+    max_tasks_per_env: int = 0
+    """Use at most this many tasks of each env (0 = all)."""
+    max_turns: int = 6
+    """Env turn limit (truncation)."""
+    async_envs: bool = False
+    """Step envs in worker processes (AsyncVectorEnv) instead of in-process."""
+    env_import_modules: list[str] = field(default_factory=lambda: ["agentworld_rl.toy_envs"])
+    """Modules imported to register env ids (agentworld_envs is added automatically if importable)."""
+
+    # --- rollouts
+    batch_size: int = 4
+    """Distinct (env, task) prompts per step, per process."""
+    group_size: int = 4
+    """Episodes per prompt (the GRPO group)."""
+    max_new_tokens: int = 64
+    """Token budget of one assistant turn."""
+    max_context_tokens: int = 4096
+    temperature: float = 1.0
+    tool_descriptions: bool = True
+    """Show tool/parameter descriptions in the prompt (off = names and schemas only, far shorter)."""
+    system_prompt: str = ""
+    """Override the default agent system prompt ("" = default)."""
+
+    # --- GRPO
+    steps: int = 50
+    learning_rate: float = 1e-4
+    weight_decay: float = 0.0
+    warmup_steps: int = 0
+    lr_scheduler: str = "constant_with_warmup"
+    inner_epochs: int = 1
+    """Optimisation passes over each rollout batch (>1 makes the clipped ratio matter)."""
+    micro_batch_size: int = 8
+    """Sequences per forward/backward; gradients accumulate over the batch."""
+    clip_eps_low: float = 0.2
+    clip_eps_high: float = 0.2
+    beta: float = 0.0
+    """KL coefficient to the reference (LoRA: base weights with adapters disabled)."""
+    scale_rewards: bool = True
+    """Divide advantages by the group std."""
+    loss_type: str = "sequence"
+    """sequence | token | dr_grpo."""
+    max_grad_norm: float = 1.0
+    format_penalty: float = 0.0
+    """Reward shaping: subtract per unparseable/unknown-tool action (0 = off)."""
+    turn_cost: float = 0.0
+    """Reward shaping: subtract per assistant turn (0 = off)."""
+
+    # --- SFT warm start on reference trajectories
+    sft_steps: int = 0
+    """Full-weight SFT steps on solution_actions() replays before GRPO (0 = off)."""
+    sft_learning_rate: float = 3e-3
+    sft_batch_size: int = 8
+
+    # --- bookkeeping
+    seed: int = 0
+    output_dir: str = "runs/agentworld"
+    save_every: int = 0
+    """Checkpoint every N steps (0 = only at the end)."""
+    resume_from: str = ""
+    """Checkpoint dir to resume, or "latest" for the newest in output_dir."""
+    tensorboard: bool = False
+    progress: bool = True
+    """Show rich progress bars."""
+
+
+PRESETS: dict[str, dict[str, Any]] = {
+    # Runs the whole pipeline on a 2-core CPU in minutes: tiny offline model, SFT warm start
+    # on reference trajectories, GRPO with LoRA, before/after eval on held-out envs.
+    "tiny-cpu": dict(
+        model="tiny", torch_threads=1, use_lora=True, lora_r=8, lora_alpha=16,
+        batch_size=4, group_size=4, max_turns=4, max_new_tokens=48, max_context_tokens=8192,
+        steps=12, learning_rate=2e-3, micro_batch_size=16, sft_steps=40, sft_learning_rate=3e-3,
+        sft_batch_size=4, tool_descriptions=False,
+        max_envs=4, max_eval_tasks=12, max_tasks_per_env=4, output_dir="runs/tiny-cpu",
+    ),
+    # Single-turn bandit on toy envs; used by tests and as the minimal smoke run.
+    "toy-bandit": dict(
+        model="tiny", torch_threads=1, use_lora=False, env_ids=["agentworld_rl/toy-bandit-v0"],
+        eval_split="", batch_size=2, group_size=8, max_turns=1, max_new_tokens=4, steps=30,
+        learning_rate=1e-2, micro_batch_size=16, output_dir="runs/toy-bandit",
+    ),
+}
+
+
+def _field_types() -> dict[str, Any]:
+    hints = typing.get_type_hints(TrainConfig)
+    return {f.name: hints[f.name] for f in dataclasses.fields(TrainConfig)}
+
+
+def coerce(name: str, value: Any) -> Any:
+    """Convert a YAML/flag value to the field's type (lists from comma strings, bools from words)."""
+    typ = _field_types()[name]
+    if typing.get_origin(typ) is list:
+        if isinstance(value, str):
+            return [v.strip() for v in value.split(",") if v.strip()]
+        return list(value)
+    if typ is bool and isinstance(value, str):
+        return value.strip().lower() in ("1", "true", "yes", "on")
+    return typ(value)
+
+
+def make_config(preset: str | None = None, config_file: str | Path | None = None,
+                overrides: dict[str, Any] | None = None) -> TrainConfig:
+    values: dict[str, Any] = {}
+    if preset:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+        values.update(PRESETS[preset])
+    if config_file:
+        data = yaml.safe_load(Path(config_file).read_text()) or {}
+        unknown = set(data) - set(_field_types())
+        if unknown:
+            raise ValueError(f"unknown config keys in {config_file}: {sorted(unknown)}")
+        values.update(data)
+    values.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    return TrainConfig(**{k: coerce(k, v) for k, v in values.items()})
+
+
+def to_yaml(cfg: TrainConfig) -> str:
+    return yaml.safe_dump(dataclasses.asdict(cfg), sort_keys=False)

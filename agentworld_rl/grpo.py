@@ -1,0 +1,118 @@
+"""GRPO maths: group-relative advantages, token logprobs, the clipped loss.
+
+Everything here is a pure function of tensors so tests can check it against
+hand-computed numbers.
+
+Loss normalisation (``loss_type``), for per-token loss ``l_it`` and mask ``m_it``:
+
+* ``"sequence"`` (original GRPO): mean over each sequence's tokens, then mean over sequences.
+* ``"token"`` (DAPO): sum over all tokens / number of trained tokens in the batch.
+* ``"dr_grpo"`` (Dr. GRPO): sum over all tokens / (number of sequences x a constant max length),
+  which removes the length bias of the other two.
+
+Denominators are for the *whole* batch and passed in, so the sum of
+micro-batch losses equals the full-batch loss exactly (gradient accumulation
+does not change the update).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+LOSS_TYPES = ("sequence", "token", "dr_grpo")
+
+
+def group_advantages(rewards: torch.Tensor, group_size: int, scale_rewards: bool = True,
+                     eps: float = 1e-4) -> tuple[torch.Tensor, torch.Tensor]:
+    """``A_i = r_i - mean(group)``, optionally ``/ (std(group) + eps)``.
+
+    ``rewards`` is laid out group by group (``[g0s0, g0s1, ..., g1s0, ...]``).
+    std is the unbiased sample std (as TRL). Returns (advantages, zero_variance_per_group).
+    """
+    r = rewards.float().view(-1, group_size)
+    mean = r.mean(dim=1, keepdim=True)
+    std = r.std(dim=1, keepdim=True) if group_size > 1 else torch.zeros_like(mean)
+    adv = r - mean
+    if scale_rewards:
+        # Zero-variance groups have adv == 0 already; keep them 0 (not NaN) even with eps == 0.
+        adv = torch.where(std > 0, adv / (std + eps), adv)
+    zero_var = (r.max(dim=1).values - r.min(dim=1).values) == 0
+    return adv.view(-1), zero_var
+
+
+def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
+                   temperature: float = 1.0) -> torch.Tensor:
+    """Logprob of each token given its prefix: shape ``[B, T]``, column 0 is 0 (no prefix).
+
+    Sequences are right padded, so positions start at 0 like in generation.
+    """
+    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    lp = torch.gather(F.log_softmax(logits, dim=-1), 2, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)
+    return F.pad(lp, (1, 0), value=0.0)
+
+
+@dataclass
+class LossStats:
+    loss: float
+    policy_loss: float
+    kl: float
+    clip_frac: float
+    ratio_mean: float
+
+
+def grpo_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, *,
+              ref_lp: torch.Tensor | None = None, beta: float = 0.0, clip_eps_low: float = 0.2,
+              clip_eps_high: float | None = None, loss_type: str = "sequence",
+              num_sequences: int | None = None, num_tokens: int | None = None,
+              max_tokens: int | None = None) -> tuple[torch.Tensor, dict]:
+    """Clipped-ratio GRPO loss with optional k3 KL penalty to a reference.
+
+    Args:
+        new_lp, old_lp, ref_lp, mask: ``[B, T]`` per-token logprobs / 0-1 mask of trained tokens.
+        advantages: ``[B]`` one advantage per sequence (broadcast over its tokens).
+        num_sequences / num_tokens: whole-batch denominators (default: this micro-batch's).
+        max_tokens: the Dr. GRPO constant (default: this micro-batch's width).
+    Returns:
+        (loss, stats) where stats are detached sums for logging.
+    """
+    if loss_type not in LOSS_TYPES:
+        raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    mask = mask.float()
+    clip_eps_high = clip_eps_low if clip_eps_high is None else clip_eps_high
+    ratio = torch.exp(new_lp - old_lp)
+    adv = advantages.float().unsqueeze(1)
+    unclipped = ratio * adv
+    clipped = torch.clamp(ratio, 1.0 - clip_eps_low, 1.0 + clip_eps_high) * adv
+    per_token = -torch.min(unclipped, clipped)
+    kl = torch.zeros_like(per_token)
+    if ref_lp is not None and beta != 0.0:
+        # k3 estimator of KL(pi || ref): unbiased, always >= 0.
+        d = ref_lp - new_lp
+        kl = torch.exp(d) - d - 1.0
+        per_token = per_token + beta * kl
+
+    n_seq = num_sequences if num_sequences is not None else mask.shape[0]
+    n_tok = num_tokens if num_tokens is not None else mask.sum().clamp(min=1.0)
+    if loss_type == "sequence":
+        per_seq = (per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        loss = per_seq.sum() / n_seq
+    elif loss_type == "token":
+        loss = (per_token * mask).sum() / n_tok
+    else:
+        L = max_tokens if max_tokens is not None else mask.shape[1]
+        loss = (per_token * mask).sum() / (n_seq * L)
+
+    with torch.no_grad():
+        is_clipped = ((ratio < 1 - clip_eps_low) & (adv < 0)) | ((ratio > 1 + clip_eps_high) & (adv > 0))
+        stats = {
+            "mask_tokens": mask.sum().item(),
+            "kl_sum": (kl * mask).sum().item(),
+            "clip_sum": (is_clipped.float() * mask).sum().item(),
+            "ratio_sum": (ratio * mask).sum().item(),
+        }
+    return loss, stats

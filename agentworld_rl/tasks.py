@@ -1,0 +1,114 @@
+"""Which (env id, task id) pairs to train and evaluate on, and in what order.
+
+The env catalogue comes from ``env_registry.select`` when it exists; toy env
+ids (``agentworld_rl/...``) are always available. Task ids come from each
+env's ``env.unwrapped.task_ids``. :class:`TaskSampler` walks a seeded
+permutation of the pairs, epoch after epoch; its position is part of every
+checkpoint so a resumed run sees exactly the prompts it would have seen.
+"""
+
+from __future__ import annotations
+
+import importlib
+import random
+from typing import Sequence
+
+import gymnasium as gym
+
+
+def import_env_modules(modules: Sequence[str]) -> list[str]:
+    """Import env-registering modules; ``agentworld_envs`` is tried too. Returns those imported."""
+    done = []
+    for mod in list(modules) + ["agentworld_envs"]:
+        if mod in done:
+            continue
+        try:
+            importlib.import_module(mod)
+            done.append(mod)
+        except ImportError:
+            if mod != "agentworld_envs":
+                raise
+    return done
+
+
+def _full_id(name: str) -> str:
+    if "/" in name:
+        return name
+    return f"agentworld/{name}" + ("" if name.endswith("-v0") else "-v0")
+
+
+def select_env_ids(env_ids: Sequence[str] = (), l1: Sequence[str] = (), split: str = "train",
+                   max_envs: int = 0, seed: int = 0) -> list[str]:
+    """Gym ids to use: explicit ``env_ids`` win; otherwise the registry filtered by l1/split,
+    then (``max_envs``) a seeded sample of that many, in catalogue order."""
+    if env_ids:
+        return [_full_id(e) for e in env_ids]
+    try:
+        import env_registry
+        rows = env_registry.select(ids=None, l1=list(l1) or None, split=split or None)
+    except (ImportError, AttributeError):
+        rows = []
+    ids = [r["id"] for r in rows if r["id"] in gym.registry]
+    if max_envs and len(ids) > max_envs:
+        # Seeded order; task_pairs() keeps the first max_envs envs that actually have tasks.
+        random.Random(seed).shuffle(ids)
+    if not ids:
+        raise ValueError(f"no envs selected (l1={list(l1)}, split={split!r}); pass env_ids or install agentworld_envs")
+    return ids
+
+
+def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0) -> list[str]:
+    kwargs = {"max_turns": max_turns} if max_turns else {}
+    env = gym.make(env_id, **kwargs)
+    try:
+        ids = list(env.unwrapped.task_ids)
+    finally:
+        env.close()
+    return ids[:max_tasks] if max_tasks else ids
+
+
+def task_pairs(env_ids: Sequence[str], max_turns: int | None = None, max_tasks_per_env: int = 0,
+               max_envs: int = 0) -> list[dict]:
+    """(env, task) pairs of the first ``max_envs`` envs (0 = all) that have at least one task."""
+    pairs, used = [], 0
+    for e in env_ids:
+        tasks = env_tasks(e, max_turns, max_tasks_per_env)
+        if not tasks:  # envs without tasks contribute nothing
+            continue
+        pairs += [{"env_id": e, "task_id": t} for t in tasks]
+        used += 1
+        if max_envs and used >= max_envs:
+            break
+    return pairs
+
+
+class TaskSampler:
+    """Deterministic stream of task pairs: seeded permutation per epoch, resumable by position."""
+
+    def __init__(self, pairs: Sequence[dict], seed: int = 0):
+        if not pairs:
+            raise ValueError("no tasks to sample")
+        self.pairs = list(pairs)
+        self.seed = seed
+        self.position = 0  # number of pairs handed out so far
+
+    def _order(self, epoch: int) -> list[int]:
+        idx = list(range(len(self.pairs)))
+        random.Random(self.seed * 7919 + epoch).shuffle(idx)
+        return idx
+
+    def take(self, n: int) -> list[dict]:
+        out = []
+        for _ in range(n):
+            epoch, k = divmod(self.position, len(self.pairs))
+            out.append(self.pairs[self._order(epoch)[k]])
+            self.position += 1
+        return out
+
+    def state_dict(self) -> dict:
+        return {"position": self.position, "seed": self.seed, "num_pairs": len(self.pairs)}
+
+    def load_state_dict(self, state: dict) -> None:
+        if state["num_pairs"] != len(self.pairs):
+            raise ValueError("task set changed since the checkpoint was written")
+        self.position, self.seed = state["position"], state["seed"]

@@ -1,0 +1,327 @@
+"""The multi-turn GRPO training loop (CleanRL style: one function, top to bottom).
+
+    setup  -> model (+ optional SFT warm start) -> LoRA -> accelerate.prepare
+    eval   -> greedy success on held-out envs ("before")
+    loop   -> rollout groups -> shape rewards -> group advantages
+              -> inner epochs x micro-batches of the clipped GRPO loss -> optimizer step
+              -> metrics JSONL / tensorboard -> checkpoint
+    finish -> eval "after", report.md, curves.png
+
+The same script runs on CPU, one GPU, or many GPUs/nodes under
+``accelerate launch``: every process rolls out its own slice of prompts,
+groups never straddle processes (advantages stay local) and DDP averages
+gradients.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import json
+import random
+import time
+from pathlib import Path
+
+import torch
+
+from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from .config import TrainConfig, to_yaml
+from .evaluate import evaluate, report_markdown
+from .grpo import group_advantages, grpo_loss, token_logprobs
+from .metrics import MetricsLogger, episode_metrics, plot_curves
+from .rollout import DEFAULT_SYSTEM_PROMPT, RolloutEngine, shape_rewards
+from .sft import collate, reference_episodes, sft_warm_start
+from .tasks import TaskSampler, import_env_modules, select_env_ids, task_pairs
+
+
+def load_model_and_tokenizer(model_ref: str, corpus_hint: list[str] | None = None):
+    """Load a causal LM + tokenizer from a local dir or hub id; "tiny" builds the offline tiny model."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+
+    if model_ref == "tiny":
+        from .tiny_model import build_tiny_chat_model
+        model_ref = str(build_tiny_chat_model(extra_corpus=corpus_hint or ()))
+    path = Path(model_ref)
+    if (path / "agentworld_tiny.json").exists():
+        # Locally trained `tokenizers` tokenizers have no tokenizer class AutoTokenizer can resolve.
+        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
+    else:
+        tokenizer = AutoTokenizer.from_pretrained(model_ref)
+    tokenizer.padding_side = "left"
+    if tokenizer.pad_token_id is None:
+        tokenizer.pad_token = tokenizer.eos_token
+    model = AutoModelForCausalLM.from_pretrained(model_ref)
+    return model, tokenizer, model_ref
+
+
+def _corpus_hint(pairs: list[dict], max_turns: int) -> list[str]:
+    """Instruction + tool texts of a few tasks, so the tiny tokenizer compresses env text well."""
+    import gymnasium as gym
+    texts = []
+    for pair in pairs[:40]:
+        env = gym.make(pair["env_id"], max_turns=max_turns)
+        try:
+            obs, info = env.reset(seed=0, options={"task_id": pair["task_id"]})
+            texts += [obs, json.dumps(info.get("tools", []))]
+            texts += list(env.unwrapped.solution_actions())
+        finally:
+            env.close()
+    return texts
+
+
+def _lora(model, cfg: TrainConfig):
+    from peft import LoraConfig, get_peft_model
+    targets = cfg.lora_target_modules
+    targets = "all-linear" if targets == ["all-linear"] else list(targets)
+    return get_peft_model(model, LoraConfig(task_type="CAUSAL_LM", r=cfg.lora_r, lora_alpha=cfg.lora_alpha,
+                                            lora_dropout=cfg.lora_dropout, target_modules=targets))
+
+
+def _mean_across_processes(accelerator, metrics: dict) -> dict:
+    if accelerator.num_processes == 1:
+        return metrics
+    from accelerate.utils import gather_object
+    rows = gather_object([metrics])
+    keys = set().union(*rows)
+    return {k: sum(r.get(k, 0.0) for r in rows) / len(rows) for k in keys}
+
+
+def train(cfg: TrainConfig, reward_fn=None) -> dict:
+    """Run GRPO as configured. ``reward_fn(episode) -> float`` is an optional extra shaping hook."""
+    from accelerate import Accelerator
+    from accelerate.utils import set_seed
+    from transformers import get_scheduler
+
+    if cfg.torch_threads:
+        torch.set_num_threads(cfg.torch_threads)  # on small CPUs extra threads make torch slower
+    accelerator = Accelerator(mixed_precision=cfg.mixed_precision)
+    rank, world = accelerator.process_index, accelerator.num_processes
+    out_dir = Path(cfg.output_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    set_seed(cfg.seed)
+
+    # ---------------------------------------------------------------- tasks
+    import_modules = import_env_modules(cfg.env_import_modules)
+    train_ids = select_env_ids(cfg.env_ids, cfg.l1, cfg.split, cfg.max_envs, cfg.seed)
+    train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs)
+    eval_pairs: list[dict] = []
+    if cfg.eval_env_ids or cfg.eval_split:
+        eval_ids = select_env_ids(cfg.eval_env_ids, cfg.l1, cfg.eval_split, cfg.max_envs, cfg.seed)
+        eval_pairs = task_pairs(eval_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs)
+        random.Random(cfg.seed).shuffle(eval_pairs)
+        eval_pairs = sorted(eval_pairs[: cfg.max_eval_tasks], key=lambda p: (p["env_id"], p["task_id"]))
+    sampler = TaskSampler(train_pairs, seed=cfg.seed)
+
+    # ---------------------------------------------------------------- model
+    hint = _corpus_hint(train_pairs, cfg.max_turns) if cfg.model == "tiny" else None
+    model, tokenizer, model_path = load_model_and_tokenizer(cfg.model, hint)
+    from .vector_env import SlotVectorEnv
+    vec_env = SlotVectorEnv(max(cfg.batch_size * cfg.group_size, len(eval_pairs) and min(len(eval_pairs), 16)),
+                            {"max_turns": cfg.max_turns}, asynchronous=cfg.async_envs, import_modules=import_modules)
+    engine = RolloutEngine(model, tokenizer, vec_env, max_new_tokens=cfg.max_new_tokens,
+                           max_context_tokens=cfg.max_context_tokens, temperature=cfg.temperature,
+                           system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT,
+                           tool_descriptions=cfg.tool_descriptions)
+    resume = latest_checkpoint(out_dir) if cfg.resume_from == "latest" else (Path(cfg.resume_from) if cfg.resume_from else None)
+
+    summary: dict = {"config": dataclasses.asdict(cfg), "model_path": model_path}
+    if resume is not None and (out_dir / "eval_base.json").exists():
+        summary["eval_base"] = json.loads((out_dir / "eval_base.json").read_text())
+    if cfg.sft_steps:
+        sft_dir = out_dir / "sft-model"
+        if resume is not None and (sft_dir / "config.json").exists():
+            from transformers import AutoModelForCausalLM
+            model = AutoModelForCausalLM.from_pretrained(sft_dir)
+        else:
+            model = model.to(accelerator.device)
+            engine.model = model
+            if eval_pairs:  # the untrained model, for the report
+                summary["eval_base"] = evaluate(engine, eval_pairs, seed=cfg.seed)
+                if accelerator.is_main_process:
+                    (out_dir / "eval_base.json").write_text(json.dumps(summary["eval_base"], indent=2))
+            demos = reference_episodes(engine, train_pairs, cfg.max_turns)
+            t0 = time.time()
+            losses = sft_warm_start(model, tokenizer, demos, cfg.sft_steps, cfg.sft_learning_rate,
+                                    cfg.sft_batch_size, seed=cfg.seed)
+            summary["sft"] = {"demos": len(demos), "loss_first": losses[0], "loss_last": losses[-1],
+                              "seconds": time.time() - t0}
+            if accelerator.is_main_process:
+                model.save_pretrained(sft_dir)
+                tokenizer.save_pretrained(sft_dir)
+            set_seed(cfg.seed)  # GRPO starts from the same RNG state with or without resume
+
+    ref_model = None
+    if cfg.use_lora:
+        model = _lora(model, cfg)
+    elif cfg.beta:
+        import copy
+        ref_model = copy.deepcopy(model).eval().requires_grad_(False).to(accelerator.device)
+
+    params = [p for p in model.parameters() if p.requires_grad]
+    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+    scheduler = get_scheduler(cfg.lr_scheduler, optimizer, num_warmup_steps=cfg.warmup_steps,
+                              num_training_steps=cfg.steps)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    policy = accelerator.unwrap_model(model)
+    engine.model = policy
+
+    start_step = 0
+    if resume is not None:
+        state = load_checkpoint(accelerator, model, optimizer, scheduler, resume)
+        start_step = state["step"]
+        sampler.load_state_dict(state["sampler"])
+    logger = MetricsLogger(out_dir, cfg.tensorboard and accelerator.is_main_process,
+                           resume_step=start_step if resume is not None else None) if accelerator.is_main_process else None
+    if accelerator.is_main_process:
+        (out_dir / "config.yaml").write_text(to_yaml(cfg))
+
+    # ---------------------------------------------------------------- eval before
+    before = None
+    before_path = out_dir / "eval_before.json"
+    if eval_pairs:
+        if resume is not None and before_path.exists():
+            before = json.loads(before_path.read_text())
+        else:
+            before = evaluate(engine, eval_pairs, seed=cfg.seed)
+            if accelerator.is_main_process:
+                before_path.write_text(json.dumps(before, indent=2))
+
+    # ---------------------------------------------------------------- GRPO loop
+    max_tokens = cfg.max_turns * cfg.max_new_tokens  # Dr. GRPO's constant normaliser
+    progress = _progress(cfg.progress and accelerator.is_main_process)
+    last_metrics: dict = {}
+    with progress:
+        task_bar = progress.add_task("GRPO", total=cfg.steps, completed=start_step)
+        for step in range(start_step + 1, cfg.steps + 1):
+            # 1. Rollouts: this process's slice of the step's prompts, G episodes each.
+            t0 = time.time()
+            tasks = sampler.take(cfg.batch_size * world)[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
+            episodes = engine.collect(tasks, cfg.group_size, seed=(cfg.seed * 1_000_003 + step) * world + rank)
+            t_rollout = time.time() - t0
+
+            # 2. Rewards -> group-relative advantages.
+            t0 = time.time()
+            shape_rewards(episodes, cfg.format_penalty, cfg.turn_cost, reward_fn)
+            rewards = torch.tensor([ep.shaped_reward for ep in episodes])
+            advantages, zero_var = group_advantages(rewards, cfg.group_size, cfg.scale_rewards)
+            ids, att, mask, old_lp = collate(episodes, tokenizer.pad_token_id)
+            n_seq, n_tok = len(episodes), mask.sum().clamp(min=1.0)
+
+            # 3. Reference logprobs for the KL term (LoRA: same weights, adapters off).
+            ref_lp = None
+            if cfg.beta:
+                ref_lp = torch.zeros_like(old_lp)
+                with torch.no_grad():
+                    for sl in _micro_slices(n_seq, cfg.micro_batch_size):
+                        w = int(att[sl].sum(1).max())
+                        ctx = policy.disable_adapter() if cfg.use_lora else contextlib.nullcontext()
+                        with ctx, accelerator.autocast():
+                            ref = token_logprobs(policy if cfg.use_lora else ref_model,
+                                                 ids[sl, :w].to(accelerator.device), att[sl, :w].to(accelerator.device),
+                                                 cfg.temperature)
+                        ref_lp[sl, :w] = ref.float().cpu()
+
+            # 4. Inner epochs over micro-batches; gradients accumulate to exactly the full-batch gradient.
+            model.train()
+            agg = {"loss": 0.0, "kl_sum": 0.0, "clip_sum": 0.0, "ratio_sum": 0.0, "mask_tokens": 0.0}
+            grad_norm = torch.tensor(0.0)
+            slices = list(_micro_slices(n_seq, cfg.micro_batch_size))
+            for _epoch in range(cfg.inner_epochs):
+                optimizer.zero_grad(set_to_none=True)
+                for k, sl in enumerate(slices):
+                    w = int(att[sl].sum(1).max())  # right padded: trim the micro-batch to its width
+                    dev = lambda t: t[sl, :w].to(accelerator.device)
+                    sync = k == len(slices) - 1
+                    with (contextlib.nullcontext() if sync else accelerator.no_sync(model)):
+                        with accelerator.autocast():
+                            new_lp = token_logprobs(model, dev(ids), dev(att), cfg.temperature)
+                        loss, st = grpo_loss(new_lp.float(), dev(old_lp), advantages[sl].to(accelerator.device),
+                                             dev(mask), ref_lp=dev(ref_lp) if ref_lp is not None else None,
+                                             beta=cfg.beta, clip_eps_low=cfg.clip_eps_low,
+                                             clip_eps_high=cfg.clip_eps_high, loss_type=cfg.loss_type,
+                                             num_sequences=n_seq, num_tokens=n_tok, max_tokens=max_tokens)
+                        accelerator.backward(loss)
+                    agg["loss"] += loss.item() / cfg.inner_epochs
+                    for key in ("kl_sum", "clip_sum", "ratio_sum", "mask_tokens"):
+                        agg[key] += st[key]
+                if cfg.max_grad_norm:
+                    grad_norm = accelerator.clip_grad_norm_(params, cfg.max_grad_norm)
+                optimizer.step()
+            scheduler.step()
+            t_update = time.time() - t0
+
+            # 5. Metrics, checkpoint.
+            metrics = episode_metrics(episodes)
+            metrics.update({
+                "loss": agg["loss"],
+                "kl": agg["kl_sum"] / max(agg["mask_tokens"], 1.0),
+                "clip_frac": agg["clip_sum"] / max(agg["mask_tokens"], 1.0),
+                "ratio_mean": agg["ratio_sum"] / max(agg["mask_tokens"], 1.0),
+                "grad_norm": float(grad_norm),
+                "lr": scheduler.get_last_lr()[0],
+                "advantage_abs_mean": float(advantages.abs().mean()),
+                "zero_variance_groups": float(zero_var.sum()),
+                "zero_variance_group_frac": float(zero_var.float().mean()),
+                "seconds_rollout": t_rollout,
+                "seconds_update": t_update,
+                "trained_tokens": float(mask.sum()),
+            })
+            metrics = _mean_across_processes(accelerator, metrics)
+            last_metrics = metrics
+            if logger is not None:
+                logger.log(step, metrics)
+            progress.update(task_bar, advance=1, description=(
+                f"GRPO reward={metrics['reward_mean']:.2f} succ={metrics['success_rate']:.2f} "
+                f"loss={metrics['loss']:+.3f}"))
+            if (cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps:
+                save_checkpoint(accelerator, model, optimizer, scheduler, step,
+                                {"sampler": sampler.state_dict(), "config": dataclasses.asdict(cfg)}, out_dir)
+
+    # ---------------------------------------------------------------- eval after, report
+    summary["final_metrics"] = last_metrics
+    if eval_pairs:
+        after = evaluate(engine, eval_pairs, seed=cfg.seed)
+        summary["eval_before"], summary["eval_after"] = before, after
+        if accelerator.is_main_process:
+            (out_dir / "eval_after.json").write_text(json.dumps(after, indent=2))
+    if accelerator.is_main_process:
+        if logger is not None:
+            logger.close()
+        if (out_dir / "metrics.jsonl").exists():
+            plot_curves(out_dir / "metrics.jsonl", out_dir / "curves.png")
+        (out_dir / "report.md").write_text(_report(cfg, summary))
+        (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    vec_env.close()
+    summary["output_dir"] = str(out_dir)
+    return summary
+
+
+def _micro_slices(n: int, size: int):
+    for start in range(0, n, max(size, 1)):
+        yield slice(start, min(start + size, n))
+
+
+def _report(cfg: TrainConfig, summary: dict) -> str:
+    lines = [f"# agentworld GRPO run: `{cfg.output_dir}`", "",
+             f"model `{summary['model_path']}`, steps {cfg.steps}, batch {cfg.batch_size} x group {cfg.group_size}, "
+             f"lr {cfg.learning_rate}, LoRA {'r=' + str(cfg.lora_r) if cfg.use_lora else 'off'}, seed {cfg.seed}", ""]
+    if "sft" in summary:
+        s = summary["sft"]
+        lines += [f"SFT warm start: {s['demos']} reference trajectories, loss {s['loss_first']:.3f} -> "
+                  f"{s['loss_last']:.3f} in {s['seconds']:.1f}s", ""]
+    if "eval_after" in summary:
+        start = "after SFT" if "eval_base" in summary else "before"
+        lines.append(report_markdown([("base", summary.get("eval_base")), (start, summary.get("eval_before")),
+                                      ("after GRPO", summary["eval_after"])]))
+    m = summary.get("final_metrics") or {}
+    if m:
+        lines += ["## Last training step", "", "| metric | value |", "|---|---:|"]
+        lines += [f"| {k} | {v:.4g} |" for k, v in sorted(m.items()) if isinstance(v, float)]
+    lines += ["", "Curves: `curves.png`; per-step metrics: `metrics.jsonl`."]
+    return "\n".join(lines) + "\n"
+
+
+def _progress(enabled: bool):
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    disable=not enabled, transient=False)

@@ -1,0 +1,119 @@
+"""Rollout engine, token masks and the heterogeneous vector env."""
+
+import json
+
+import pytest
+import torch
+
+from agentworld_rl.rollout import RolloutEngine, shape_rewards
+from agentworld_rl.sft import reference_episodes
+from agentworld_rl.tiny_model import build_tiny_chat_model
+from agentworld_rl.vector_env import SlotVectorEnv
+
+torch.set_num_threads(1)
+
+LOOKUP = "agentworld_rl/toy-lookup-v0"
+BANDIT = "agentworld_rl/toy-bandit-v0"
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+    path = build_tiny_chat_model(tmp_path_factory.mktemp("tiny") / "m")
+    return AutoModelForCausalLM.from_pretrained(path), PreTrainedTokenizerFast.from_pretrained(path)
+
+
+def _call(name, **args):
+    return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
+
+
+@pytest.mark.parametrize("asynchronous", [False, True])
+def test_vector_env_mixed_envs_and_dropout(asynchronous):
+    vec = SlotVectorEnv(4, {"max_turns": 3}, asynchronous=asynchronous)
+    try:
+        starts = vec.start([{"env_id": LOOKUP, "task_id": "find-beta"}, {"env_id": BANDIT, "task_id": "t2"},
+                            {"env_id": LOOKUP, "task_id": "find-gamma"}], seeds=[0, 1, 2])
+        assert [i["task_id"] for _, i in starts] == ["find-beta", "t2", "find-gamma"]
+        assert "beta" in starts[0][0] and [t["function"]["name"] for t in starts[0][1]["tools"]] == ["lookup", "submit"]
+        res = vec.step({0: _call("lookup", key="beta"), 1: "yes", 2: "not a call"})
+        assert json.loads(res[0].obs) == {"value": "blue"} and not res[0].terminated
+        assert res[1].terminated and res[1].reward == 1.0 and res[1].info["success"]
+        assert res[2].info["error"] == "parse_error"
+        assert vec.active.tolist() == [True, False, True, False]
+        # The finished bandit slot autoresets to idle (gymnasium NEXT_STEP) and is ignored.
+        res = vec.step({0: _call("submit", answer="blue"), 2: _call("submit", answer="red")})
+        assert res[0].reward == 1.0 and res[2].reward == 0.0 and not res[2].info["success"]
+        assert not vec.active.any()
+        # Slots are reusable for a new batch with different env ids.
+        starts = vec.start([{"env_id": BANDIT, "task_id": "t0"}] * 4, seeds=[0, 0, 0, 0])
+        assert vec.active.all()
+    finally:
+        vec.close()
+
+
+def test_rollout_masks_exclude_tool_and_template_tokens(tiny):
+    model, tok = tiny
+    vec = SlotVectorEnv(6, {"max_turns": 3})
+    engine = RolloutEngine(model, tok, vec, max_new_tokens=12)
+    torch.manual_seed(0)
+    eps = engine.collect([{"env_id": LOOKUP, "task_id": "find-alpha"}, {"env_id": BANDIT, "task_id": "t1"}],
+                         group_size=3, seed=0)
+    assert [e.group for e in eps] == [0, 0, 0, 1, 1, 1]
+    for ep in eps:
+        assert len(ep.token_ids) == len(ep.mask) == len(ep.logprobs)
+        # The recorded tokens are exactly the rendered chat (prefix-preserving template, no re-tokenisation).
+        assert ep.retokenized == 0
+        assert tok.decode(ep.token_ids) == tok.apply_chat_template(ep.messages, tools=ep.tools, tokenize=False)[
+            : len(tok.decode(ep.token_ids))]
+        trained = tok.decode([t for t, m in zip(ep.token_ids, ep.mask) if m])
+        generated = "".join(m["content"] for m in ep.messages if m["role"] == "assistant")
+        assert trained.replace("<|im_end|>", "") == generated
+        # Nothing from the env, tools or template is trained.
+        assert "<|im_start|>" not in trained and "tool_response" not in trained
+        assert ep.num_policy_tokens <= ep.turns * 12
+        assert all(lp <= 0 for lp, m in zip(ep.logprobs, ep.mask) if m)
+        assert all(lp == 0 for lp, m in zip(ep.logprobs, ep.mask) if not m)
+    lookups = [e for e in eps if e.env_id == LOOKUP]
+    assert all(e.done and e.turns == 3 or e.terminated for e in lookups)
+    assert all(e.turns == 1 and e.terminated for e in eps if e.env_id == BANDIT)
+    vec.close()
+
+
+def test_reference_trajectories_mask_only_actions(tiny):
+    model, tok = tiny
+    engine = RolloutEngine(model, tok, vec_env=None)
+    (ep,) = reference_episodes(engine, [{"env_id": LOOKUP, "task_id": "find-delta"}], max_turns=4)
+    assert ep.success and ep.turns == 2
+    trained = tok.decode([t for t, m in zip(ep.token_ids, ep.mask) if m])
+    assert trained == _call("lookup", key="delta") + "<|im_end|>" + _call("submit", answer="gold") + "<|im_end|>"
+    context = tok.decode([t for t, m in zip(ep.token_ids, ep.mask) if not m])
+    assert '{"value": "gold"}' in context and "delta" in context
+
+
+def test_greedy_rollout_is_deterministic_and_logprobs_match_forward(tiny):
+    model, tok = tiny
+    from agentworld_rl.grpo import token_logprobs
+    from agentworld_rl.sft import collate
+    vec = SlotVectorEnv(2, {"max_turns": 2})
+    engine = RolloutEngine(model, tok, vec, max_new_tokens=8)
+    torch.manual_seed(1)
+    a = engine.collect([{"env_id": LOOKUP, "task_id": "find-beta"}], group_size=2, seed=3)
+    ids, att, mask, old = collate(a, tok.pad_token_id)
+    with torch.no_grad():
+        new = token_logprobs(model, ids, att)
+    # Logprobs recorded during (left-padded, KV-cached) generation == a fresh right-padded forward pass.
+    assert torch.allclose(new * mask, old * mask, atol=1e-4)
+    g1 = engine.collect([{"env_id": LOOKUP, "task_id": "find-beta"}], group_size=2, seed=3, greedy=True)
+    g2 = engine.collect([{"env_id": LOOKUP, "task_id": "find-beta"}], group_size=2, seed=3, greedy=True)
+    assert g1[0].token_ids == g1[1].token_ids == g2[0].token_ids
+    vec.close()
+
+
+def test_shaping_hooks_off_by_default(tiny):
+    from agentworld_rl.rollout import Episode
+    from collections import Counter
+    ep = Episode("e", "t", 0, reward=1.0, turns=3, tool_errors=Counter(parse_error=2, invalid_arguments=1))
+    shape_rewards([ep])
+    assert ep.shaped_reward == 1.0
+    shape_rewards([ep], format_penalty=0.1, turn_cost=0.05, extra_fn=lambda e: 0.5)
+    assert ep.shaped_reward == pytest.approx(1.0 - 0.2 - 0.15 + 0.5)

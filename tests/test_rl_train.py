@@ -1,0 +1,113 @@
+"""End-to-end trainer behaviour: learning, exact resume, CLI/config, report files."""
+
+import json
+
+import pytest
+import torch
+import yaml
+
+from agentworld_rl.config import PRESETS, TrainConfig, make_config
+from agentworld_rl.metrics import read_jsonl
+from agentworld_rl.trainer import train
+
+torch.set_num_threads(1)
+
+
+@pytest.fixture(autouse=True, scope="module")
+def _cache(tmp_path_factory):
+    # Tiny models built by these tests go to a throwaway cache, not the user's.
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AGENTWORLD_CACHE", str(tmp_path_factory.mktemp("aw-cache")))
+    yield
+    mp.undo()
+
+
+@pytest.mark.slow
+def test_grpo_raises_reward_on_bandit(tmp_path):
+    cfg = make_config("toy-bandit", overrides=dict(output_dir=str(tmp_path), steps=30, progress=False, seed=0))
+    train(cfg)
+    rows = read_jsonl(tmp_path / "metrics.jsonl")
+    rewards = [r["reward_mean"] for r in rows]
+    first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
+    assert first < 0.1 and last > first + 0.25, rewards
+    assert rows[-1]["policy_tokens_mean"] > 0
+
+
+def _lookup_cfg(out, **kw):
+    base = dict(model="tiny", torch_threads=1, env_ids=["agentworld_rl/toy-lookup-v0"], eval_split="",
+                batch_size=2, group_size=2, max_turns=2, max_new_tokens=8, steps=3, save_every=1,
+                use_lora=True, lora_r=4, beta=0.1, inner_epochs=2, micro_batch_size=3, learning_rate=5e-3,
+                loss_type="token", output_dir=str(out), progress=False)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+def _reward_by_tokens(ep):
+    # A deterministic function of the sampled tokens: gives every group reward variance so the loss and gradients are non-trivial.
+    return sum(t for t, m in zip(ep.token_ids, ep.mask) if m) % 7 / 7
+
+
+def test_checkpoint_resume_reproduces_next_step_exactly(tmp_path):
+    train(_lookup_cfg(tmp_path / "a"), reward_fn=_reward_by_tokens)
+    full = read_jsonl(tmp_path / "a" / "metrics.jsonl")
+    ckpt = tmp_path / "a" / "checkpoints" / "step-2"
+    assert (ckpt / "adapter" / "adapter_config.json").exists() and (ckpt / "optimizer.pt").exists()
+    train(_lookup_cfg(tmp_path / "b", resume_from=str(ckpt)), reward_fn=_reward_by_tokens)
+    resumed = read_jsonl(tmp_path / "b" / "metrics.jsonl")
+    assert [r["step"] for r in resumed] == [3]
+    for key in ("loss", "grad_norm", "kl", "reward_mean", "shaped_reward_mean", "policy_tokens_mean"):
+        assert resumed[0][key] == full[2][key], key
+    assert full[2]["loss"] != 0.0 and full[2]["grad_norm"] > 0 and full[2]["kl"] > 0
+    a = torch.load(tmp_path / "a" / "checkpoints" / "step-3" / "trainable.pt")
+    b = torch.load(tmp_path / "b" / "checkpoints" / "step-3" / "trainable.pt")
+    assert a.keys() == b.keys() and all(torch.equal(a[k], b[k]) for k in a)
+    assert all("lora_" in k for k in a)  # only adapters are trained with LoRA
+
+
+def test_cli_config_precedence_and_run(tmp_path):
+    from typer.testing import CliRunner
+    import typer
+    from agentworld_rl.cli import register
+
+    app = typer.Typer()
+    register(app)
+
+    @app.callback()
+    def _root():
+        pass
+
+    cfg_file = tmp_path / "c.yaml"
+    cfg_file.write_text(yaml.safe_dump({"group_size": 3, "lr_scheduler": "constant", "env_ids": ["x", "y"]}))
+    r = CliRunner().invoke(app, ["train", "--preset", "tiny-cpu", "--config", str(cfg_file), "--group-size", "5",
+                                 "--no-use-lora", "--print-config"])
+    assert r.exit_code == 0, r.output
+    got = yaml.safe_load(r.output)
+    assert got["group_size"] == 5  # flag > file
+    assert got["lr_scheduler"] == "constant" and got["env_ids"] == ["x", "y"]  # file > preset
+    assert got["max_turns"] == PRESETS["tiny-cpu"]["max_turns"]  # preset > default
+    assert got["use_lora"] is False
+    assert set(got) == {f for f in TrainConfig.__dataclass_fields__}
+
+    out = tmp_path / "run"
+    r = CliRunner().invoke(app, ["train", "--model", "tiny", "--env-ids", "agentworld_rl/toy-lookup-v0",
+                                 "--eval-env-ids", "agentworld_rl/toy-lookup-v0", "--eval-split", "",
+                                 "--steps", "2", "--batch-size", "2", "--group-size", "2", "--max-turns", "2",
+                                 "--max-new-tokens", "8", "--sft-steps", "3", "--torch-threads", "1",
+                                 "--output-dir", str(out), "--no-progress", "--format-penalty", "0.1"])
+    assert r.exit_code == 0, r.output
+    for name in ("metrics.jsonl", "curves.png", "report.md", "config.yaml", "eval_before.json", "eval_after.json",
+                 "checkpoints/step-2/state.json", "sft-model/config.json"):
+        assert (out / name).exists(), name
+    rows = read_jsonl(out / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1, 2]
+    for key in ("reward_mean", "reward_std", "success_rate", "turns_mean", "policy_tokens_mean", "kl", "loss",
+                "grad_norm", "seconds_rollout", "seconds_update", "zero_variance_groups", "tool_error_rate"):
+        assert key in rows[0], key
+    assert "| agentworld_rl/toy-lookup-v0 |" in (out / "report.md").read_text()
+    with pytest.raises(ValueError):
+        make_config(config_file=_write(tmp_path / "bad.yaml", {"nope": 1}))
+
+
+def _write(path, data):
+    path.write_text(yaml.safe_dump(data))
+    return path
