@@ -15,33 +15,27 @@ from typing import Any
 import env_registry
 
 from . import state
+from .registry import Registry
 from .spec import validate_spec
 from .tools import Tool, compile_tool
 
 SpecBuilder = Callable[[dict[str, Any]], dict[str, Any]]
 TaskSource = Callable[["EnvBundle"], list[dict[str, Any]]]
-_SPEC_BUILDERS: dict[str, SpecBuilder] = {}
-_TASK_SOURCES: dict[str, TaskSource] = {}
 
 
-def spec_builder(source: str) -> Callable[[SpecBuilder], SpecBuilder]:
-    """Register how manifest entries with ``"source": source`` become specs."""
+def _load_source(source: str) -> None:
+    # Synthesised sources register themselves when their package is imported.
+    import importlib
 
-    def deco(fn: SpecBuilder) -> SpecBuilder:
-        _SPEC_BUILDERS[source] = fn
-        return fn
-
-    return deco
+    importlib.import_module("agentworld_envs.synthesis")
 
 
-def task_source(source: str) -> Callable[[TaskSource], TaskSource]:
-    """Register where the tasks of entries with ``"source": source`` come from (default: the spec's own)."""
-
-    def deco(fn: TaskSource) -> TaskSource:
-        _TASK_SOURCES[source] = fn
-        return fn
-
-    return deco
+#: How manifest entries with ``"source": name`` become specs.
+SPEC_BUILDERS: Registry[SpecBuilder] = Registry("spec builder", _load_source)
+#: Where the tasks of entries with ``"source": name`` come from (default: the spec's own ``tasks``).
+TASK_SOURCES: Registry[TaskSource] = Registry("task source")
+spec_builder = SPEC_BUILDERS.register
+task_source = TASK_SOURCES.register
 
 
 @spec_builder("handbuilt")
@@ -49,14 +43,6 @@ def _handbuilt_spec(entry: dict[str, Any]) -> dict[str, Any]:
     from . import domains
 
     return domains.load(entry["name"]).build_spec()
-
-
-def _ensure_sources(source: str) -> None:
-    if source not in _SPEC_BUILDERS:
-        # Synthesised sources register themselves when their package is imported.
-        import importlib
-
-        importlib.import_module("agentworld_envs.synthesis")
 
 
 @dataclass
@@ -129,8 +115,7 @@ def build_spec(name: str) -> dict[str, Any]:
     entry = _entry(name)
     if entry["source"] == "inline":
         return _INLINE[entry["name"]][1]
-    _ensure_sources(entry["source"])
-    return validate_spec(_SPEC_BUILDERS[entry["source"]](entry))
+    return validate_spec(SPEC_BUILDERS.get(entry["source"])(entry))
 
 
 @functools.lru_cache(maxsize=64)
@@ -143,7 +128,9 @@ def load_bundle(name: str) -> EnvBundle:
         golden=state.golden_bytes(spec),
         tools={t["name"]: compile_tool(t) for t in spec["tools"]},
     )
-    source = _TASK_SOURCES.get(entry["source"])
-    bundle.tasks = list(spec.get("tasks", [])) if source is None else source(bundle)
+    if entry["source"] in TASK_SOURCES:
+        bundle.tasks = TASK_SOURCES.get(entry["source"])(bundle)
+    else:
+        bundle.tasks = list(spec.get("tasks", []))
     bundle.task_index = {t["id"]: i for i, t in enumerate(bundle.tasks)}
     return bundle

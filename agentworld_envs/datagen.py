@@ -28,28 +28,14 @@ import string
 from collections.abc import Callable
 from typing import Any
 
+from .registry import Registry, load_domain_of
+
 
 DataGenerator = Callable[[sqlite3.Connection, dict[str, Any]], None]
-_GENERATORS: dict[str, DataGenerator] = {}
-
-
-def data_generator(name: str) -> Callable[[DataGenerator], DataGenerator]:
-    """Register a Python data generator for hand-built domains: ``fn(conn, spec)``."""
-
-    def deco(fn: DataGenerator) -> DataGenerator:
-        _GENERATORS[name] = fn
-        return fn
-
-    return deco
-
-
-def get_data_generator(name: str) -> DataGenerator:
-    if name not in _GENERATORS:
-        # Hand-built domains register on import; import lazily to keep start-up cheap.
-        from agentworld_envs import domains  # noqa: F401
-
-        domains.load(name)
-    return _GENERATORS[name]
+#: Python data generators of hand-built domains: ``fn(conn, spec)``.
+DATA_GENERATORS: Registry[DataGenerator] = Registry("data generator", load_domain_of)
+data_generator = DATA_GENERATORS.register
+get_data_generator = DATA_GENERATORS.get
 
 
 @functools.lru_cache(maxsize=512)

@@ -26,6 +26,8 @@ from typing import Any
 
 import jsonschema
 
+from .registry import Registry, load_domain_of
+
 WRITE_KINDS = frozenset({"create", "update", "delete", "transition"})
 #: Longest string accepted inside tool arguments (the agent's text, not our data).
 MAX_ARG_STRING = 4096
@@ -41,28 +43,10 @@ class ToolError(Exception):
 
 
 PythonTool = Callable[..., Any]
-_PYTHON_TOOLS: dict[str, PythonTool] = {}
-
-
-def python_tool(name: str) -> Callable[[PythonTool], PythonTool]:
-    """Register ``fn(ctx: ToolContext, **arguments)`` as the implementation named ``name``."""
-
-    def deco(fn: PythonTool) -> PythonTool:
-        _PYTHON_TOOLS[name] = fn
-        return fn
-
-    return deco
-
-
-def get_python_tool(name: str) -> PythonTool:
-    if name not in _PYTHON_TOOLS:
-        from agentworld_envs import domains
-
-        domains.load(name.split(".")[0])
-    try:
-        return _PYTHON_TOOLS[name]
-    except KeyError:
-        raise KeyError(f"no Python tool registered as {name!r}") from None
+#: Python tool implementations: ``fn(ctx: ToolContext, **arguments)``, named ``domain.function``.
+PYTHON_TOOLS: Registry[PythonTool] = Registry("Python tool", load_domain_of)
+python_tool = PYTHON_TOOLS.register
+get_python_tool = PYTHON_TOOLS.get
 
 
 def q(name: str) -> str:

@@ -22,32 +22,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from . import state
+from .registry import Registry, load_domain_of
 
 PythonVerifier = Callable[..., Any]
-_PYTHON_VERIFIERS: dict[str, PythonVerifier] = {}
 REFUSAL_MARKERS = ("cannot", "can't", "can not", "unable", "refuse", "not allowed", "not possible",
                    "not permitted", "won't", "will not", "decline")
 
 
-def python_verifier(name: str) -> Callable[[PythonVerifier], PythonVerifier]:
-    """Register ``fn(initial, final, answer, task, **args) -> bool | (bool, str)``."""
-
-    def deco(fn: PythonVerifier) -> PythonVerifier:
-        _PYTHON_VERIFIERS[name] = fn
-        return fn
-
-    return deco
+def _load_verifier(name: str) -> None:
+    if name.startswith("tasks."):
+        import agentworld_envs.tasks  # noqa: F401  (registers the tasks.* verifiers)
+    else:
+        load_domain_of(name)
 
 
-def get_python_verifier(name: str) -> PythonVerifier:
-    if name not in _PYTHON_VERIFIERS:
-        if name.startswith("tasks."):
-            import agentworld_envs.tasks  # noqa: F401  (registers the tasks.* verifiers)
-        else:
-            from agentworld_envs import domains
-
-            domains.load(name.split(".")[0])
-    return _PYTHON_VERIFIERS[name]
+#: Python verification functions: ``fn(initial, final, answer, task, **args) -> bool | (bool, str)``.
+PYTHON_VERIFIERS: Registry[PythonVerifier] = Registry("Python verifier", _load_verifier)
+python_verifier = PYTHON_VERIFIERS.register
+get_python_verifier = PYTHON_VERIFIERS.get
 
 
 def normalise(value: Any) -> Any:
