@@ -48,6 +48,9 @@ class AgentWorldEnv(gym.Env[str, str]):
         env_name: registered name (``"retail"``) or id (``"agentworld/retail-v0"``).
         max_turns: actions allowed before the episode is truncated (default: the spec's, else 30).
         obscure_tools: rename tools to neutral ``tool_01``… so the agent must read descriptions.
+        max_tools: expose at most this many tools per episode: the ones the task's reference solution
+            uses plus seeded distractors (a curriculum knob for small models and short contexts;
+            default: every tool).
         render_mode: ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints it).
 
     ``reset(seed=, options={"task_id": ...} | {"task_index": i})`` picks a task; the observation
@@ -58,7 +61,7 @@ class AgentWorldEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
 
     def __init__(self, env_name: str, max_turns: int | None = None, obscure_tools: bool = False,
-                 render_mode: str | None = None):
+                 render_mode: str | None = None, max_tools: int | None = None):
         self.bundle: EnvBundle = load_bundle(env_name)
         spec = self.bundle.spec
         self.max_turns = max_turns or spec.get("max_turns", DEFAULT_MAX_TURNS)
@@ -68,8 +71,10 @@ class AgentWorldEnv(gym.Env[str, str]):
         self.obscure_tools = obscure_tools
         names = list(self.bundle.tools)
         self._display = {n: (f"tool_{i + 1:02d}" if obscure_tools else n) for i, n in enumerate(names)}
-        self._real = {d: n for n, d in self._display.items()}
-        self._tool_schemas = [t.openai_schema(self._display[n]) for n, t in self.bundle.tools.items()] + [SUBMIT_TOOL]
+        self._all_real = {d: n for n, d in self._display.items()}
+        self._all_schemas = [t.openai_schema(self._display[n]) for n, t in self.bundle.tools.items()] + [SUBMIT_TOOL]
+        self.max_tools = max_tools
+        self._real, self._tool_schemas = self._all_real, self._all_schemas
         self._policy = spec["policy"]
         self.conn = None
         self.task: dict[str, Any] | None = None
@@ -97,6 +102,8 @@ class AgentWorldEnv(gym.Env[str, str]):
         else:
             index = int(self.np_random.integers(len(tasks)))
         self.task = tasks[index]
+        if self.max_tools:
+            self._limit_tools(index)
         self._restore_golden_state()
         self.turn, self.done = 0, False
         obs = f"# Policy\n{self._policy}\n\n# Task\n{self.task['instruction']}"
@@ -155,6 +162,19 @@ class AgentWorldEnv(gym.Env[str, str]):
         obs = _dumps({"submitted": True, "score": score, "success": score >= 1.0})
         return obs, score, True, {"tool_name": "submit", "error": None, "success": score >= 1.0,
                                   "score": score, "checks": checks, "answer": answer if isinstance(answer, (str, int, float)) else json.dumps(answer)}
+
+    def _limit_tools(self, task_index: int) -> None:
+        """Show the reference solution's tools plus distractors drawn with a per-task seed."""
+        import random
+
+        names = list(self.bundle.tools)
+        needed = [n for n in dict.fromkeys(s["name"] for s in self.task["solution"]) if n in self.bundle.tools]
+        rest = [n for n in names if n not in needed]
+        random.Random(f"{self.bundle.name}:{task_index}").shuffle(rest)
+        shown = set(needed + rest[: max(0, self.max_tools - len(needed))])
+        ordered = [n for n in names if n in shown]  # catalogue order, so the solution's tools are not first
+        self._real = {self._display[n]: n for n in ordered}
+        self._tool_schemas = [self.bundle.tools[n].openai_schema(self._display[n]) for n in ordered] + [SUBMIT_TOOL]
 
     def _restore_golden_state(self) -> None:
         """Give this episode a pristine copy of the golden state.

@@ -53,6 +53,8 @@ class TrainConfig:
     """Use at most this many tasks of each env (0 = all)."""
     max_turns: int = 6
     """Env turn limit (truncation)."""
+    max_tools: int = 0
+    """Show each episode at most this many tools: the reference solution's plus distractors (0 = all)."""
     async_envs: bool = False
     """Step envs in worker processes (AsyncVectorEnv) instead of in-process."""
     env_import_modules: list[str] = field(default_factory=lambda: ["agentworld_rl.toy_envs"])
@@ -113,15 +115,22 @@ class TrainConfig:
     progress: bool = True
     """Show rich progress bars."""
 
+    def env_kwargs(self) -> dict[str, Any]:
+        """Keyword arguments for every ``gym.make`` of this run."""
+        kwargs: dict[str, Any] = {"max_turns": self.max_turns}
+        if self.max_tools:
+            kwargs["max_tools"] = self.max_tools
+        return kwargs
+
 
 PRESETS: dict[str, dict[str, Any]] = {
     # Runs the whole pipeline on a 2-core CPU in minutes: tiny offline model, SFT warm start
     # on reference trajectories, GRPO with LoRA, before/after eval on held-out envs.
     "tiny-cpu": dict(
         model="tiny", torch_threads=1, use_lora=True, lora_r=8, lora_alpha=16,
-        batch_size=4, group_size=4, max_turns=4, max_new_tokens=48, max_context_tokens=8192,
+        batch_size=4, group_size=4, max_turns=4, max_new_tokens=48, max_context_tokens=3072, max_tools=6,
         steps=12, learning_rate=2e-3, micro_batch_size=16, sft_steps=40, sft_learning_rate=3e-3,
-        sft_batch_size=4, tool_descriptions=False,
+        sft_batch_size=4, tool_descriptions=True,
         max_envs=4, max_eval_tasks=12, max_tasks_per_env=4, output_dir="runs/tiny-cpu",
     ),
     # Single-turn bandit on toy envs; used by tests and as the minimal smoke run.

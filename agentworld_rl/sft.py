@@ -18,12 +18,12 @@ import torch.nn.functional as F
 from .rollout import Episode, RolloutEngine
 
 
-def reference_episodes(engine: RolloutEngine, pairs: Sequence[dict], max_turns: int | None = None) -> list[Episode]:
+def reference_episodes(engine: RolloutEngine, pairs: Sequence[dict], env_kwargs: dict | None = None) -> list[Episode]:
     """Replay ``solution_actions()`` of each (env, task) and record token ids + assistant mask."""
     episodes = []
     eos = engine.tokenizer.eos_token_id
     for pair in pairs:
-        env = gym.make(pair["env_id"], **({"max_turns": max_turns} if max_turns else {}))
+        env = gym.make(pair["env_id"], **(env_kwargs or {}))
         try:
             obs, info = env.reset(seed=0, options={"task_id": pair["task_id"]})
             ep = Episode(env_id=pair["env_id"], task_id=pair["task_id"], group=len(episodes))

@@ -54,12 +54,12 @@ def load_model_and_tokenizer(model_ref: str, corpus_hint: list[str] | None = Non
     return model, tokenizer, model_ref
 
 
-def _corpus_hint(pairs: list[dict], max_turns: int) -> list[str]:
+def _corpus_hint(pairs: list[dict], env_kwargs: dict) -> list[str]:
     """Instruction + tool texts of a few tasks, so the tiny tokenizer compresses env text well."""
     import gymnasium as gym
     texts = []
     for pair in pairs[:40]:
-        env = gym.make(pair["env_id"], max_turns=max_turns)
+        env = gym.make(pair["env_id"], **env_kwargs)
         try:
             obs, info = env.reset(seed=0, options={"task_id": pair["task_id"]})
             texts += [obs, json.dumps(info.get("tools", []))]
@@ -113,11 +113,11 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     sampler = TaskSampler(train_pairs, seed=cfg.seed)
 
     # ---------------------------------------------------------------- model
-    hint = _corpus_hint(train_pairs, cfg.max_turns) if cfg.model == "tiny" else None
+    hint = _corpus_hint(train_pairs, cfg.env_kwargs()) if cfg.model == "tiny" else None
     model, tokenizer, model_path = load_model_and_tokenizer(cfg.model, hint)
     from .vector_env import SlotVectorEnv
     vec_env = SlotVectorEnv(max(cfg.batch_size * cfg.group_size, len(eval_pairs) and min(len(eval_pairs), 16)),
-                            {"max_turns": cfg.max_turns}, asynchronous=cfg.async_envs, import_modules=import_modules)
+                            cfg.env_kwargs(), asynchronous=cfg.async_envs, import_modules=import_modules)
     engine = RolloutEngine(model, tokenizer, vec_env, max_new_tokens=cfg.max_new_tokens,
                            max_context_tokens=cfg.max_context_tokens, temperature=cfg.temperature,
                            system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT,
@@ -139,7 +139,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 summary["eval_base"] = evaluate(engine, eval_pairs, seed=cfg.seed)
                 if accelerator.is_main_process:
                     (out_dir / "eval_base.json").write_text(json.dumps(summary["eval_base"], indent=2))
-            demos = reference_episodes(engine, train_pairs, cfg.max_turns)
+            demos = reference_episodes(engine, train_pairs, cfg.env_kwargs())
             t0 = time.time()
             losses = sft_warm_start(model, tokenizer, demos, cfg.sft_steps, cfg.sft_learning_rate,
                                     cfg.sft_batch_size, seed=cfg.seed)

@@ -82,7 +82,7 @@ def test_rollout_masks_exclude_tool_and_template_tokens(tiny):
 def test_reference_trajectories_mask_only_actions(tiny):
     model, tok = tiny
     engine = RolloutEngine(model, tok, vec_env=None)
-    (ep,) = reference_episodes(engine, [{"env_id": LOOKUP, "task_id": "find-delta"}], max_turns=4)
+    (ep,) = reference_episodes(engine, [{"env_id": LOOKUP, "task_id": "find-delta"}], {"max_turns": 4})
     assert ep.success and ep.turns == 2
     trained = tok.decode([t for t, m in zip(ep.token_ids, ep.mask) if m])
     assert trained == _call("lookup", key="delta") + "<|im_end|>" + _call("submit", answer="gold") + "<|im_end|>"
