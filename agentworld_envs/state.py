@@ -151,11 +151,11 @@ def golden_key(spec: dict[str, Any]) -> str:
 
         fn = datagen.get_data_generator(spec["data"]["generator"])
         state_part["generator_source"] = inspect.getsource(inspect.getmodule(fn))
-    return content_hash({"spec": state_part, "build": BUILD_VERSION, "faker": faker.VERSION, "code": _builder_source_hash()})[:24]
+    return content_hash({"spec": state_part, "build": BUILD_VERSION, "faker": faker.VERSION, "code": builder_source_hash()})[:24]
 
 
 @functools.cache
-def _builder_source_hash() -> str:
+def builder_source_hash() -> str:
     """Hash of the code that turns a spec into a database, so editing it invalidates golden files."""
     import inspect
 

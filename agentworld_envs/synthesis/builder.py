@@ -7,6 +7,8 @@ specs and golden databases.
 
 from __future__ import annotations
 
+import functools
+import inspect
 import json
 import os
 import tempfile
@@ -97,9 +99,14 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
     return spec, report
 
 
+@functools.cache
 def _registry_hash() -> str:
+    """Library data + the synthesis code + the data-generation code: any change rebuilds cached specs."""
+    from . import naming, schema, toolcheck, toolgen
+
+    code = "".join(inspect.getsource(m) for m in (naming, schema, toolgen, toolcheck)) + inspect.getsource(synthesize)
     return content_hash({"modules": env_registry.entity_modules(), "workflows": env_registry.workflows(),
-                         "version": SYNTH_VERSION})[:16]
+                         "version": SYNTH_VERSION, "code": code, "datagen": state.builder_source_hash()})[:16]
 
 
 def _cache_path(theme: dict[str, Any]):

@@ -28,8 +28,9 @@ def stream(split: str) -> str:
 
 
 def _path(spec: dict[str, Any], split: str, seed: int):
-    key = content_hash({"spec": content_hash(spec), "gen": GEN_VERSION, "seed": seed, "stream": stream(split),
-                        "llm": llm.enabled()})[:20]
+    # The golden key covers data-generation code too: tasks name concrete rows, so new data means new tasks.
+    key = content_hash({"spec": content_hash(spec), "golden": state.golden_key(spec), "gen": GEN_VERSION, "seed": seed,
+                        "stream": stream(split), "llm": llm.enabled()})[:20]
     return state.cache_dir() / "tasks" / f"{spec['id']}-{key}.json"
 
 
