@@ -111,6 +111,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         info = {
             "env_id": self.bundle.env_id, "task_id": self.task["id"], "split": self.bundle.split,
             "instruction": self.task["instruction"], "tools": list(self._tool_schemas),
+            "difficulty": self.task.get("difficulty"), "kind": self.task.get("kind"),
             "max_turns": self.max_turns,
         }
         return obs, info

@@ -53,6 +53,8 @@ class TrainConfig:
     """Use at most this many tasks of each env (0 = all)."""
     max_turns: int = 6
     """Env turn limit (truncation)."""
+    max_solution_steps: int = 0
+    """Use only tasks whose reference solution has at most this many calls, submit included (0 = all)."""
     max_tools: int = 0
     """Show each episode at most this many tools: the reference solution's plus distractors (0 = all)."""
     async_envs: bool = False
@@ -128,7 +130,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # on reference trajectories, GRPO with LoRA, before/after eval on held-out envs.
     "tiny-cpu": dict(
         model="tiny", torch_threads=1, use_lora=True, lora_r=8, lora_alpha=16,
-        batch_size=4, group_size=4, max_turns=4, max_new_tokens=48, max_context_tokens=3072, max_tools=6,
+        batch_size=4, group_size=4, max_turns=4, max_new_tokens=56, max_context_tokens=3072, max_tools=6,
+        max_solution_steps=4,
         steps=12, learning_rate=2e-3, micro_batch_size=16, sft_steps=40, sft_learning_rate=3e-3,
         sft_batch_size=4, tool_descriptions=True,
         max_envs=4, max_eval_tasks=12, max_tasks_per_env=4, output_dir="runs/tiny-cpu",

@@ -57,22 +57,31 @@ def select_env_ids(env_ids: Sequence[str] = (), l1: Sequence[str] = (), split: s
     return ids
 
 
-def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0) -> list[str]:
+def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0, max_solution_steps: int = 0) -> list[str]:
+    """Task ids of ``env_id``; with ``max_solution_steps``, only tasks whose reference trajectory
+    (``solution_actions()``, submit included) is at most that long."""
     kwargs = {"max_turns": max_turns} if max_turns else {}
     env = gym.make(env_id, **kwargs)
     try:
         ids = list(env.unwrapped.task_ids)
+        if max_solution_steps:
+            short = []
+            for task_id in ids:
+                env.reset(options={"task_id": task_id})
+                if len(env.unwrapped.solution_actions()) <= max_solution_steps:
+                    short.append(task_id)
+            ids = short
     finally:
         env.close()
     return ids[:max_tasks] if max_tasks else ids
 
 
 def task_pairs(env_ids: Sequence[str], max_turns: int | None = None, max_tasks_per_env: int = 0,
-               max_envs: int = 0) -> list[dict]:
+               max_envs: int = 0, max_solution_steps: int = 0) -> list[dict]:
     """(env, task) pairs of the first ``max_envs`` envs (0 = all) that have at least one task."""
     pairs, used = [], 0
     for e in env_ids:
-        tasks = env_tasks(e, max_turns, max_tasks_per_env)
+        tasks = env_tasks(e, max_turns, max_tasks_per_env, max_solution_steps)
         if not tasks:  # envs without tasks contribute nothing
             continue
         pairs += [{"env_id": e, "task_id": t} for t in tasks]

@@ -103,11 +103,11 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     # ---------------------------------------------------------------- tasks
     import_modules = import_env_modules(cfg.env_import_modules)
     train_ids = select_env_ids(cfg.env_ids, cfg.l1, cfg.split, cfg.max_envs, cfg.seed)
-    train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs)
+    train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps)
     eval_pairs: list[dict] = []
     if cfg.eval_env_ids or cfg.eval_split:
         eval_ids = select_env_ids(cfg.eval_env_ids, cfg.l1, cfg.eval_split, cfg.max_envs, cfg.seed)
-        eval_pairs = task_pairs(eval_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs)
+        eval_pairs = task_pairs(eval_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps)
         random.Random(cfg.seed).shuffle(eval_pairs)
         eval_pairs = sorted(eval_pairs[: cfg.max_eval_tasks], key=lambda p: (p["env_id"], p["task_id"]))
     sampler = TaskSampler(train_pairs, seed=cfg.seed)
