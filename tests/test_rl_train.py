@@ -111,3 +111,17 @@ def test_cli_config_precedence_and_run(tmp_path):
 def _write(path, data):
     path.write_text(yaml.safe_dump(data))
     return path
+
+
+def test_train_accepts_a_local_model_directory(tmp_path):
+    """`--model PATH` loads a saved HF causal-LM directory (here: the tiny model saved to disk)."""
+    from agentworld_rl.tiny_model import build_tiny_chat_model
+
+    model_dir = build_tiny_chat_model(tmp_path / "my-model")
+    cfg = make_config(None, None, {"model": str(model_dir), "env_ids": ["agentworld_rl/toy-lookup-v0"], "eval_split": "",
+                                   "steps": 1, "batch_size": 2, "group_size": 2, "max_turns": 2, "max_new_tokens": 8,
+                                   "sft_steps": 0, "torch_threads": 1, "output_dir": str(tmp_path / "run"),
+                                   "progress": False})
+    summary = train(cfg)
+    assert summary["model_path"] == str(model_dir)
+    assert [r["step"] for r in read_jsonl(tmp_path / "run" / "metrics.jsonl")] == [1]

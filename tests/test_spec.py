@@ -43,3 +43,12 @@ def test_content_hash_is_order_independent():
     assert content_hash(a) == content_hash(b)
     b["policy"] += " Changed."
     assert content_hash(a) != content_hash(b)
+
+
+def test_shipped_schema_is_a_valid_json_schema():
+    import jsonschema
+
+    from agentworld_envs.spec import spec_schema
+
+    schema = spec_schema()
+    jsonschema.validators.validator_for(schema).check_schema(schema)

@@ -19,7 +19,7 @@ from typing import Any
 import env_registry
 
 from .. import state
-from ..spec import content_hash
+from ..spec import content_hash, validate_spec
 from .naming import title
 from .schema import build_entities, data_recipe, schema_signature, tables_of
 from .toolcheck import NOW, check_tool
@@ -124,6 +124,8 @@ def cached_spec(name: str) -> tuple[dict[str, Any], BuildReport]:
     except (FileNotFoundError, ValueError, KeyError):
         pass
     spec, report = synthesize(theme)
+    if not report.rejected:
+        validate_spec(spec)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
     with os.fdopen(fd, "w") as fh:
