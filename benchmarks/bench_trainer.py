@@ -32,7 +32,9 @@ def bench_ours(out: Path, args) -> dict:
     cfg = make_config("tiny-cpu", overrides=dict(
         env_ids=args.env_ids, eval_split="", eval_env_ids=[], steps=args.steps, output_dir=str(out),
         progress=False, batch_size=args.batch_size, group_size=args.group_size, max_turns=args.max_turns,
-        max_new_tokens=args.max_new_tokens, sft_steps=args.sft_steps))
+        max_new_tokens=args.max_new_tokens, sft_steps=args.sft_steps,
+        # toy envs have a handful of tools and no registry curriculum knobs
+        max_tools=0, max_solution_steps=0))
     train(cfg)
     rows = read_jsonl(out / "metrics.jsonl")[1:]
     return {"rollout": statistics.mean(r["seconds_rollout"] for r in rows),
