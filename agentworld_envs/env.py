@@ -216,7 +216,15 @@ class AgentWorldEnv(gym.Env[str, str]):
         """Text actions that solve the current task (the reference trajectory, ending in submit)."""
         if self.task is None:
             raise RuntimeError("call reset() first")
-        return [format_call(self._display.get(s["name"], s["name"]), s["arguments"]) for s in self.task["solution"]]
+        return self.actions_for(self.task["solution"])
+
+    def shown_name(self, tool_name: str) -> str:
+        """The name the agent sees for a tool (differs from the spec's with ``obscure_tools``)."""
+        return self._display.get(tool_name, tool_name)
+
+    def actions_for(self, steps: list[dict[str, Any]]) -> list[str]:
+        """Text actions for spec-level calls ``[{"name", "arguments"}, ...]``, in the names this env shows."""
+        return [format_call(self.shown_name(s["name"]), s["arguments"]) for s in steps]
 
     def state_hash(self) -> str:
         """Canonical hash of this episode's current database."""

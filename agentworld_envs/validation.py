@@ -190,8 +190,7 @@ def near_misses(solution: list[dict[str, Any]], limit: int = 12) -> list[list[di
 def nearmiss_fails(env: AgentWorldEnv, task: dict[str, Any]) -> bool:
     """True if at least one near-miss of the reference scores below 1.0."""
     for variant in near_misses(task["solution"]):
-        actions = [format_call(env._display.get(s["name"], s["name"]), s["arguments"]) for s in variant]
-        if replay(env, task["id"], actions)[0] < 1.0:
+        if replay(env, task["id"], env.actions_for(variant))[0] < 1.0:
             return True
     return False
 

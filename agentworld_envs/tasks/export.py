@@ -45,7 +45,7 @@ def sft_messages(env, task_id: str) -> tuple[list[dict[str, Any]], float]:
     reward = 0.0
     for i, step in enumerate(env.unwrapped.task["solution"]):
         cid = f"call_{i}"
-        name = env.unwrapped._display.get(step["name"], step["name"])
+        name = env.unwrapped.shown_name(step["name"])
         tc = {"id": cid, "type": "function", "function": {"name": name, "arguments": json.dumps(step["arguments"], ensure_ascii=False)}}
         assistant = {"role": "assistant", "content": "", "tool_calls": [tc], "tool_call_id": None}
         msgs.append(assistant)
