@@ -58,9 +58,13 @@ class EnvBundle:
     tasks: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
-        self.task_index = {t["id"]: i for i, t in enumerate(self.tasks)}
+        self.set_tasks(self.tasks)
         self._initial: sqlite3.Connection | None = None
         self._table_hashes: dict[str, str] | None = None
+
+    def set_tasks(self, tasks: list[dict[str, Any]]) -> None:
+        self.tasks = tasks
+        self.task_index = {t["id"]: i for i, t in enumerate(tasks)}
 
     @property
     def initial(self) -> sqlite3.Connection:
@@ -130,9 +134,6 @@ def load_bundle(name: str) -> EnvBundle:
         golden=state.golden_bytes(spec),
         tools={t["name"]: compile_tool(t) for t in spec["tools"]},
     )
-    if entry["source"] in TASK_SOURCES:
-        bundle.tasks = TASK_SOURCES.get(entry["source"])(bundle)
-    else:
-        bundle.tasks = list(spec.get("tasks", []))
-    bundle.task_index = {t["id"]: i for i, t in enumerate(bundle.tasks)}
+    source = TASK_SOURCES.get(entry["source"]) if entry["source"] in TASK_SOURCES else None
+    bundle.set_tasks(source(bundle) if source else list(spec.get("tasks", [])))
     return bundle
