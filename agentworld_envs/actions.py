@@ -1,25 +1,35 @@
-"""Parse an agent's text action into a tool call.
+"""Parse an agent's text action into tool calls.
 
-Accepted shapes (the first tool call found is executed):
+Accepted shapes:
 
-* Hermes / Qwen: ``<tool_call>{"name": "...", "arguments": {...}}</tool_call>``, with
-  any text around it;
+* Hermes / Qwen: ``<tool_call>{"name": "...", "arguments": {...}}</tool_call>``, with any
+  text around it, one or more blocks (``</tool_call>`` inside a JSON string is just text);
 * a bare JSON object ``{"name": ..., "arguments": {...}}`` (``arguments`` may be a
   JSON-encoded string, as in OpenAI's API);
 * an OpenAI assistant message ``{"role": "assistant", "tool_calls": [{"type":
-  "function", "function": {"name": ..., "arguments": "..."}}]}``.
+  "function", "function": {"name": ..., "arguments": "..."}}, ...]}``.
+
+**Several calls in one action run in order, and every result comes back** (see
+:class:`~agentworld_envs.env.AgentWorldEnv`); at most :data:`MAX_CALLS_PER_ACTION`, and a
+``submit`` must be the last. Arguments must be finite JSON: ``NaN``, ``Infinity`` and lone
+surrogates are rejected as ``invalid_arguments`` before anything runs.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
 from typing import Any
 
 #: Longest action accepted, in characters; longer text is rejected before parsing.
 MAX_ACTION_CHARS = 65_536
-_TOOL_CALL = re.compile(r"<tool_call>\s*(.*?)\s*(?:</tool_call>|$)", re.DOTALL)
+#: Most tool calls one action may carry (parallel calls run in order).
+MAX_CALLS_PER_ACTION = 8
+_OPEN = re.compile(r"<tool_call>\s*")
+_CLOSE = re.compile(r"\s*</tool_call>")
+_DECODER = json.JSONDecoder(parse_constant=lambda name: _reject_constant(name))
 
 
 @dataclass(frozen=True)
@@ -34,21 +44,45 @@ class ActionError(ValueError):
         super().__init__(message)
 
 
+def _reject_constant(name: str) -> Any:
+    raise ActionError("invalid_arguments", f"{name} is not a valid argument value: numbers must be finite")
+
+
 def _loads(text: str) -> Any:
     try:
-        return json.loads(text)
+        return _DECODER.decode(text)
+    except ActionError:
+        raise
     except (ValueError, RecursionError) as exc:
         raise ActionError("parse_error", f"tool call is not valid JSON: {str(exc)[:200]}") from None
 
 
-def _from_obj(obj: Any) -> ToolCall:
+def check_finite(value: Any, depth: int = 0) -> None:
+    """Raise ``invalid_arguments`` for NaN / ±Infinity numbers and lone surrogates anywhere in ``value``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ActionError("invalid_arguments", f"{value} is not a valid argument value: numbers must be finite")
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            raise ActionError("invalid_arguments", "text arguments must be valid Unicode (found a lone surrogate)") from None
+    elif depth < 64 and isinstance(value, dict):
+        for k, v in value.items():
+            check_finite(k, depth + 1)
+            check_finite(v, depth + 1)
+    elif depth < 64 and isinstance(value, list):
+        for v in value:
+            check_finite(v, depth + 1)
+
+
+def _from_obj(obj: Any) -> list[ToolCall]:
     if not isinstance(obj, dict):
         raise ActionError("parse_error", "tool call must be a JSON object with 'name' and 'arguments'")
     if "tool_calls" in obj:
         calls = obj["tool_calls"]
         if not isinstance(calls, list) or not calls:
             raise ActionError("parse_error", "'tool_calls' must be a non-empty list")
-        return _from_obj(calls[0])
+        return [c for item in calls for c in _from_obj(item)]
     if isinstance(obj.get("function"), dict):
         obj = obj["function"]
     name = obj.get("name")
@@ -59,28 +93,72 @@ def _from_obj(obj: Any) -> ToolCall:
         args = _loads(args) if args.strip() else {}
     if args is None:
         args = {}
-    return ToolCall(name, args)
+    check_finite(name)
+    check_finite(args)
+    return [ToolCall(name, args)]
+
+
+def _tagged_calls(action: str) -> list[ToolCall] | None:
+    """Every ``<tool_call>`` block, each parsed as one JSON value (so a ``</tool_call>`` inside a
+    string argument is text, not the end of the block); None when there is no block."""
+    calls: list[ToolCall] = []
+    pos = 0
+    while True:
+        m = _OPEN.search(action, pos)
+        if m is None:
+            return calls or None
+        start = m.end()
+        if action.startswith("```", start):   # a fenced block inside the tag
+            start = action.find("\n", start) + 1 or start + 3
+        try:
+            obj, end = _DECODER.raw_decode(action, start)
+        except ActionError:
+            raise
+        except (ValueError, RecursionError) as exc:
+            raise ActionError("parse_error", f"tool call is not valid JSON: {str(exc)[:200]}") from None
+        calls += _from_obj(obj)
+        close = _CLOSE.match(action, end)
+        pos = close.end() if close else end
+
+
+def parse_calls(action: Any) -> list[ToolCall]:
+    """Every tool call in ``action``, in order, or raise :class:`ActionError` with a short code."""
+    if isinstance(action, dict):
+        calls = _from_obj(action)
+    elif not isinstance(action, str):
+        raise ActionError("parse_error", f"action must be text, got {type(action).__name__}")
+    elif len(action) > MAX_ACTION_CHARS:
+        raise ActionError("action_too_long", f"action is {len(action)} characters; the limit is {MAX_ACTION_CHARS}")
+    else:
+        tagged = _tagged_calls(action)
+        if tagged is not None:
+            calls = tagged
+        else:
+            text = action.strip()
+            start = text.find("{")
+            if start < 0:
+                raise ActionError("parse_error", "no tool call found: reply with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>")
+            # Tolerate fenced code blocks and prose around one bare JSON object.
+            try:
+                obj, _ = _DECODER.raw_decode(text, start)
+            except ActionError:
+                raise
+            except (ValueError, RecursionError) as exc:
+                raise ActionError("parse_error", f"tool call is not valid JSON: {str(exc)[:200]}") from None
+            calls = _from_obj(obj)
+    if len(calls) > MAX_CALLS_PER_ACTION:
+        raise ActionError("too_many_calls", f"{len(calls)} tool calls in one action; the limit is {MAX_CALLS_PER_ACTION}")
+    if any(c.name == "submit" for c in calls[:-1]):
+        raise ActionError("parse_error", "submit must be the last tool call of an action")
+    return calls
 
 
 def parse_action(action: Any) -> ToolCall:
-    """Return the tool call in ``action`` or raise :class:`ActionError` with a short code."""
-    if isinstance(action, dict):
-        return _from_obj(action)
-    if not isinstance(action, str):
-        raise ActionError("parse_error", f"action must be text, got {type(action).__name__}")
-    if len(action) > MAX_ACTION_CHARS:
-        raise ActionError("action_too_long", f"action is {len(action)} characters; the limit is {MAX_ACTION_CHARS}")
-    match = _TOOL_CALL.search(action)
-    text = match.group(1) if match else action.strip()
-    if not text.startswith("{"):
-        # Tolerate fenced code blocks and leading prose around a bare JSON object.
-        start = text.find("{")
-        if start < 0:
-            raise ActionError("parse_error", "no tool call found: reply with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>")
-        text = text[start:]
-    if text.endswith("```"):
-        text = text[:-3].rstrip()
-    return _from_obj(_loads(text))
+    """The single tool call in ``action`` (an action with several calls is an error here)."""
+    calls = parse_calls(action)
+    if len(calls) != 1:
+        raise ActionError("parse_error", f"expected one tool call, got {len(calls)}")
+    return calls[0]
 
 
 def format_call(name: str, arguments: dict[str, Any]) -> str:

@@ -61,6 +61,9 @@ class EnvBundle:
         self.set_tasks(self.tasks)
         self._initial: sqlite3.Connection | None = None
         self._table_hashes: dict[str, str] | None = None
+        #: Competing-value sets the verifiers read from the golden state, shared by this env's episodes.
+        self.verifier_memo: dict[Any, Any] = {}
+        self._value_pool: dict[str, dict[str, list[Any]]] | None = None
 
     def set_tasks(self, tasks: list[dict[str, Any]]) -> None:
         self.tasks = tasks
@@ -74,6 +77,14 @@ class EnvBundle:
             conn.execute("PRAGMA query_only = ON")
             self._initial = conn
         return self._initial
+
+    def value_pool(self) -> dict[str, dict[str, list[Any]]]:
+        """Real values for column-bound tool parameters (what scripted random trajectories draw from)."""
+        if self._value_pool is None:
+            from .trajectories import value_pool
+
+            self._value_pool = value_pool(self.spec, self.initial)
+        return self._value_pool
 
     @property
     def initial_table_hashes(self) -> dict[str, str]:
@@ -135,5 +146,13 @@ def load_bundle(name: str) -> EnvBundle:
         tools={t["name"]: compile_tool(t) for t in spec["tools"]},
     )
     source = TASK_SOURCES.get(entry["source"]) if entry["source"] in TASK_SOURCES else None
-    bundle.set_tasks(source(bundle) if source else list(spec.get("tasks", [])))
+    if source:
+        tasks = source(bundle)
+    else:
+        # Hand-written and inline tasks get their exact state check and answer candidates here;
+        # synthesised ones are sealed when generated.
+        from .tasks.seal import seal_all
+
+        tasks = seal_all(spec, bundle.golden, list(spec.get("tasks", [])), bundle.tools)
+    bundle.set_tasks(tasks)
     return bundle

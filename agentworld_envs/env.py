@@ -8,37 +8,17 @@ from typing import Any
 import gymnasium as gym
 
 from . import state
-from .actions import ActionError, format_call, parse_action
+from .actions import format_call
 from .catalog import EnvBundle, load_bundle
-from .spaces import MAX_TEXT_LENGTH, UnicodeText
-from .tools import ToolError, invoke
+from .episode import DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter, dumps, error_obj
+from .spaces import UnicodeText
 from .verifiers import VerifierContext, run_checks
 
-SUBMIT_TOOL = {
-    "type": "function",
-    "function": {
-        "name": "submit",
-        "description": (
-            "Finish the task. Call this once, after all required changes are made. Put the final answer "
-            "in `answer` when the task asks a question (numbers as digits, lists comma-separated); "
-            "if the request cannot be done under the policy, make no changes and explain why in `answer`."
-        ),
-        "parameters": {"type": "object", "properties": {"answer": {"type": "string", "description": "Final answer or explanation."}},
-                       "additionalProperties": False},
-    },
-}
-DEFAULT_MAX_TURNS = 30
-
-
-def _dumps(obj: Any) -> str:
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
-    if len(text) > MAX_TEXT_LENGTH:
-        text = text[: MAX_TEXT_LENGTH - 40] + "…[truncated: narrow the query]"
-    return text
+__all__ = ["AgentWorldEnv", "SUBMIT_TOOL", "DEFAULT_MAX_TURNS", "error_text"]
 
 
 def error_text(code: str, message: str) -> str:
-    return _dumps({"error": {"code": code, "message": message}})
+    return dumps(error_obj(code, message))
 
 
 class AgentWorldEnv(gym.Env[str, str]):
@@ -53,9 +33,22 @@ class AgentWorldEnv(gym.Env[str, str]):
             default: every tool).
         render_mode: ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints it).
 
-    ``reset(seed=, options={"task_id": ...} | {"task_index": i})`` picks a task; the observation
-    is the policy and the instruction. ``step(text)`` runs one tool call; ``submit`` ends the
-    episode with the verifier's score as reward.
+    **Reset:** ``reset(seed=, options={"task_id": ...} | {"task_index": i})`` picks a task; the
+    observation is the policy and the instruction; ``info["tools"]`` holds the OpenAI schemas.
+
+    **Action:** text with one or more tool calls (``<tool_call>{"name", "arguments"}</tool_call>``
+    blocks, a bare JSON call, or an OpenAI assistant message with ``tool_calls``). Several calls
+    run in order, each atomically, and every result comes back; at most 8 per action, and a
+    ``submit`` must be the last. One action is one turn.
+
+    **Observation:** the tool's JSON result, or ``{"error": {"code", "message"}}``; for several calls,
+    a JSON list of ``{"tool", "result"}`` / ``{"tool", "error"}`` in call order. ``info["error"]`` is
+    the first error code (None if all succeeded), ``info["calls"]`` lists each call's code.
+
+    **Reward:** 0 until ``submit``; then the task verifier's score, 1.0 iff every check passes
+    (the exact state diff, answer, and task checks; ``info["checks"]`` reports each).
+
+    **Episode end:** terminated by ``submit``; truncated (reward 0) after ``max_turns`` actions.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -75,6 +68,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         self._all_schemas = [t.openai_schema(self._display[n]) for n, t in self.bundle.tools.items()] + [SUBMIT_TOOL]
         self.max_tools = max_tools
         self._real, self._tool_schemas = self._all_real, self._all_schemas
+        self._interpreter = Interpreter(self.bundle.tools, spec["now"], self._real)
         self._policy = spec["policy"]
         self.conn = None
         self.task: dict[str, Any] | None = None
@@ -117,11 +111,25 @@ class AgentWorldEnv(gym.Env[str, str]):
         return obs, info
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
+        """Run every tool call of ``action`` in order (see the class docstring)."""
         if self.done or self.conn is None:
             return error_text("episode_over", "the episode has ended; call reset()"), 0.0, True, False, {
-                "tool_name": None, "error": "episode_over", "turn": self.turn}
+                "tool_name": None, "error": "episode_over", "calls": [], "turn": self.turn}
         self.turn += 1
-        obs, reward, terminated, info = self._act(action)
+        out = self._interpreter.act(self.conn, action)
+        reward, terminated = 0.0, out.submitted
+        info: dict[str, Any] = {"tool_name": out.tool_name, "error": out.error,
+                                "calls": [{"tool_name": c.name, "error": c.error} for c in out.calls]}
+        submit_result = None
+        if out.submitted:
+            reward, checks = self.verify(out.answer)
+            submit_result = {"submitted": True, "score": reward, "success": reward >= 1.0}
+            answer = out.answer
+            info.update(success=reward >= 1.0, score=reward, checks=checks,
+                        answer=answer if isinstance(answer, (str, int, float)) or answer is None else json.dumps(answer))
+            if not out.calls:
+                info["tool_name"] = "submit"
+        obs = out.observation(submit_result)
         truncated = not terminated and self.turn >= self.max_turns
         if truncated:
             info.update(success=False, score=0.0, checks=[])
@@ -131,38 +139,6 @@ class AgentWorldEnv(gym.Env[str, str]):
         if self.render_mode == "human":
             self.render()
         return obs, reward, terminated, truncated, info
-
-    def _act(self, action: str) -> tuple[str, float, bool, dict[str, Any]]:
-        try:
-            call = parse_action(action)
-        except ActionError as exc:
-            return error_text(exc.code, exc.message), 0.0, False, {"tool_name": None, "error": exc.code}
-        name = call.name
-        if name == "submit":
-            return self._submit(call.arguments)
-        real = self._real.get(name)
-        if real is None:
-            available = ", ".join(list(self._real)[:60])
-            return error_text("unknown_tool", f"no tool named {name[:80]!r}; available: {available}, submit"), 0.0, False, {
-                "tool_name": None, "error": "unknown_tool"}
-        try:
-            result = invoke(self.conn, self.bundle.tools[real], call.arguments, self.bundle.spec["now"])
-        except ToolError as exc:
-            return error_text(exc.code, exc.message), 0.0, False, {"tool_name": name, "error": exc.code}
-        except Exception as exc:  # a bug in a tool must not kill the episode; invoke() rolled back
-            return error_text("internal_error", f"{type(exc).__name__}: {exc}"[:300]), 0.0, False, {
-                "tool_name": name, "error": "internal_error"}
-        return _dumps(result), 0.0, False, {"tool_name": name, "error": None}
-
-    def _submit(self, arguments: Any) -> tuple[str, float, bool, dict[str, Any]]:
-        if not isinstance(arguments, dict) or set(arguments) - {"answer"}:
-            return error_text("invalid_arguments", "submit takes one optional argument: answer"), 0.0, False, {
-                "tool_name": "submit", "error": "invalid_arguments"}
-        answer = arguments.get("answer")
-        score, checks = self.verify(answer)
-        obs = _dumps({"submitted": True, "score": score, "success": score >= 1.0})
-        return obs, score, True, {"tool_name": "submit", "error": None, "success": score >= 1.0,
-                                  "score": score, "checks": checks, "answer": answer if isinstance(answer, (str, int, float)) else json.dumps(answer)}
 
     def _limit_tools(self, task_index: int) -> None:
         """Show the reference solution's tools plus distractors drawn with a per-task seed."""
@@ -175,6 +151,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         shown = set(needed + rest[: max(0, self.max_tools - len(needed))])
         ordered = [n for n in names if n in shown]  # catalogue order, so the solution's tools are not first
         self._real = {self._display[n]: n for n in ordered}
+        self._interpreter = Interpreter(self.bundle.tools, self.bundle.spec["now"], self._real)
         self._tool_schemas = [self.bundle.tools[n].openai_schema(self._display[n]) for n in ordered] + [SUBMIT_TOOL]
 
     def _restore_golden_state(self) -> None:
@@ -209,7 +186,7 @@ class AgentWorldEnv(gym.Env[str, str]):
     def verify(self, answer: Any) -> tuple[float, list[dict[str, Any]]]:
         """Run the current task's verifier on the current state (does not end the episode)."""
         ctx = VerifierContext(final=self.conn, initial=self.bundle.initial,
-                              initial_table_hashes=self.bundle.initial_table_hashes)
+                              initial_table_hashes=self.bundle.initial_table_hashes, memo=self.bundle.verifier_memo)
         return run_checks(self.task, answer, ctx)
 
     def solution_actions(self) -> list[str]:
@@ -217,6 +194,10 @@ class AgentWorldEnv(gym.Env[str, str]):
         if self.task is None:
             raise RuntimeError("call reset() first")
         return self.actions_for(self.task["solution"])
+
+    def shown_to_spec(self) -> dict[str, str]:
+        """The tool names this episode shows, mapped to the spec's names."""
+        return dict(self._real)
 
     def shown_name(self, tool_name: str) -> str:
         """The name the agent sees for a tool (differs from the spec's with ``obscure_tools``)."""

@@ -24,7 +24,7 @@ from . import datagen
 from .spec import content_hash
 
 #: Bump when DDL or generation semantics change, so old golden files are not reused.
-BUILD_VERSION = "1"
+BUILD_VERSION = "2"
 CHANGES_TABLE = "_aw_changes"
 
 
@@ -99,9 +99,13 @@ def table_ddl(table: dict[str, Any]) -> list[str]:
 
 
 def _change_triggers(table: str) -> list[str]:
+    # Each write logs the table and the rowids it touched, so a verifier can diff exactly the
+    # written rows against the golden state instead of hashing whole tables.
+    rows = {"INSERT": ["NEW.rowid"], "UPDATE": ["OLD.rowid", "NEW.rowid"], "DELETE": ["OLD.rowid"]}
     return [
-        f"CREATE TRIGGER {_quote(f'_aw_{op}_{table}')} AFTER {op} ON {_quote(table)} "
-        f"BEGIN INSERT INTO {CHANGES_TABLE}(tbl) VALUES ({_literal(table)}); END"
+        f"CREATE TRIGGER {_quote(f'_aw_{op}_{table}')} AFTER {op} ON {_quote(table)} BEGIN "
+        + " ".join(f"INSERT INTO {CHANGES_TABLE}(tbl, rid) VALUES ({_literal(table)}, {r});" for r in rows[op])
+        + " END"
         for op in ("INSERT", "UPDATE", "DELETE")
     ]
 
@@ -121,7 +125,7 @@ def build_database(spec: dict[str, Any]) -> bytes:
     for table in spec["tables"]:
         for stmt in table_ddl(table):
             conn.execute(stmt)
-    conn.execute(f"CREATE TABLE {CHANGES_TABLE} (tbl TEXT NOT NULL)")
+    conn.execute(f"CREATE TABLE {CHANGES_TABLE} (tbl TEXT NOT NULL, rid INTEGER)")
     datagen.generate(conn, spec)
     for table in spec["tables"]:
         for stmt in _change_triggers(table["name"]):

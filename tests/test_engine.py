@@ -122,7 +122,8 @@ def test_submit_scores_and_terminates(toy_env_id):
     env.reset(options={"task_id": "lend-1"})
     obs, reward, terminated, truncated, info = env.step(call("submit"))
     assert terminated and not truncated and reward == 0.0 and info["success"] is False
-    assert [c["passed"] for c in info["checks"]] == [False, True]
+    # the exact state check (sealed from the reference) and the task's sql check fail; its footprint holds
+    assert [(c["type"], c["passed"]) for c in info["checks"]] == [("state", False), ("sql", False), ("footprint", True)]
     obs, reward, terminated, _, info = env.step(call("get_member", member_id=1))
     assert info["error"] == "episode_over" and terminated
 
@@ -142,8 +143,9 @@ def test_footprint_catches_collateral_damage(toy_env_id):
     env.step(call("update_member_email", member_id=5, email="changed@example.org"))
     _, reward, _, _, info = env.step(call("submit"))
     assert reward == 0.0
-    failed = [c for c in info["checks"] if not c["passed"]]
-    assert [c["type"] for c in failed] == ["footprint"] and "members" in failed[0]["detail"]
+    failed = {c["type"]: c["detail"] for c in info["checks"] if not c["passed"]}
+    assert set(failed) == {"state", "footprint"}
+    assert "members" in failed["state"] and "members" in failed["footprint"]
 
 
 def test_changed_then_restored_table_is_not_collateral(toy_env_id):

@@ -14,7 +14,8 @@ from agentworld_envs import state
 from agentworld_envs.catalog import load_bundle
 from agentworld_envs.spec import spec_schema
 from agentworld_envs.tasks import generate_tasks, merge_task_stats, synthesize_tasks, task_summary, tool_graph
-from agentworld_envs.tasks.runner import Runner, gate
+from agentworld_envs.tasks.gate import gate
+from agentworld_envs.tasks.runner import Runner
 from agentworld_envs.validation import NOOP, near_misses, random_actions, replay
 
 TRAIN = "agentworld/wine-club-subscriptions-v0"
@@ -146,7 +147,8 @@ def test_policy_traps_refuse_and_change_nothing(bundle):
                                   families=["graph_trap", "prog_mixed"], max_attempts=20, tools=bundle.tools)
     assert traps
     for t in traps:
-        assert any(c["type"] == "answer" and c["mode"] == "refusal" for c in t["checks"])
+        assert any((c["type"] == "answer" and c["mode"] == "refusal" and c["reasons"])
+                   or (c["type"] == "python" and c["args"].get("refuse_statuses")) for c in t["checks"])
         if t["knobs"]["policy_trap"] == "refuse":
             assert next(c for c in t["checks"] if c["type"] == "footprint")["tables"] == []
 

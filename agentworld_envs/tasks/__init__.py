@@ -2,8 +2,9 @@
 
 * :mod:`.graph` — the tool dependency graph (networkx) derived from spec schemas;
 * :mod:`.generate` / :mod:`.build` — graph-walk and programmatic candidates executed on the golden state;
-* :mod:`.programs` — ``tasks.*`` Python verifiers of programmatic tasks;
 * :mod:`.runner` — one savepointed connection per env and the self-verification gate;
+* :mod:`.seal` — a task's exact intended change and answer candidates, from its reference;
+* :mod:`.probes` — the hack and fairness probes the gate runs on every task;
 * :mod:`.store` — cached task sets, the ``synth`` task source, stats;
 * :mod:`.export` — Hugging Face datasets of tasks and SFT trajectories.
 """
@@ -13,7 +14,6 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ..catalog import task_source
-from . import programs  # noqa: F401  (registers the tasks.* verifiers)
 from .build import GEN_VERSION, generate_tasks
 from .graph import describe_graph, graph_json, tool_graph
 from .store import cached_tasks, merge_task_stats, synth_task_source, task_summary

@@ -14,10 +14,12 @@ from . import llm
 from ..spec import canonical_json
 from .generate import BYES, HELLOS, NOISE, Generator, Part, Skip, fmt_value
 from .model import EnvModel
-from .runner import Runner, gate
+from .gate import gate
+from .runner import Runner
+from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "2"
+GEN_VERSION = "3"
 TARGET = 12
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
@@ -109,15 +111,17 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
     checks: list[dict[str, Any]] = [c for p in parts for c in p.checks] + extra_checks
     if refusals:
         answer_text = refusals[0].refusal
-        checks.append({"type": "answer", "mode": "refusal", "description": "refuses the forbidden part"})
-        if refusals[0].answer:
-            mode, value = refusals[0].answer
-            checks.append({"type": "answer", "mode": mode, "expected": value, "description": "says why"})
+        if refusals[0].refusal_check is not None:
+            checks.append({"type": "answer", "mode": "refusal", **refusals[0].refusal_check,
+                           "description": "refuses the forbidden part and says why"})
     elif answers:
         mode, value = answers[0].answer
         answer_text = value
         if mode is not None:
-            checks.append({"type": "answer", "mode": mode, "expected": value})
+            check = {"type": "answer", "mode": mode, "expected": value}
+            if answers[0].candidates:
+                check["candidates"] = answers[0].candidates
+            checks.append(check)
     checks.append({"type": "footprint", "tables": changed, "description": "no collateral changes"})
     solution = steps + [{"name": "submit", "arguments": {} if answer_text is None else {"answer": answer_text}}]
     if len(parts) > 1:
@@ -190,6 +194,7 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
             rejected["duplicate"] += 1
             continue
         try:
+            task = seal(runner, task)
             why = gate(runner, task)
         except Exception as exc:  # noqa: BLE001 - a broken candidate is a rejection, not a crash
             why = "generation_error"

@@ -11,7 +11,7 @@ branches, aggregations, conditional writes, refusals); their execution trace bec
 reference ``solution`` and a ``tasks.*`` Python verifier recomputes the truth from the
 initial and final databases.
 
-Every candidate then goes through :func:`~agentworld_envs.tasks.runner.gate`.
+Every candidate then goes through :func:`~agentworld_envs.tasks.gate.gate`.
 """
 
 from __future__ import annotations
@@ -43,7 +43,9 @@ class Part:
     text: str
     checks: list[dict[str, Any]] = field(default_factory=list)
     answer: tuple[str, Any] | None = None     # (mode, value)
+    candidates: list[str] = field(default_factory=list)   # table.column sources of competing answer values
     refusal: str | None = None                # text explaining a refusal (policy trap)
+    refusal_check: dict[str, Any] | None = None   # what the refusal must say (reasons, competitors, claims)
     structure: str = "linear"
     writes: bool = False
 
@@ -195,7 +197,8 @@ class Generator:
         numeric = t.cols[c]["type"] in ("INTEGER", "REAL")
         q = self.rng.choice([f"What is the {words(c)} of {desc}?", f"Can you tell me the {words(c)} recorded for {desc}?",
                              f"I need the {words(c)} of {desc}."])
-        return Part(list(steps), q, answer=("numeric" if numeric else "exact", fmt_value(v)))
+        return Part(list(steps), q, answer=("numeric" if numeric else "exact", fmt_value(v)),
+                    candidates=[] if numeric else [f"{t.name}.{c}"])
 
     def _child_filters(self, t: TableInfo, row: dict[str, Any], cur: str, tool_params: dict[str, str], tool: str,
                        child: TableInfo, fk: str) -> tuple[dict[str, Any], str] | None:
@@ -260,7 +263,8 @@ class Generator:
             raise Skip("listing size")
         q = self.rng.choice([f"List the {words(c.label)}s of the {c.plural}{extra} belonging to {desc}.",
                              f"Which {c.plural}{extra} does {desc} have? Give me their {words(c.label)}s."])
-        return Part(steps + [call(c.search, **args)], q, answer=("set", ", ".join(labels)), structure="aggregation")
+        return Part(steps + [call(c.search, **args)], q, answer=("set", ", ".join(labels)), structure="aggregation",
+                    candidates=[f"{c.name}.{c.label}"])
 
     def t_transition(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]], cur: str,
                      trap: bool = False) -> Part:
@@ -282,7 +286,13 @@ class Generator:
                                 f"Could you {verb} {desc}?{why}"])
         if trap:
             refusal = f"I cannot {verb} {desc}: the policy does not allow it while it is {row[st]}"
-            return Part(list(steps), text, refusal=refusal, answer=("contains", row[st]), structure="conditional")
+            # The reason is the blocking status; the statuses the rule allows (and the target status)
+            # may be named when stating the rule; any other status competes with the reason.
+            allowed = sorted({*tr["impl"]["from"], tr["impl"]["to"]})
+            check = {"reasons": [[row[st]]], "candidates": [f"{t.name}.{st}"], "values": list(t.cols[st].get("enum") or []),
+                     "exclude": allowed, "results": [tr["impl"]["to"]],
+                     "about": [str(v) for v in steps[0]["arguments"].values()]}
+            return Part(list(steps), text, refusal=refusal, refusal_check=check, structure="conditional")
         self.run(tr["name"], **args)
         check = self.row_check(t.name, row["id"], exclude={"status_reason"}, desc=f"{t.singular} {verb}")
         return Part(steps + [call(tr["name"], **args)], text, checks=[check], writes=True)

@@ -47,11 +47,24 @@ def sql(query: str, params: list[Any], expect: list[list[Any]], description: str
     return check
 
 
-def answer(mode: str, expected: Any = None) -> dict[str, Any]:
-    check: dict[str, Any] = {"type": "answer", "mode": mode}
+def answer(mode: str, expected: Any = None, **extra: Any) -> dict[str, Any]:
+    check: dict[str, Any] = {"type": "answer", "mode": mode, **extra}
     if expected is not None:
         check["expected"] = expected
     return check
+
+
+def refused(reasons: list[list[Any]], results: list[str], *, about: list[str] | None = None,
+            status_not: list[str] | None = None) -> dict[str, Any]:
+    """A refusal check: one of ``reasons`` must be given, none of ``results`` claimed. With
+    ``status_not``, the reason is an order status and every other order status competes with it,
+    except those listed (the ones the rule allows, which an explanation may name)."""
+    extra: dict[str, Any] = {"reasons": reasons, "results": results}
+    if status_not is not None:
+        extra.update(candidates=["orders.status"], exclude=status_not)
+    if about:
+        extra["about"] = about
+    return answer("refusal", **extra)
 
 
 def footprint(tables: list[str]) -> dict[str, Any]:
@@ -613,7 +626,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                       refusal(f"I cannot cancel order {o['order_number']}: it has already been delivered, and only pending orders "
                               "can be cancelled. You can return the items within 30 days of delivery instead.")],
-            checks=[answer("refusal"), footprint([])], tags=["trap", "cancel"]))
+            checks=[refused([["delivered"]], ["cancelled", "canceled"], status_not=["pending", "cancelled"]), footprint([])],
+            tags=["trap", "cancel"]))
     for o in g.pick_orders("status = 'delivered'", 2, predicate=lambda o: (g.delivered_days(o["id"]) or 0) > RETURN_WINDOW_DAYS + 3
                            and any(i["status"] == "active" for i in g.items(o["id"]))):
         cust = g.customer(o["customer_id"])
@@ -625,7 +639,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                       call("get_order_details", order_number=o["order_number"]),
                       refusal(f"I'm sorry, I cannot accept this return: order {o['order_number']} was delivered more than "
                               f"{RETURN_WINDOW_DAYS} days ago, so the return window has closed.")],
-            checks=[answer("refusal"), footprint([])], tags=["trap", "return"]))
+            checks=[refused([[f"{RETURN_WINDOW_DAYS} days"], ["return window"]], ["returned", "refunded"]), footprint([])],
+            tags=["trap", "return"]))
     # exchange to an out-of-stock variant
     def oos(o: dict[str, Any]) -> bool:
         return _returnable(g)(o) and any(
@@ -644,7 +659,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                       call("get_product_details", product_id=item["product_id"]),
                       refusal(f"I cannot do this exchange: the {target['options']} variant is out of stock, and exchanges are only "
                               "possible for in-stock variants. Nothing was changed.")],
-            checks=[answer("refusal"), footprint([])], tags=["trap", "exchange"]))
+            checks=[refused([["out of stock"], ["no stock"], ["not in stock"]], ["exchanged"]), footprint([])],
+            tags=["trap", "exchange"]))
     # refund to a non-original, non-gift-card method
     def other_method(o: dict[str, Any]) -> bool:
         return _returnable(g)(o) and any(m["id"] != o["payment_method_id"] and m["kind"] != "gift_card"
@@ -660,7 +676,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                   call("get_customer_details", customer_id=cust["id"]),
                   refusal("I cannot refund to that payment method: refunds can only go to the order's original payment method "
                           "or to a gift card. I have not made any change; tell me if you want one of those options.")],
-        checks=[answer("refusal"), footprint([])], tags=["trap", "return", "payments"]))
+        checks=[refused([["original payment method"], ["original payment"], ["gift card"]], ["returned", "refunded"]),
+                footprint([])], tags=["trap", "return", "payments"]))
     # modify address of processing / shipped orders
     for o in g.pick_orders("status = 'processing'", 1) + g.pick_orders("status = 'shipped'", 1):
         cust = g.customer(o["customer_id"])
@@ -670,7 +687,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                       refusal(f"I cannot change the address: order {o['order_number']} is already {o['status']}, and only "
                               "pending orders can be modified.")],
-            checks=[answer("refusal"), footprint([])], tags=["trap", "modify"]))
+            checks=[refused([[o["status"]]], ["changed", "updated", "modified"], status_not=["pending"]), footprint([])],
+            tags=["trap", "modify"]))
     # mixed: cancel a pending order (allowed) and a delivered one (not allowed)
     pairs = g.all("SELECT p.id AS pid, d.id AS did FROM orders p JOIN orders d ON d.customer_id = p.customer_id "
                   "WHERE p.status = 'pending' AND d.status = 'delivered' ORDER BY p.id, d.id")
@@ -692,7 +710,9 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                       call("get_order_details", order_number=d["order_number"]), *steps,
                       submit(f"I cancelled {p['order_number']}, but I cannot cancel {d['order_number']} because it was already "
                              "delivered; you can return its items instead.")],
-            checks=[*checks, sql("SELECT status FROM orders WHERE id = ?", [d["id"]], [["delivered"]]), answer("refusal"),
+            checks=[*checks, sql("SELECT status FROM orders WHERE id = ?", [d["id"]], [["delivered"]]),
+                    refused([["delivered"]], ["cancelled", "canceled"], about=[d["order_number"]],
+                            status_not=["pending", "cancelled"]),
                     footprint(CANCEL_TABLES)], tags=["trap", "mixed", "cancel"]))
         done += 1
         if done == 3:
@@ -705,7 +725,7 @@ def traps(g: Golden) -> list[dict[str, Any]]:
         solution=[call("find_customer_by_email", email=cust["email"]), call("list_payment_methods", customer_id=cust["id"]),
                   call("search_orders", customer_id=cust["id"]),
                   refusal("I cannot remove that card: it has been used to pay for orders, and such payment methods cannot be removed.")],
-        checks=[answer("refusal"), footprint([])], tags=["trap", "payments"]))
+        checks=[refused([["used"]], ["removed", "deleted"]), footprint([])], tags=["trap", "payments"]))
     # gift card that does not cover a pending order
     def poor_gift_card(o: dict[str, Any]) -> bool:
         total = g.net_paid(o["id"]).get(o["payment_method_id"], 0)
@@ -718,7 +738,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
         solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                   call("get_gift_card_balance", code=gc["gift_card_code"]),
                   refusal(f"I cannot switch the payment: the gift card balance ({gc['balance']:.2f}) does not cover the order total.")],
-        checks=[answer("refusal"), footprint([])], tags=["trap", "payments", "gift-card"]))
+        checks=[refused([[f"{gc['balance']:.2f}"], ["balance"]], ["switched", "paid with"]), footprint([])],
+        tags=["trap", "payments", "gift-card"]))
     # mixed: return within window to gift card is fine, an item of an order outside the window is not
     for o_ok in g.all("SELECT * FROM orders WHERE status = 'delivered' AND customer_id IN (SELECT customer_id FROM payment_methods "
                       "WHERE kind = 'gift_card') ORDER BY id"):
@@ -747,7 +768,10 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                              f"{old[0]['order_number']}: it was delivered more than {RETURN_WINDOW_DAYS} days ago.")],
             checks=[sql("SELECT id, status FROM order_items WHERE id IN (?, ?) ORDER BY id", [item["id"], item_old["id"]],
                         sorted([[item["id"], "returned"], [item_old["id"], "active"]])),
-                    balance_check(g, gc["id"], item["unit_price"]), answer("refusal"), footprint(RETURN_TABLES)],
+                    balance_check(g, gc["id"], item["unit_price"]),
+                    refused([[f"{RETURN_WINDOW_DAYS} days"], ["return window"]], ["returned", "refunded"],
+                            about=[old[0]["order_number"]]),
+                    footprint(RETURN_TABLES)],
             tags=["trap", "mixed", "return", "gift-card"]))
         break
     return tasks

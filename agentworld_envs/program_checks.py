@@ -1,17 +1,19 @@
 """Python verification functions of programmatic tasks (``tasks.*``), parameterised by a check's ``args``.
 
+:mod:`agentworld_envs.verifiers` registers :data:`VERIFIERS` under their names, so this module
+depends on nothing above the answer matcher and the state layer.
+
 Each reads the read-only initial and final databases; the agent's text is used only
 for the facts it must *report*, never for facts about the database.
 """
 
 from __future__ import annotations
 
-import math
 import sqlite3
 from typing import Any
 
-from ..state import CHANGES_TABLE as CHANGES
-from ..verifiers import _to_number, check_answer, python_verifier
+from . import answers
+from .state import CHANGES_TABLE as CHANGES
 
 
 def _q(name: str) -> str:
@@ -30,6 +32,11 @@ def _others_unchanged(initial: sqlite3.Connection, final: sqlite3.Connection, ta
     marks = ", ".join("?" * len(ids)) or "NULL"
     sql = f"SELECT * FROM {_q(table)} WHERE id NOT IN ({marks}) ORDER BY id"
     return initial.execute(sql, ids).fetchall() == final.execute(sql, ids).fetchall()
+
+
+def _distinct(conn: sqlite3.Connection, table: str, column: str) -> list[Any]:
+    """The distinct values of a column: the competing candidates of an answer naming one of them."""
+    return [r[0] for r in conn.execute(f"SELECT DISTINCT {_q(column)} FROM {_q(table)} WHERE {_q(column)} IS NOT NULL")]
 
 
 def _status_of(conn: sqlite3.Connection, table: str, column: str, ids: list[int]) -> list[Any]:
@@ -52,7 +59,6 @@ def _targets(initial: sqlite3.Connection, table: str, fk: str, parent: int, colu
     return _ids(initial, table, {fk: parent}, extra, params)
 
 
-@python_verifier("tasks.bulk_transition")
 def bulk_transition(initial, final, answer, task, *, table: str, fk: str, parent_table: str, parent_label_col: str,
                     parent_label: str, column: str, from_statuses: list[str], to: str,
                     threshold: dict[str, Any] | None = None, refuse_statuses: list[str] | None = None):
@@ -70,13 +76,14 @@ def bulk_transition(initial, final, answer, task, *, table: str, fk: str, parent
     if not _others_unchanged(initial, final, table, ids):
         return False, f"other {table} rows changed"
     if refuse_statuses:
-        ok, detail = check_answer({"mode": "refusal"}, answer)
-        if not ok:
-            return False, "the refused part is not explained: " + detail
+        others = [v for v in _distinct(initial, table, column) if v not in (*from_statuses, to, *refuse_statuses)]
+        m = answers.match_refusal(answer, [[s] for s in refuse_statuses], answers.Candidates(others, task["instruction"]),
+                                  results=[to], about=refuse_statuses)
+        if not m.ok:
+            return False, "the refused part is not explained: " + m.detail
     return True, f"{len(ids)} rows moved to {to}"
 
 
-@python_verifier("tasks.aggregate_answer")
 def aggregate_answer(initial, final, answer, task, *, table: str, func: str, column: str | None = None,
                      where: dict[str, Any] | None = None, parent: dict[str, str] | None = None,
                      label_col: str | None = None, tolerance: float = 0.01):
@@ -95,13 +102,16 @@ def aggregate_answer(initial, final, answer, task, *, table: str, func: str, col
                                f"ORDER BY {_q(column)} DESC LIMIT 2", params).fetchall()
         if not rows or (len(rows) > 1 and rows[0][1] == rows[1][1]):
             return False, "no unique maximum"
-        ok, detail = check_answer({"mode": "exact", "expected": rows[0][0]}, answer)
+        m = answers.match_values(answer, [rows[0][0]], answers.Candidates(_distinct(initial, table, label_col),
+                                                                          task["instruction"]), numeric=False)
     else:
         target = "*" if func == "count" else _q(column)
         value = initial.execute(f"SELECT {func.upper()}({target}) FROM {_q(table)} WHERE {conds}", params).fetchone()[0]
-        got = _to_number(answer) if not isinstance(answer, (int, float)) else float(answer)
-        ok = value is not None and got is not None and math.isclose(got, float(value), rel_tol=0, abs_tol=tolerance)
-        detail = f"answer {answer!r} vs {value!r}"
+        if value is None:
+            return False, "no value"
+        m = answers.match_values(answer, [float(value)], answers.Candidates((), task["instruction"]), numeric=True,
+                                 tolerance=tolerance)
+    ok, detail = m.ok, m.detail
     if not ok:
         return False, detail
     if not _others_unchanged(initial, final, table, []):
@@ -109,7 +119,6 @@ def aggregate_answer(initial, final, answer, task, *, table: str, func: str, col
     return True, detail
 
 
-@python_verifier("tasks.argmax_parent")
 def argmax_parent(initial, final, answer, task, *, table: str, fk: str, parent_table: str, parent_label_col: str,
                   column: str, status: str, to: str | None = None):
     """The parent with the most children in ``status`` (unique, from the initial DB) is named in the
@@ -120,12 +129,18 @@ def argmax_parent(initial, final, answer, task, *, table: str, fk: str, parent_t
         return False, "no unique maximum"
     pid = rows[0][0]
     label = initial.execute(f"SELECT {_q(parent_label_col)} FROM {_q(parent_table)} WHERE id = ?", (pid,)).fetchone()[0]
-    ok, detail = check_answer({"mode": "contains", "expected": label}, answer)
-    if not ok:
-        return False, detail
+    m = answers.match_values(answer, [label], answers.Candidates(_distinct(initial, parent_table, parent_label_col),
+                                                                task["instruction"]), numeric=False)
+    if not m.ok:
+        return False, m.detail
     ids = _ids(initial, table, {fk: pid, column: status}) if to else []
     if to and any(s != to for s in _status_of(final, table, column, ids)):
         return False, f"not every {status} row of {label} is {to}"
     if not _others_unchanged(initial, final, table, ids):
         return False, f"other {table} rows changed"
     return True, f"{label}: {rows[0][1]}"
+
+
+#: The built-in Python verifiers, by the name a task's ``python`` check gives.
+VERIFIERS = {"tasks.bulk_transition": bulk_transition, "tasks.aggregate_answer": aggregate_answer,
+             "tasks.argmax_parent": argmax_parent}

@@ -1,0 +1,139 @@
+"""The episode interpreter: one set of rules for turning an action into tool results.
+
+Used by the Gymnasium env, the task gate's replays and validation, so an action means the
+same thing everywhere: parse (every tool call of the action, in order), resolve the shown
+tool name, validate and run each call atomically (a failed call is an error observation and
+changes nothing), and recognise ``submit`` (its last call) with its answer.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+from .actions import ActionError, ToolCall, parse_calls
+from .spaces import MAX_TEXT_LENGTH
+from .tools import Tool, ToolError, invoke
+
+SUBMIT = "submit"
+#: Actions per episode when neither the spec nor the caller sets ``max_turns``.
+DEFAULT_MAX_TURNS = 30
+#: The answer contract, stated to the agent in the submit tool (and so through gym, MCP and TRL).
+ANSWER_CONTRACT = (
+    "Write the answer as you would to a person; it is read for values, so prose around them is fine. "
+    "It passes iff it contains every requested value (numbers may carry units, currency and separators; "
+    "lists may be joined by commas or 'and') and no other candidate value: naming several candidates "
+    "when one is asked for fails. If the request (or part of it) is not allowed by the policy, make no "
+    "change for that part, and say that you cannot do it and the specific reason (the blocking status, "
+    "amount, date or rule); never claim it was done."
+)
+SUBMIT_TOOL = {
+    "type": "function",
+    "function": {
+        "name": SUBMIT,
+        "description": "Finish the task. Call this once, after all required changes are made. Put the final answer "
+                       "in `answer` when the task asks a question or cannot be (fully) done. " + ANSWER_CONTRACT,
+        "parameters": {"type": "object", "properties": {"answer": {"type": "string", "description": "Final answer or explanation."}},
+                       "additionalProperties": False},
+    },
+}
+
+
+def dumps(obj: Any) -> str:
+    """Observation text: compact JSON, cut at the observation space's limit."""
+    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(text) > MAX_TEXT_LENGTH:
+        text = text[: MAX_TEXT_LENGTH - 40] + "…[truncated: narrow the query]"
+    return text
+
+
+def error_obj(code: str, message: str) -> dict[str, Any]:
+    return {"error": {"code": code, "message": message}}
+
+
+@dataclass
+class CallOutcome:
+    """One tool call of an action: its (shown) name and result, or an error code and message."""
+
+    name: str | None
+    result: Any = None
+    error: str | None = None
+    message: str = ""
+
+    def payload(self) -> Any:
+        return error_obj(self.error, self.message) if self.error else self.result
+
+
+@dataclass
+class ActOutcome:
+    """What an action did: its calls' outcomes, and whether it submitted (with which answer)."""
+
+    calls: list[CallOutcome] = field(default_factory=list)
+    submitted: bool = False
+    answer: Any = None
+
+    @property
+    def error(self) -> str | None:
+        """The first error code among the calls (None when every call succeeded)."""
+        return next((c.error for c in self.calls if c.error), None)
+
+    @property
+    def tool_name(self) -> str | None:
+        return self.calls[0].name if self.calls else None
+
+    def observation(self, submit_result: dict[str, Any] | None = None) -> str:
+        """One call: its result (or error). Several: a list of ``{"tool", "result" | "error"}`` in call order."""
+        parts = [(c.name, c.payload()) for c in self.calls]
+        if submit_result is not None:
+            parts.append((SUBMIT, submit_result))
+        if len(parts) == 1:
+            return dumps(parts[0][1])
+        return dumps([{"tool": n, **(p if isinstance(p, dict) and set(p) == {"error"} else {"result": p})} for n, p in parts])
+
+
+class Interpreter:
+    """Runs actions on an episode connection with a fixed set of tools and a frozen clock.
+
+    ``shown`` maps the names the agent sees to the spec's tool names (they differ with
+    ``obscure_tools``, and an episode may show a subset of the tools)."""
+
+    def __init__(self, tools: dict[str, Tool], now: str, shown: dict[str, str] | None = None):
+        self.tools, self.now = tools, now
+        self.shown = shown if shown is not None else {n: n for n in tools}
+
+    def act(self, conn: Any, action: Any) -> ActOutcome:
+        """Parse ``action`` and run its calls in order (text, an OpenAI message dict, or a list of
+        ``{"name", "arguments"}`` spec-level steps)."""
+        try:
+            calls = parse_calls(action)
+        except ActionError as exc:
+            return ActOutcome([CallOutcome(None, error=exc.code, message=exc.message)])
+        return self.run_calls(conn, calls)
+
+    def run_calls(self, conn: Any, calls: list[ToolCall]) -> ActOutcome:
+        out = ActOutcome()
+        for call in calls:
+            if call.name == SUBMIT:
+                args = call.arguments
+                if not isinstance(args, dict) or set(args) - {"answer"}:
+                    out.calls.append(CallOutcome(SUBMIT, error="invalid_arguments",
+                                                 message="submit takes one optional argument: answer"))
+                else:
+                    out.submitted, out.answer = True, args.get("answer")
+                break
+            out.calls.append(self.call(conn, call.name, call.arguments))
+        return out
+
+    def call(self, conn: Any, name: str, arguments: Any) -> CallOutcome:
+        real = self.shown.get(name)
+        if real is None:
+            available = ", ".join(list(self.shown)[:60])
+            return CallOutcome(None, error="unknown_tool",
+                               message=f"no tool named {name[:80]!r}; available: {available}, {SUBMIT}")
+        try:
+            return CallOutcome(name, invoke(conn, self.tools[real], arguments, self.now))
+        except ToolError as exc:
+            return CallOutcome(name, error=exc.code, message=exc.message)
+        except Exception as exc:  # noqa: BLE001 - a bug in a tool must not kill the episode; invoke() rolled back
+            return CallOutcome(name, error="internal_error", message=f"{type(exc).__name__}: {exc}"[:300])
