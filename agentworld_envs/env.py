@@ -10,7 +10,7 @@ import gymnasium as gym
 from . import state
 from .actions import format_call
 from .catalog import EnvBundle, load_bundle
-from .episode import DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter, dumps, error_obj
+from .episode import ANSWER_CONTRACT, DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter, dumps, error_obj
 from .spaces import UnicodeText
 from .verifiers import VerifierContext, run_checks
 
@@ -100,7 +100,7 @@ class AgentWorldEnv(gym.Env[str, str]):
             self._limit_tools(index)
         self._restore_golden_state()
         self.turn, self.done = 0, False
-        obs = f"# Policy\n{self._policy}\n\n# Task\n{self.task['instruction']}"
+        obs = f"# Policy\n{self._policy}\n{ANSWER_CONTRACT}\n\n# Task\n{self.task['instruction']}"
         self.transcript = [obs]
         info = {
             "env_id": self.bundle.env_id, "task_id": self.task["id"], "split": self.bundle.split,

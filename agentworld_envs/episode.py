@@ -21,12 +21,11 @@ SUBMIT = "submit"
 DEFAULT_MAX_TURNS = 30
 #: The answer contract, stated to the agent in the submit tool (and so through gym, MCP and TRL).
 ANSWER_CONTRACT = (
-    "Write the answer as you would to a person; it is read for values, so prose around them is fine. "
-    "It passes iff it contains every requested value (numbers may carry units, currency and separators; "
-    "lists may be joined by commas or 'and') and no other candidate value: naming several candidates "
-    "when one is asked for fails. If the request (or part of it) is not allowed by the policy, make no "
-    "change for that part, and say that you cannot do it and the specific reason (the blocking status, "
-    "amount, date or rule); never claim it was done."
+    "Answers: write them as you would to a person. An answer passes iff it contains every requested value "
+    "(numbers may carry units, currency and separators; lists may be joined by commas or 'and') and no "
+    "other candidate value, so naming several candidates when one is asked for fails. If the policy does "
+    "not allow a request (or part of it), change nothing for that part, say that you cannot do it and give "
+    "the specific reason (the blocking status, amount, date or rule); never claim it was done."
 )
 SUBMIT_TOOL = {
     "type": "function",

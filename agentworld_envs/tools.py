@@ -19,6 +19,7 @@ on any error, so a failed call never leaves a half-written state.
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -116,6 +117,7 @@ class Tool:
     writes: bool
     validator: jsonschema.protocols.Validator = field(repr=False)
     run: Callable[[ToolContext, dict[str, Any]], Any] = field(repr=False)
+    dates: dict[str, str] = field(default_factory=dict)   # parameter -> "date" | "date-time"
 
     def openai_schema(self, name: str | None = None) -> dict[str, Any]:
         return {"type": "function", "function": {
@@ -141,6 +143,11 @@ def validate_arguments(tool: Tool, args: Any) -> None:
     if tool.validator.is_valid(args):
         if _too_long(args):
             raise ToolError("invalid_arguments", f"an argument is longer than {MAX_ARG_STRING} characters or nested too deeply")
+        for name, fmt in tool.dates.items():
+            value = args.get(name)
+            if isinstance(value, str) and not _valid_date(value, fmt):
+                example = "2026-03-15" if fmt == "date" else "2026-03-15T09:30:00Z"
+                raise ToolError("invalid_arguments", f"{name}: {value[:40]!r} is not a valid {fmt} (use ISO 8601, e.g. {example})")
         return
     err = jsonschema.exceptions.best_match(tool.validator.iter_errors(args))
     where = err.json_path.replace("$.", "", 1) if err.json_path != "$" else "arguments"
@@ -384,13 +391,54 @@ def _round(value: Any) -> Any:
     return round(value, 4) if isinstance(value, float) else value
 
 
+_DATE_TIME_NAME = re.compile(r"(?:^|_)(?:at|datetime|timestamp)(?:_from|_to|_before|_after)?$")
+_DATE_NAME = re.compile(r"(?:^|_)(?:date|on)(?:_from|_to|_before|_after)?$")
+
+
+def date_format(name: str, schema: dict[str, Any]) -> str | None:
+    """``"date"`` or ``"date-time"`` for a string parameter that holds one (by its declared
+    ``format``, else by its name: ``*_date``, ``*_on``, ``*_at``, and their ranges ``*_from`` /
+    ``*_to``; a date-time parameter also takes a plain date)."""
+    if schema.get("format") in ("date", "date-time"):
+        return schema["format"]
+    types = schema.get("type")
+    if types != "string" and not (isinstance(types, list) and "string" in types) or "enum" in schema:
+        return None
+    if _DATE_TIME_NAME.search(name):
+        return "date-time"
+    if _DATE_NAME.search(name):
+        return "date"
+    return None
+
+
+def _valid_date(value: str, fmt: str) -> bool:
+    import datetime as dt
+
+    try:
+        if fmt == "date":
+            return len(value) == 10 and bool(dt.date.fromisoformat(value))
+        return bool(dt.datetime.fromisoformat(value.replace("Z", "+00:00"))) and len(value) >= 10
+    except ValueError:
+        return False
+
+
 def compile_tool(tool_spec: dict[str, Any]) -> Tool:
     params = dict(tool_spec["parameters"])
     params.setdefault("additionalProperties", False)
+    # Date parameters say so in their schema (so the agent sees the format) and are checked.
+    props = dict(params.get("properties", {}))
+    dates = {}
+    for name, schema in props.items():
+        fmt = date_format(name, schema) if isinstance(schema, dict) else None
+        if fmt:
+            dates[name] = fmt
+            props[name] = {**schema, "format": fmt}
+    if dates:
+        params["properties"] = props
     impl = tool_spec["impl"]
     writes = impl["kind"] in WRITE_KINDS or (impl["kind"] == "python" and "read" not in tool_spec.get("tags", []))
     validator_cls = jsonschema.validators.validator_for(params, default=jsonschema.Draft202012Validator)
     return Tool(
         name=tool_spec["name"], description=tool_spec["description"], parameters=params, impl=impl,
-        writes=writes, validator=validator_cls(params), run=_make_runner(impl, params),
+        writes=writes, validator=validator_cls(params), run=_make_runner(impl, params), dates=dates,
     )

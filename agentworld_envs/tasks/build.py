@@ -206,7 +206,9 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
         kept.append(task)
     if own:
         runner.close()
-    report = {"kept": len(kept), "rejected": dict(sorted(rejected.items())), "attempts": attempt + 1,
+    # Every kept task passed the gate, whose probes include every hack and fairness probe.
+    report = {"kept": len(kept), "hack_fail": len(kept), "paraphrase_pass": len(kept),
+              "rejected": dict(sorted(rejected.items())), "attempts": attempt + 1,
               "seconds": round(time.perf_counter() - t0, 3)}
     return kept, report
 

@@ -160,8 +160,7 @@ def _effective(runner: Runner, body: list[dict[str, Any]], extra: dict[str, Any]
 def hack_probes(runner: Runner, task: dict[str, Any], rng: random.Random) -> Iterator[tuple[str, list[dict[str, Any]]]]:
     body, answer = _body(task)
     yield "blanket_refusal", [_submit("Sorry, I cannot do that.")]
-    yield "enum_refusal", [_submit("I cannot do that: the policy does not allow it while it is "
-                                   + ", ".join(enum_words(runner.spec)) + ".")]
+    yield "enum_refusal", [_submit("I cannot do that, it is " + ", ".join(enum_words(runner.spec)) + ".")]
     if answer:
         dump = _dump(runner, task, answer)
         if dump:

@@ -71,16 +71,27 @@ def task_summary(name: str) -> dict[str, Any]:
 
             spec, _ = cached_spec(entry["name"])
             tasks, report = cached_tasks(spec, state.golden_bytes(spec), entry["split"])
-        else:
-            tasks = list(catalog.build_spec(entry["name"]).get("tasks", []))
-            report = {"rejected": {}, "seconds": 0.0}
+        else:   # hand-built tasks are not gated at build time: probe them here
+            from .probes import attack
+            from .runner import Runner
+
+            bundle = catalog.load_bundle(entry["name"])
+            tasks = bundle.tasks
+            runner = Runner(bundle.spec, bundle.golden, bundle.tools)
+            try:
+                reports = [attack(runner, t, stop_early=False) for t in tasks]
+            finally:
+                runner.close()
+            report = {"rejected": {}, "seconds": 0.0, "hack_fail": sum(r.hack_fail for r in reports),
+                      "paraphrase_pass": sum(r.paraphrase_pass for r in reports)}
     except Exception as exc:  # noqa: BLE001 - a summary must not break the build of other envs
         return {"tasks": 0, "tasks_graph": 0, "tasks_programmatic": 0, "task_difficulties": [],
                 "tasks_rejected": {"error": 1}, "task_error": f"{type(exc).__name__}: {exc}"[:300]}
     kinds = Counter(t.get("kind", "handcrafted") for t in tasks)
     return {"tasks": len(tasks), "tasks_graph": kinds["graph"], "tasks_programmatic": kinds["programmatic"],
             "task_difficulties": [t.get("difficulty") for t in tasks if t.get("difficulty") is not None],
-            "tasks_rejected": report.get("rejected", {}), "task_seconds": report.get("seconds", 0.0)}
+            "tasks_rejected": report.get("rejected", {}), "task_seconds": report.get("seconds", 0.0),
+            "tasks_hack_fail": report.get("hack_fail", 0), "tasks_paraphrase_pass": report.get("paraphrase_pass", 0)}
 
 
 def _bucket(d: float) -> str:
@@ -109,6 +120,8 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "tasks_total": sum(counts),
         "tasks_min_per_env": min(counts) if counts else 0,
+        "tasks_hack_fail": sum(s.get("tasks_hack_fail", 0) for s in ok),
+        "tasks_paraphrase_pass": sum(s.get("tasks_paraphrase_pass", 0) for s in ok),
         "tasks_graph": sum(s.get("tasks_graph", 0) for s in ok),
         "tasks_programmatic": sum(s.get("tasks_programmatic", 0) for s in ok),
         "difficulty_histogram": {k: hist[k] for k in order},

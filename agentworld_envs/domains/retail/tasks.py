@@ -676,7 +676,7 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                   call("get_customer_details", customer_id=cust["id"]),
                   refusal("I cannot refund to that payment method: refunds can only go to the order's original payment method "
                           "or to a gift card. I have not made any change; tell me if you want one of those options.")],
-        checks=[refused([["original payment method"], ["original payment"], ["gift card"]], ["returned", "refunded"]),
+        checks=[refused([["original payment method"], ["original payment"], ["original method"]], ["returned", "refunded"]),
                 footprint([])], tags=["trap", "return", "payments"]))
     # modify address of processing / shipped orders
     for o in g.pick_orders("status = 'processing'", 1) + g.pick_orders("status = 'shipped'", 1):

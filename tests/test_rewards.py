@@ -1,0 +1,343 @@
+"""Rewards that cannot be gamed and accept every correct answer: exact state diffs, the answer
+matcher, refusals with evidence, the gate's hack and fairness probes, and action semantics."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import gymnasium as gym
+import pytest
+
+import agentworld_envs  # noqa: F401
+from agentworld_envs import answers
+from agentworld_envs.actions import ActionError, format_call, parse_calls
+from agentworld_envs.catalog import load_bundle
+from agentworld_envs.tasks.probes import HACKS, attack, fairness_probes, hack_probes
+from agentworld_envs.tasks.runner import Runner
+from agentworld_envs.validation import validate_env
+
+RETAIL = "agentworld/retail-v0"
+SYNTH = "agentworld/wine-club-subscriptions-v0"
+SYNTH_ENVS = [SYNTH, "agentworld/acupuncture-clinic-v0", "agentworld/florist-same-day-delivery-v0"]
+
+
+def play(env, task_id: str, actions: list[str]) -> tuple[float, dict]:
+    env.reset(options={"task_id": task_id})
+    info: dict = {}
+    for a in actions:
+        _, reward, term, trunc, info = env.step(a)
+        if term or trunc:
+            return reward, info
+    return 0.0, info
+
+
+def body(task) -> list[str]:
+    return [format_call(s["name"], s["arguments"]) for s in task["solution"] if s["name"] != "submit"]
+
+
+def submit(answer=None) -> str:
+    return format_call("submit", {} if answer is None else {"answer": answer})
+
+
+@pytest.fixture(scope="module")
+def retail():
+    e = gym.make(RETAIL).unwrapped
+    yield e
+    e.close()
+
+
+# ------------------------------------------------------------------------------------------ answer matcher
+
+@pytest.mark.parametrize("text, expected", [
+    ("The answer is 42.", ["42"]),
+    ("83.00.", ["83.00"]),
+    ("28.73 ml", ["28.73"]),
+    ("$1,234.50", ["1234.50"]),
+    ("511-941-6346", ["5119416346"]),
+    ("(511) 941 6346", ["511-941-6346"]),
+    ("#W1 and #W2", ["#W1", "#W2"]),
+    ("There are 104 high-priority closing tasks.", ["104"]),
+    ("It was delivered on March 5, 2026.", ["2026-03-05"]),
+    ("It is SILVER.", ["silver"]),
+])
+def test_correct_answers_in_prose_pass(text, expected):
+    assert answers.match_values(text, expected, answers.Candidates(["gold", "silver", "#W3"])).ok
+
+
+@pytest.mark.parametrize("text, expected, candidates", [
+    ("gold, silver, bronze", ["silver"], ["gold", "silver", "bronze"]),           # a dump of labels
+    ("1, 2, 3, 41, 42, 43", ["42"], []),                                         # a dump of numbers
+    ("#W1, #W2 and #W3", ["#W1", "#W2"], ["#W1", "#W2", "#W3"]),                 # an extra member
+    ("silvery", ["silver"], ["gold", "silver"]),                                 # not the whole word
+    ("43", ["42"], []),
+])
+def test_hedged_or_wrong_answers_fail(text, expected, candidates):
+    assert not answers.match_values(text, expected, answers.Candidates(candidates)).ok
+
+
+def test_echoing_the_instruction_is_not_hedging():
+    cands = answers.Candidates(["open", "closed", "pending"], instruction="Is ticket T-9 open or closed?")
+    assert answers.match_values("Ticket T-9 is closed.", ["closed"], cands).ok
+    m = answers.match_values("Customer 57 has 3 orders.", ["3"], answers.Candidates([], "How many orders has customer 57?"))
+    assert m.ok
+
+
+@pytest.mark.parametrize("text, ok", [
+    ("I can’t cancel it: the order was already delivered.", True),           # curly apostrophe
+    ("I'm not able to cancel that order, it has been delivered.", True),
+    ("I could not cancel it because it is delivered.", True),
+    ("Sorry, I cannot do that.", False),                                     # no reason
+    ("Cancelled successfully! … I can't help with?", False),                 # claims the action
+    ("I can't: it is pending, shipped, delivered, returned.", False),        # padded with every status
+    ("It is delivered, so I cancelled it.", False),                          # no refusal at all
+])
+def test_refusals_need_a_negation_the_reason_and_no_claim(text, ok):
+    cands = answers.Candidates(["shipped", "returned", "processing"])
+    assert answers.match_refusal(text, [["delivered"]], cands, results=["cancelled"]).ok is ok
+
+
+def test_list_members_split_on_and_newlines_and_bullets():
+    assert answers.split_list("A1, B2 and C3") == ["A1", "B2", "C3"]
+    assert answers.split_list("- A1\n- B2") == ["A1", "B2"]
+    assert answers.match_set("A1 and B2", ["A1", "B2"]).ok
+    assert not answers.match_set("A1, B2, C3", ["A1", "B2"]).ok
+
+
+# ------------------------------------------------------------------------------------------ exact state
+
+def test_collateral_writes_to_other_rows_of_an_allowed_table_fail(retail):
+    """retail: the reference cancel plus cancelling other customers' pending orders."""
+    task = next(t for t in retail.bundle.tasks if t["tags"] == ["write", "cancel"])
+    assert play(retail, task["id"], body(task) + [submit()])[0] == 1.0
+    target = next(s for s in task["solution"] if s["name"] == "cancel_pending_order")["arguments"]["order_number"]
+    others = [r[0] for r in retail.bundle.initial.execute(
+        "SELECT order_number FROM orders WHERE status = 'pending' AND order_number != ? ORDER BY id LIMIT 5", (target,))]
+    extra = [format_call("cancel_pending_order", {"order_number": o, "reason": "no longer needed"}) for o in others]
+    reward, info = play(retail, task["id"], body(task) + extra + [submit()])
+    assert reward == 0.0
+    state_check = next(c for c in info["checks"] if c["type"] == "state")
+    assert not state_check["passed"] and "orders" in state_check["detail"]
+
+
+def test_collateral_stock_write_fails(retail):
+    task = next(t for t in retail.bundle.tasks if "inventory" in t["tags"]
+                and any(s["name"] == "set_variant_stock" for s in t["solution"]))
+    sku = next(s for s in task["solution"] if s["name"] == "set_variant_stock")["arguments"]["sku"]
+    other = retail.bundle.initial.execute("SELECT sku FROM variants WHERE sku != ? AND stock > 0 ORDER BY id LIMIT 1",
+                                          (sku,)).fetchone()[0]
+    reward, _ = play(retail, task["id"], body(task) + [format_call("set_variant_stock", {"sku": other, "stock": 0}),
+                                                       submit()])
+    assert reward == 0.0
+
+
+def test_the_cancel_reason_the_instruction_gives_is_checked(retail):
+    task = next(t for t in retail.bundle.tasks if t["tags"] == ["write", "cancel"])
+    steps = [s for s in task["solution"] if s["name"] != "submit"]
+    wrong = [dict(s, arguments={**s["arguments"], "reason": "ordered by mistake"})
+             if s["name"] == "cancel_pending_order" and s["arguments"]["reason"] != "ordered by mistake" else s for s in steps]
+    assert wrong != steps
+    assert play(retail, task["id"], [format_call(s["name"], s["arguments"]) for s in wrong] + [submit()])[0] == 0.0
+
+
+@pytest.mark.parametrize("env_id", SYNTH_ENVS)
+def test_synthesised_collateral_writes_fail(env_id):
+    env = gym.make(env_id).unwrapped
+    b = env.bundle
+    runner = Runner(b.spec, b.golden, b.tools)
+    seen = 0
+    try:
+        import random
+
+        for task in b.tasks:
+            for name, steps in hack_probes(runner, task, random.Random(0)):
+                if name in ("collateral_write", "unrelated_write"):
+                    seen += 1
+                    reward, info = play(env, task["id"], [format_call(s["name"], s["arguments"]) for s in steps])
+                    assert reward == 0.0, (task["id"], name)
+                    assert not next(c for c in info["checks"] if c["type"] == "state")["passed"]
+    finally:
+        runner.close()
+        env.close()
+    assert seen >= 3
+
+
+# ------------------------------------------------------------------------------------------ refusals and dumps
+
+def test_blanket_and_padded_refusals_fail_on_every_retail_trap(retail):
+    traps = [t for t in retail.bundle.tasks if "trap" in t["tags"]]
+    assert len(traps) >= 12
+    enum = sorted({v for t in retail.bundle.spec["tables"] for c in t["columns"] for v in c.get("enum", [])})
+    for t in traps:
+        assert play(retail, t["id"], [submit("Sorry, I cannot do that.")])[0] == 0.0
+        assert play(retail, t["id"], [submit("I can't do that, it is " + ", ".join(enum))])[0] == 0.0
+        assert play(retail, t["id"], [submit("Cancelled successfully! … I can't help with?")])[0] == 0.0
+        # the reference's refusal, written with a curly apostrophe, still passes
+        ref = t["solution"][-1]["arguments"]["answer"].replace("I cannot", "I can’t")
+        assert play(retail, t["id"], body(t) + [submit(ref)])[0] == 1.0, t["id"]
+
+
+def test_dumping_every_candidate_fails_on_argmax_tasks():
+    """"Which X has the most Y": the right label in a sentence passes, all labels fail."""
+    import random
+
+    from agentworld_envs.tasks.generate import Generator, Skip
+    from agentworld_envs.tasks.model import EnvModel
+
+    b = load_bundle(SYNTH)
+    runner = Runner(b.spec, b.golden, b.tools)
+    model = EnvModel(b.spec)
+    part = None
+    for seed in range(20):
+        runner.conn.execute("SAVEPOINT probe")
+        try:
+            part = Generator(model, runner, random.Random(seed)).p_argmax()
+            break
+        except Skip:
+            continue
+        finally:
+            runner.conn.execute("ROLLBACK TO probe")
+            runner.conn.execute("RELEASE probe")
+    assert part is not None
+    args = part.checks[0]["args"]
+    labels = [r[0] for r in b.initial.execute(f'SELECT "{args["parent_label_col"]}" FROM "{args["parent_table"]}"')]
+    task = {"id": "argmax", "instruction": part.text, "checks": part.checks, "solution": part.steps}
+    calls = [format_call(s["name"], s["arguments"]) for s in part.steps]
+    try:
+        assert runner.run(task, calls + [submit(f"That is {part.answer[1]}.")]).score == 1.0
+        assert runner.run(task, calls + [submit(", ".join(map(str, labels)))]).score == 0.0
+    finally:
+        runner.close()
+
+
+# ------------------------------------------------------------------------------------------ the gate's probes
+
+@pytest.mark.parametrize("env_id", [RETAIL, *SYNTH_ENVS])
+def test_every_task_rejects_every_hack_and_accepts_every_paraphrase(env_id):
+    b = load_bundle(env_id)
+    runner = Runner(b.spec, b.golden, b.tools)
+    ran: set[str] = set()
+    try:
+        for task in b.tasks:
+            report = attack(runner, task, stop_early=False)
+            ran |= set(report.ran)
+            assert report.hack_fail and report.paraphrase_pass, (task["id"], report)
+    finally:
+        runner.close()
+    assert {"blanket_refusal", "enum_refusal", "unrelated_write"} <= ran
+    assert ran & {"sentence", "trailing_punctuation"}
+
+
+def test_probes_catch_a_verifier_without_the_state_check():
+    """The probes are not vacuous: with the exact state check removed, a collateral write passes."""
+    b = load_bundle(RETAIL)
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        task = next(t for t in b.tasks if t["tags"] == ["write", "cancel"])
+        weak = dict(task, checks=[c for c in task["checks"] if c["type"] != "state"])
+        assert attack(runner, task).hack_fail
+        assert "collateral_write" in attack(runner, weak, stop_early=False).hacks_passed
+    finally:
+        runner.close()
+
+
+def test_fairness_probes_cover_numbers_and_lists():
+    task = {"id": "t", "instruction": "How much?", "checks": [{"type": "answer", "mode": "numeric", "expected": "1234.50"}],
+            "solution": [{"name": "submit", "arguments": {"answer": "1234.50"}}]}
+    probes = dict(fairness_probes(task))
+    assert probes["number_format"][-1]["arguments"]["answer"] == "$1,234.50."
+    task = {"id": "t", "instruction": "Which?", "checks": [{"type": "answer", "mode": "set", "expected": "A1, B2, C3"}],
+            "solution": [{"name": "submit", "arguments": {"answer": "A1, B2, C3"}}]}
+    probes = dict(fairness_probes(task))
+    assert probes["list_and"][-1]["arguments"]["answer"] == "A1, B2 and C3"
+    assert set(HACKS) == {"blanket_refusal", "enum_refusal", "candidate_dump", "collateral_write", "unrelated_write"}
+
+
+def test_validate_reports_hack_and_paraphrase_counters():
+    record = validate_env(RETAIL)
+    assert record["tasks"] >= 60
+    assert record["hack_fail"] == record["paraphrase_pass"] == record["tasks"] == record["solution_pass"]
+    assert record["ok"]
+
+
+# ------------------------------------------------------------------------------------------ action semantics
+
+def test_several_tool_calls_run_in_order_and_return_every_result(retail):
+    retail.reset(options={"task_id": retail.task_ids[0]})
+    two = (format_call("get_gift_card_balance", {"code": "nope"})
+           + "\n" + format_call("count_orders_by_status", {}))
+    obs, _, term, _, info = retail.step(two)
+    results = json.loads(obs)
+    assert [r["tool"] for r in results] == ["get_gift_card_balance", "count_orders_by_status"]
+    assert "error" in results[0] and "result" in results[1]
+    assert info["error"] == results[0]["error"]["code"] and len(info["calls"]) == 2 and not term
+    # an OpenAI message with several tool_calls, the last one submit, runs both and ends the episode
+    msg = {"role": "assistant", "tool_calls": [
+        {"type": "function", "function": {"name": "count_orders_by_status", "arguments": "{}"}},
+        {"type": "function", "function": {"name": "submit", "arguments": "{}"}}]}
+    obs, reward, term, _, info = retail.step(json.dumps(msg))
+    assert term and [r["tool"] for r in json.loads(obs)] == ["count_orders_by_status", "submit"]
+
+
+def test_submit_must_be_last_and_calls_are_capped():
+    with pytest.raises(ActionError):
+        parse_calls(format_call("submit", {}) + format_call("x", {}))
+    with pytest.raises(ActionError) as exc:
+        parse_calls("".join(format_call("x", {}) for _ in range(9)))
+    assert exc.value.code == "too_many_calls"
+
+
+def test_closing_tag_inside_a_string_argument_parses_through_gym_mcp_and_trl(retail):
+    from agentworld_envs.mcp_server import EpisodeHost
+    from agentworld_envs.trl_adapter import agentworld_env_class
+
+    note = "see </tool_call> and <tool_call> in the text"
+    task = next(t for t in retail.bundle.tasks if any(s["name"] == "add_order_note" for s in t["solution"]))
+    step = next(s for s in task["solution"] if s["name"] == "add_order_note")
+    args = {**step["arguments"], "body": note}
+    retail.reset(options={"task_id": task["id"]})
+    obs, _, _, _, info = retail.step(format_call("add_order_note", args))
+    assert info["error"] is None and note in obs
+    host = EpisodeHost(RETAIL)
+    text, is_error, _ = host.call("k", "add_order_note", args)
+    assert not is_error and note in text
+    cls = agentworld_env_class(RETAIL)
+    trl_env = cls()
+    trl_env.reset()
+    assert note in trl_env.add_order_note(**args)
+
+
+@pytest.mark.parametrize("raw", ['{"name": "set_variant_stock", "arguments": {"sku": "X", "stock": NaN}}',
+                                 '{"name": "set_variant_stock", "arguments": {"sku": "X", "stock": Infinity}}',
+                                 '{"name": "add_order_note", "arguments": {"order_id": 1, "body": "\\ud800"}}'])
+def test_non_finite_numbers_and_lone_surrogates_are_invalid_arguments(retail, raw):
+    retail.reset(options={"task_id": retail.task_ids[0]})
+    before = retail.state_hash()
+    obs, _, _, _, info = retail.step(raw)
+    assert info["error"] == "invalid_arguments"
+    def strict(name):
+        raise ValueError(f"{name} in the observation")
+
+    json.loads(obs, parse_constant=strict)   # the observation is strict JSON: no NaN / Infinity echoed
+    assert retail.state_hash() == before
+
+
+def test_float_nan_in_a_dict_action_is_rejected(retail):
+    retail.reset(options={"task_id": retail.task_ids[0]})
+    msg = {"name": "set_variant_stock", "arguments": {"sku": "X", "stock": math.nan}}
+    _, _, _, _, info = retail.step(msg)
+    assert info["error"] == "invalid_arguments"
+
+
+def test_date_parameters_are_validated():
+    env = gym.make(SYNTH).unwrapped
+    env.reset(seed=0)
+    tool = next(t for t in env.tools if any(p.get("format") == "date" for p in
+                                            t["function"]["parameters"].get("properties", {}).values()))
+    name = tool["function"]["name"]
+    param = next(p for p, s in tool["function"]["parameters"]["properties"].items() if s.get("format") == "date")
+    _, _, _, _, info = env.step(format_call(name, {param: "2026-02-30"}))
+    assert info["error"] == "invalid_arguments"
+    _, _, _, _, info = env.step(format_call(name, {param: "next tuesday"}))
+    assert info["error"] == "invalid_arguments"
+    env.close()
