@@ -64,7 +64,11 @@ _NEGATION = re.compile(
     r"no longer possible|not)\b")
 _SUCCESS = re.compile(r"\b(?:success|successful|successfully|succeeded|went through|all set|taken care of)\b")
 _TIME = re.compile(r"(?<!\d)\d{1,2}:\d{2}(?::\d{2})?(?!\d)")
-_CLAUSE = re.compile(r"[.;!?\n]+|\bbut\b|\bhowever\b|\bwhile\b|\balthough\b|\bthough\b")
+# Sentence ends (a period before a space or the end: not the one in 83.00 or a.b@x.com) and contrast words.
+_CLAUSE = re.compile(r"[.!?;](?=\s|$)|[;!?\n]|\b(?:but|however|while|although|though|whereas)\b")
+# Negation scopes of a value answer are clauses and comma-separated phrases (a comma inside 1,234 is not one).
+_SCOPE = re.compile(_CLAUSE.pattern + r"|,(?!\d{3}(?!\d))|[()\[\]]")
+_SCOPE_NEGATION = re.compile(r"\b(?:not|never|no|none|neither|nor|without)\b|n't\b")
 
 
 def fold(text: str) -> str:
@@ -208,21 +212,36 @@ def as_number(value: Any) -> float | None:
 
 
 def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | None = None, *,
-                 numeric: bool | None = None, tolerance: float = 0.01) -> Match:
+                 numeric: bool | None = None, tolerance: float = 0.01, scoped: bool = True) -> Match:
     """Every ``expected`` value is in ``answer`` and no competing value is.
 
     ``numeric`` forces (True) or forbids (False) reading the values as numbers; by default a
-    value that looks like a number is compared as one."""
+    value that looks like a number is compared as one. ``scoped``: values inside a negated
+    phrase neither count as stated nor compete (off for refusals, which negate throughout)."""
     if answer is None or (isinstance(answer, str) and not answer.strip()):
         return Match(False, "no answer submitted")
     text = as_text(answer)
-    tokens = words(text)
+    # Tokens and numbers by negation scope: a competing value the answer negates ("not yet
+    # delivered", "42, not 43") is not a hedge; an expected value must be stated, not negated.
+    tokens: list[str] = []
+    negated: list[bool] = []
+    nums: list[float] = []
+    negated_nums: list[float] = []
+    for scope in _SCOPE.split(fold(text)) if scoped else [fold(text)]:
+        neg = scoped and bool(_SCOPE_NEGATION.search(scope))
+        scope_tokens = words(scope)
+        tokens += scope_tokens
+        negated += [neg] * len(scope_tokens)
+        (negated_nums if neg else nums).extend(numbers(scope))
     longest = max([len(words(as_text(v))) for v in expected] + [candidates.longest if candidates else 0] + [MAX_RUN])
     spans = runs(tokens, longest)
     instruction = candidates.instruction if candidates else ""
-    nums = numbers(text)
     allowed_nums = numbers(instruction)
     found_dates = set(dates(text))
+
+    def stated(span: tuple[int, int]) -> bool:
+        return not all(negated[span[0]:span[1]])
+
     missing, covered, used_nums = [], [], []
     numeric_answer = bool(numeric)
     for value in expected:
@@ -239,8 +258,9 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         if day is not None and (day in found_dates or (len(day) == 10 and day in {d[:10] for d in found_dates})):
             continue
         key = value_key(value)
-        if key and key in spans:   # also a long digit string written with separators (a phone number)
-            covered += spans[key]
+        hits = [sp for sp in spans.get(key, ()) if stated(sp)] if key else []
+        if hits:   # also a long digit string written with separators (a phone number)
+            covered += hits
             continue
         missing.append(as_text(value))
     competing = []
@@ -249,12 +269,12 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         for key, shown in candidates.keys().items():
             if key in expected_keys:
                 continue
-            for s, e in spans.get(key, ()):
-                if not any(cs <= s and e <= ce for cs, ce in covered):
+            for sp in spans.get(key, ()):
+                if stated(sp) and not any(cs <= sp[0] and sp[1] <= ce for cs, ce in covered):
                     competing.append(shown)
                     break
     if numeric_answer:
-        # Any other number is a competing answer, unless the instruction mentions it or it is part
+        # Any other number is a competing answer, unless negated, mentioned by the instruction, or part
         # of an expected label (a street number).
         label_nums = {float(t) for v in expected if as_number(v) is None for t in words(as_text(v)) if t.isdigit()}
         competing += [_fmt(n) for n in nums if n not in used_nums and n not in label_nums
@@ -341,7 +361,7 @@ def match_refusal(answer: Any, reasons: Sequence[Sequence[Any]] = (), candidates
         return Match(True, "declines")
     last = Match(False, "no reason given")
     for alternative in reasons:
-        m = match_values(answer, list(alternative), candidates, numeric=None)
+        m = match_values(answer, list(alternative), candidates, numeric=None, scoped=False)
         if m.ok:
             return Match(True, f"declines and says why ({', '.join(as_text(v) for v in alternative)[:60]})")
         if len(m.missing) <= len(last.missing) or not last.missing:

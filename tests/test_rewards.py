@@ -76,6 +76,18 @@ def test_hedged_or_wrong_answers_fail(text, expected, candidates):
     assert not answers.match_values(text, expected, answers.Candidates(candidates)).ok
 
 
+@pytest.mark.parametrize("text, ok", [
+    ("The order is shipped; it hasn't been delivered yet.", True),
+    ("Shipped (not delivered).", True),
+    ("It's shipped, not pending.", True),
+    ("It isn't pending, isn't shipped, isn't delivered, isn't cancelled.", False),   # every value negated
+    ("It is not shipped.", False),                                                    # the value negated
+])
+def test_negated_mentions_neither_compete_nor_count(text, ok):
+    cands = answers.Candidates(["pending", "shipped", "delivered", "cancelled"])
+    assert answers.match_values(text, ["shipped"], cands).ok is ok
+
+
 def test_echoing_the_instruction_is_not_hedging():
     cands = answers.Candidates(["open", "closed", "pending"], instruction="Is ticket T-9 open or closed?")
     assert answers.match_values("Ticket T-9 is closed.", ["closed"], cands).ok
