@@ -231,9 +231,11 @@ def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Optio
     console.print(table)
 
 
+from .cli_arena import register_arena_commands  # noqa: E402
 from .mcp_server import register_mcp_command  # noqa: E402  (typer-only import; the server loads lazily)
 
 register_mcp_command(app)
+register_arena_commands(app)
 
 
 tasks_app = typer.Typer(help="Verified task synthesis.", no_args_is_help=True)

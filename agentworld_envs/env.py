@@ -11,6 +11,7 @@ from . import state
 from .actions import format_call
 from .catalog import EnvBundle, load_bundle
 from .episode import ANSWER_CONTRACT, DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter, dumps, error_obj
+from .overlay import merge_tasks, overlay_tasks
 from .spaces import UnicodeText
 from .verifiers import VerifierContext, run_checks
 
@@ -32,6 +33,9 @@ class AgentWorldEnv(gym.Env[str, str]):
             uses plus seeded distractors (a curriculum knob for small models and short contexts;
             default: every tool).
         render_mode: ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints it).
+        task_overlay: path of a task overlay file (:mod:`agentworld_envs.overlay`) whose tasks for this
+            env are added to its own (``overlay_mode="add"``) or replace them (``"only"``); every process
+            that makes the env reads the same file.
 
     **Reset:** ``reset(seed=, options={"task_id": ...} | {"task_index": i})`` picks a task; the
     observation is the policy and the instruction; ``info["tools"]`` holds the OpenAI schemas.
@@ -54,8 +58,14 @@ class AgentWorldEnv(gym.Env[str, str]):
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
 
     def __init__(self, env_name: str, max_turns: int | None = None, obscure_tools: bool = False,
-                 render_mode: str | None = None, max_tools: int | None = None):
+                 render_mode: str | None = None, max_tools: int | None = None,
+                 task_overlay: str | None = None, overlay_mode: str = "add"):
         self.bundle: EnvBundle = load_bundle(env_name)
+        tasks = self.bundle.tasks
+        if task_overlay is not None:
+            tasks = merge_tasks(tasks, overlay_tasks(task_overlay, self.bundle.name), overlay_mode)
+        self._tasks = tasks
+        self._task_index = {t["id"]: i for i, t in enumerate(tasks)}
         spec = self.bundle.spec
         self.max_turns = max_turns or spec.get("max_turns", DEFAULT_MAX_TURNS)
         self.render_mode = render_mode
@@ -79,18 +89,18 @@ class AgentWorldEnv(gym.Env[str, str]):
     # ------------------------------------------------------------------ gymnasium API
     @property
     def task_ids(self) -> list[str]:
-        return [t["id"] for t in self.bundle.tasks]
+        return [t["id"] for t in self._tasks]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
         options = options or {}
-        tasks = self.bundle.tasks
+        tasks = self._tasks
         if not tasks:
             raise RuntimeError(f"{self.bundle.env_id} has no tasks")
         if "task_id" in options:
-            if options["task_id"] not in self.bundle.task_index:
+            if options["task_id"] not in self._task_index:
                 raise KeyError(f"{self.bundle.env_id} has no task {options['task_id']!r}")
-            index = self.bundle.task_index[options["task_id"]]
+            index = self._task_index[options["task_id"]]
         elif "task_index" in options:
             index = int(options["task_index"]) % len(tasks)
         else:

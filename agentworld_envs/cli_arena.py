@@ -1,0 +1,132 @@
+"""``agentworld eval`` and ``agentworld diagnose``: the arena's evaluation and failure analysis."""
+
+from __future__ import annotations
+
+import json
+import random
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+#: Environments a model / endpoint policy evaluates when none are named (a CPU-sized default;
+#: scripted policies are cheap and evaluate every selected env).
+MODEL_DEFAULT_ENVS = 24
+
+
+def _select(ids: list[str] | None, split: str | None, l1: str | None, limit: int, seed: int) -> list[str]:
+    import env_registry
+
+    if ids:
+        try:
+            return [env_registry.entry(i)["id"] for i in ids]
+        except KeyError as exc:
+            raise typer.BadParameter(str(exc).strip("'\"")) from None
+    entries = [e["id"] for e in env_registry.select(l1=l1, split=split)]
+    if not entries:
+        raise typer.BadParameter(f"no environment matches split={split!r} l1={l1!r}")
+    if limit and len(entries) > limit:
+        entries = sorted(random.Random(seed).sample(entries, limit))
+    return entries
+
+
+def _policy(name: str, model: str | None, base_url: str | None, adapter: str | None, api_key: str | None,
+            batch_size: int, max_new_tokens: int):
+    from .evaluation import SCRIPTED, OpenAIPolicy
+
+    if name in SCRIPTED:
+        return SCRIPTED[name]()
+    if name == "openai":
+        if not base_url or not model:
+            raise typer.BadParameter("--policy openai needs --base-url and --model")
+        return OpenAIPolicy(base_url, model, api_key=api_key, max_tokens=max_new_tokens)
+    if name == "model":
+        if not model:
+            raise typer.BadParameter("--policy model needs --model (an HF directory, a .gguf file or smollm2-135m)")
+        try:
+            from agentworld_rl.policy import ModelPolicy
+        except ImportError as exc:
+            raise typer.BadParameter(f"--policy model needs the trainer package (agentworld_rl): {exc}") from None
+        return ModelPolicy(model, adapter=adapter, batch_size=batch_size, max_new_tokens=max_new_tokens)
+    raise typer.BadParameter(f"unknown policy {name!r}: reference | noop | random | model | openai")
+
+
+def register_arena_commands(app: typer.Typer) -> None:
+    @app.command("eval")
+    def eval_(ids: Optional[list[str]] = typer.Argument(None, help="environment ids (default: the --split selection)"),
+              policy: str = typer.Option("reference", help="reference | noop | random | model | openai"),
+              model: Optional[str] = typer.Option(None, help="model: HF directory, .gguf file or smollm2-135m; openai: model name"),
+              adapter: Optional[str] = typer.Option(None, help="LoRA adapter directory from a training run (--policy model)"),
+              base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"),
+              api_key: Optional[str] = typer.Option(None, envvar="OPENAI_API_KEY", help="bearer token for --base-url"),
+              split: str = typer.Option("arena", help="arena (held-out) | train"),
+              l1: Optional[str] = typer.Option(None, help="first-level category"),
+              envs: int = typer.Option(-1, help=f"evaluate at most this many envs of the selection, a seeded sample "
+                                                f"(-1: all for scripted policies, {MODEL_DEFAULT_ENVS} for model/openai)"),
+              tasks_per_env: int = typer.Option(0, help="tasks per env (0: all; with --round: 6)"),
+              round_: Optional[int] = typer.Option(None, "--round", help="evaluate tasks freshly synthesised for round R"),
+              seed: int = typer.Option(0),
+              max_turns: int = typer.Option(0, help="turn limit (0: the env's)"),
+              max_tools: int = typer.Option(0, help="tools shown per episode (0: all)"),
+              batch_size: int = typer.Option(8, help="episodes played at once (batched generation)"),
+              max_new_tokens: int = typer.Option(256, help="tokens generated per turn (model/openai)"),
+              out: Optional[Path] = typer.Option(None, help="run directory for records.jsonl and summary.json"),
+              as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object")) -> None:
+        """Evaluate a policy on held-out environments: one JSON record per episode plus a summary."""
+        import agentworld_envs  # noqa: F401
+        from .evaluation import EvaluationError, evaluate, select_tasks, summarize, write_run
+
+        for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, 0), ("--max-turns", max_turns, 0),
+                                ("--max-tools", max_tools, 0), ("--batch-size", batch_size, 1),
+                                ("--max-new-tokens", max_new_tokens, 1), ("--round", round_ or 0, 0)):
+            if value < lo:
+                raise typer.BadParameter(f"{flag} must be >= {lo}, got {value}")
+        if split not in ("arena", "train"):
+            raise typer.BadParameter(f"--split must be arena or train, not {split!r}")
+        pol = _policy(policy, model, base_url, adapter, api_key, batch_size, max_new_tokens)
+        limit = envs if envs >= 0 else (0 if policy in ("reference", "noop", "random") else MODEL_DEFAULT_ENVS)
+        env_ids = _select(ids, split, l1, limit, seed)
+        run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
+        try:
+            pairs, overlay = select_tasks(env_ids, tasks_per_env=tasks_per_env, round_=round_, seed=seed,
+                                          overlay_dir=run_dir)
+            records = evaluate(pol, pairs, seed=seed, max_turns=max_turns or None, batch_size=batch_size,
+                               overlay=overlay, round_=round_, max_tools=max_tools or None)
+        except EvaluationError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        summary = summarize(records, policy=getattr(pol, "name", policy), split=split, round=round_, seed=seed,
+                            run_dir=str(run_dir))
+        write_run(run_dir, records, summary)
+        if as_json:
+            print(json.dumps(summary))
+        else:
+            typer.echo(f"{summary['episodes']} episodes in {summary['envs']} envs: success {summary['success_rate']:.3f}, "
+                       f"reward {summary['reward_mean']:.3f} -> {run_dir}/records.jsonl")
+
+    @app.command("diagnose")
+    def diagnose_(run: Path = typer.Argument(..., help="an eval run directory (with records.jsonl)"),
+                  top: int = typer.Option(5, help="weakest environments and tools to list"),
+                  html_out: Optional[Path] = typer.Option(None, "--html", help="report path (default RUN/diagnosis.html)"),
+                  as_json: bool = typer.Option(False, "--json", help="print the diagnosis as one JSON object")) -> None:
+        """Where the agent fails: success by category, env, tool, kind, difficulty, chain length; the error mix."""
+        from .diagnosis import diagnose, write_html
+        from .evaluation import EvaluationError, read_records
+
+        if top < 1:
+            raise typer.BadParameter(f"--top must be >= 1, got {top}")
+        try:
+            records = read_records(run)
+        except EvaluationError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        if not records:
+            raise typer.BadParameter(f"{run}/records.jsonl holds no episodes")
+        diag = diagnose(records, top=top)
+        (run / "diagnosis.json").write_text(json.dumps(diag, indent=1))
+        page = write_html(diag, html_out or run / "diagnosis.html", title=f"agentworld diagnosis: {run}")
+        if as_json:
+            print(json.dumps(diag))
+        else:
+            typer.echo(f"success {diag['success_rate']:.3f} over {diag['episodes']} episodes; "
+                       f"weakest tools: {', '.join(t['name'] for t in diag['weakest_tools']) or '-'}; report {page}")

@@ -1,0 +1,317 @@
+"""Evaluation: run a policy over chosen environments and tasks, one JSON record per episode.
+
+A *policy* maps a batch of episode states to text actions (:class:`Policy`). Scripted ones
+calibrate the arena: ``reference`` replays each task's reference solution (success 1.0),
+``noop`` submits at once (0.0), ``random`` plays the seeded random trajectories of validation.
+:class:`OpenAIPolicy` talks to any OpenAI-compatible chat endpoint (vLLM, SGLang, …); the
+trainer package adds a local-model policy.
+
+Task sets: the registered tasks of each env, or, with ``round=R``, tasks freshly synthesised
+for round R (seeded by R, gated like every task, disjoint from the env's own set), so arena
+results cannot be memorised. Same policy, seed and round → same tasks, and for deterministic
+policies the same scores.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import gymnasium as gym
+
+from . import trajectories
+from .spec import canonical_json
+
+WRITE_ERROR_CODES = ("precondition_failed", "constraint_violation", "not_found")
+
+
+@dataclass
+class EpisodeState:
+    """What a policy sees of one running episode: the conversation so far and the tools."""
+
+    env_id: str
+    task_id: str
+    tools: list[dict[str, Any]]
+    messages: list[dict[str, Any]]
+    turn: int
+    reference: list[str] = field(default_factory=list, repr=False)   # for scripted calibration policies
+    rng: random.Random | None = field(default=None, repr=False)
+    pool: dict[str, dict[str, list[Any]]] = field(default_factory=dict, repr=False)
+    shown: dict[str, str] = field(default_factory=dict, repr=False)
+
+
+class Policy(Protocol):
+    name: str
+    deterministic: bool
+
+    def act(self, states: Sequence[EpisodeState]) -> list[str]: ...
+
+
+class ReferencePolicy:
+    """Replays each task's reference solution (the arena's upper calibration point)."""
+
+    name, deterministic = "reference", True
+
+    def act(self, states: Sequence[EpisodeState]) -> list[str]:
+        return [s.reference[s.turn] if s.turn < len(s.reference) else trajectories.NOOP for s in states]
+
+
+class NoopPolicy:
+    """Submits at once with no answer (the lower calibration point)."""
+
+    name, deterministic = "noop", True
+
+    def act(self, states: Sequence[EpisodeState]) -> list[str]:
+        return [trajectories.NOOP for _ in states]
+
+
+class RandomPolicy:
+    """The seeded random trajectories validation plays: random tools with schema-shaped arguments."""
+
+    name, deterministic = "random", True
+
+    def act(self, states: Sequence[EpisodeState]) -> list[str]:
+        out = []
+        for s in states:
+            if s.turn >= 6:
+                out.append(trajectories.NOOP)
+                continue
+            out.append(trajectories.random_actions(s.tools, s.pool, s.rng, s.shown, n_calls=1)[0])
+        return out
+
+
+class OpenAIPolicy:
+    """Any OpenAI-compatible ``/chat/completions`` endpoint (the tools are passed as functions)."""
+
+    deterministic = True
+
+    def __init__(self, base_url: str, model: str, api_key: str | None = None, temperature: float = 0.0,
+                 max_tokens: int = 512, timeout: float = 120.0):
+        self.base_url, self.model, self.api_key = base_url.rstrip("/"), model, api_key
+        self.temperature, self.max_tokens, self.timeout = temperature, max_tokens, timeout
+        self.name = f"openai:{model}"
+
+    def _complete(self, state: EpisodeState) -> str:
+        import urllib.error
+        import urllib.request
+
+        body = {"model": self.model, "messages": state.messages, "tools": state.tools,
+                "temperature": self.temperature, "max_tokens": self.max_tokens}
+        req = urllib.request.Request(f"{self.base_url}/chat/completions", data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json",
+                                              **({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {})})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                reply = json.loads(resp.read())
+        except (urllib.error.URLError, OSError, ValueError) as exc:
+            raise EvaluationError(f"chat endpoint {self.base_url} failed: {exc}") from None
+        try:
+            message = reply["choices"][0]["message"]
+        except (KeyError, IndexError, TypeError):
+            raise EvaluationError(f"chat endpoint {self.base_url} returned no choices: {str(reply)[:200]}") from None
+        if message.get("tool_calls"):
+            return json.dumps({"role": "assistant", "tool_calls": message["tool_calls"]})
+        return message.get("content") or ""
+
+    def act(self, states: Sequence[EpisodeState]) -> list[str]:
+        from concurrent.futures import ThreadPoolExecutor
+
+        with ThreadPoolExecutor(max_workers=min(8, max(1, len(states)))) as pool:
+            return list(pool.map(self._complete, states))
+
+
+SCRIPTED: dict[str, type] = {"reference": ReferencePolicy, "noop": NoopPolicy, "random": RandomPolicy}
+
+
+class EvaluationError(RuntimeError):
+    """An evaluation that cannot run (an unreachable endpoint, an unknown policy)."""
+
+
+# ------------------------------------------------------------------------------------------ records
+
+
+@dataclass
+class EpisodeRecord:
+    """One evaluated episode."""
+
+    env_id: str
+    l1: str
+    l2: str
+    split: str
+    task_id: str
+    kind: str
+    family: str
+    difficulty: float | None
+    chain_length: int
+    reference_tools: list[str]
+    turns: int
+    calls: list[dict[str, Any]]       # {"tool", "error"} per tool call, in order
+    checks: list[dict[str, Any]]
+    reward: float
+    success: bool
+    submitted: bool
+    truncated: bool
+    answer: Any
+    state_hash: str
+    outcome: str                       # success | turn_limit | premature_submit | wrong_final_state | wrong_answer | failed_check
+    seed: int
+    round: int | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def outcome_of(record_checks: list[dict[str, Any]], *, success: bool, truncated: bool, submitted: bool,
+               calls: list[dict[str, Any]], reference_tools: list[str], writes: set[str]) -> str:
+    """Why an episode failed, in one word (``success`` when it did not)."""
+    if success:
+        return "success"
+    if truncated or not submitted:
+        return "turn_limit"
+    ok_calls = [c["tool"] for c in calls if not c.get("error")]
+    needed_writes = [t for t in reference_tools if t in writes]
+    if (needed_writes and not any(t in writes for t in ok_calls)) or (reference_tools and not ok_calls):
+        return "premature_submit"
+    failed = {c["type"] for c in record_checks if not c["passed"]}
+    if failed & {"state", "sql", "footprint"}:
+        return "wrong_final_state"
+    if "answer" in failed:
+        return "wrong_answer"
+    return "failed_check"
+
+
+# ------------------------------------------------------------------------------------------ task sets
+
+
+def round_tasks(env_id: str, round_: int, n: int) -> list[dict[str, Any]]:
+    """Tasks freshly synthesised for arena round ``round_`` (seeded by it), none of them in the env's own set."""
+    from .catalog import load_bundle
+    from .tasks import synthesize_tasks
+
+    bundle = load_bundle(env_id)
+    own = {canonical_json([t["solution"], t["instruction"]]) for t in bundle.tasks}
+    tasks, _ = synthesize_tasks(env_id, n=n + 2, seed=10_000 + round_)
+    fresh = [dict(t, id=f"r{round_}-{t['id']}") for t in tasks if canonical_json([t["solution"], t["instruction"]]) not in own]
+    return fresh[:n]
+
+
+def select_tasks(env_ids: Sequence[str], *, tasks_per_env: int = 0, round_: int | None = None,
+                 seed: int = 0, overlay_dir: Path | None = None) -> tuple[list[tuple[str, str]], Path | None]:
+    """``(env_id, task_id)`` pairs to evaluate, and the overlay file holding round tasks (if any)."""
+    from .catalog import load_bundle
+    from .overlay import write_overlay
+
+    pairs: list[tuple[str, str]] = []
+    overlay: dict[str, list[dict[str, Any]]] = {}
+    for env_id in env_ids:
+        bundle = load_bundle(env_id)
+        if round_ is not None:
+            tasks = round_tasks(env_id, round_, tasks_per_env or 6)
+            overlay[bundle.name] = tasks
+        else:
+            tasks = list(bundle.tasks)
+            if tasks_per_env and len(tasks) > tasks_per_env:
+                tasks = random.Random(f"{seed}:{bundle.name}").sample(tasks, tasks_per_env)
+        pairs += [(bundle.env_id, t["id"]) for t in tasks]
+    path = None
+    if round_ is not None:
+        path = write_overlay((overlay_dir or Path(".")) / f"round-{round_}-tasks.json", overlay)
+    return pairs, path
+
+
+# ------------------------------------------------------------------------------------------ running
+
+
+def evaluate(policy: Policy, pairs: Sequence[tuple[str, str]], *, seed: int = 0, max_turns: int | None = None,
+             batch_size: int = 8, overlay: str | Path | None = None, round_: int | None = None,
+             max_tools: int | None = None) -> list[EpisodeRecord]:
+    """Play one episode per ``(env_id, task_id)`` with ``policy``, ``batch_size`` episodes at a time."""
+    kwargs: dict[str, Any] = {}
+    if max_turns:
+        kwargs["max_turns"] = max_turns
+    if max_tools:
+        kwargs["max_tools"] = max_tools
+    if overlay is not None:
+        kwargs.update(task_overlay=str(overlay), overlay_mode="only")
+
+    def make(env_id: str):
+        return gym.make(env_id, **kwargs).unwrapped
+
+    records: list[EpisodeRecord] = []
+    for start in range(0, len(pairs), batch_size):
+        chunk = pairs[start:start + batch_size]
+        live = []
+        for i, (env_id, task_id) in enumerate(chunk):
+            env = make(env_id)
+            ep_seed = seed + start + i
+            obs, info = env.reset(seed=ep_seed, options={"task_id": task_id})
+            state = EpisodeState(env_id, task_id, env.tools, [{"role": "user", "content": obs}], 0,
+                                 reference=env.solution_actions(), rng=random.Random(f"{seed}:{env_id}:{task_id}"),
+                                 pool=env.bundle.value_pool(), shown=env.shown_to_spec())
+            live.append({"env": env, "state": state, "calls": [], "seed": ep_seed, "done": None})
+        while any(x["done"] is None for x in live):
+            active = [x for x in live if x["done"] is None]
+            actions = policy.act([x["state"] for x in active])
+            for x, action in zip(active, actions):
+                obs, reward, term, trunc, info = x["env"].step(action)
+                x["calls"] += [{"tool": c["tool_name"], "error": c["error"]} for c in info.get("calls", [])]
+                st = x["state"]
+                st.messages += [{"role": "assistant", "content": action}, {"role": "user", "content": obs}]
+                st.turn += 1
+                if term or trunc:
+                    x["done"] = (reward, term, trunc, info)
+        for x in live:
+            env, (reward, term, trunc, info) = x["env"], x["done"]
+            task = env.task
+            tax = env.bundle.spec.get("taxonomy", {})
+            ref_tools = [s["name"] for s in task["solution"] if s["name"] != "submit"]
+            writes = {n for n, t in env.bundle.tools.items() if t.writes}
+            success = bool(info.get("success"))
+            checks = [{k: c.get(k) for k in ("type", "passed", "detail")} for c in info.get("checks", [])]
+            records.append(EpisodeRecord(
+                env_id=env.bundle.env_id, l1=tax.get("l1", ""), l2=tax.get("l2", ""), split=env.bundle.split,
+                task_id=task["id"], kind=task.get("kind", ""), family=task.get("knobs", {}).get("family", task.get("kind", "")),
+                difficulty=task.get("difficulty"), chain_length=len(ref_tools), reference_tools=ref_tools,
+                turns=x["state"].turn, calls=x["calls"], checks=checks, reward=float(reward), success=success,
+                submitted=bool(term), truncated=bool(trunc), answer=info.get("answer"), state_hash=env.state_hash(),
+                outcome=outcome_of(checks, success=success, truncated=bool(trunc), submitted=bool(term),
+                                   calls=x["calls"], reference_tools=ref_tools, writes=writes),
+                seed=x["seed"], round=round_))
+            env.close()
+    return records
+
+
+def summarize(records: Sequence[EpisodeRecord], **meta: Any) -> dict[str, Any]:
+    n = len(records)
+    return {**meta, "episodes": n,
+            "success_rate": round(sum(r.success for r in records) / n, 6) if n else 0.0,
+            "reward_mean": round(sum(r.reward for r in records) / n, 6) if n else 0.0,
+            "turns_mean": round(sum(r.turns for r in records) / n, 3) if n else 0.0,
+            "envs": len({r.env_id for r in records})}
+
+
+def write_run(out_dir: Path, records: Sequence[EpisodeRecord], summary: dict[str, Any]) -> None:
+    """``records.jsonl`` (one episode a line) and ``summary.json`` in ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    with open(out_dir / "records.jsonl", "w") as fh:
+        for r in records:
+            fh.write(json.dumps(r.to_json(), ensure_ascii=False, default=str) + "\n")
+    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+
+
+def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    path = Path(run_dir) / "records.jsonl"
+    if not path.is_file():
+        raise EvaluationError(f"{run_dir}: no records.jsonl (run `agentworld eval --out {run_dir}` first)")
+    out = []
+    for line in path.read_text().splitlines():
+        if line.strip():
+            try:
+                out.append(json.loads(line))
+            except ValueError:
+                continue   # a partial last line from an interrupted run
+    return out
