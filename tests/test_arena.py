@@ -148,3 +148,37 @@ def test_cli_eval_and_diagnose(tmp_path):
                          capture_output=True, text=True, timeout=120)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert Path(run / "records.jsonl").read_text().count("\n") == 4
+
+
+def test_targeted_synthesis_plans_from_a_diagnosis_and_gates_every_task(tmp_path):
+    from agentworld_envs.targeting import plan_targets, synthesize_targeted
+    from agentworld_envs.tasks.probes import attack
+    from agentworld_envs.tasks.runner import Runner
+
+    pairs, _ = select_tasks(ARENA, tasks_per_env=4)
+    diag = diagnose([r.to_json() for r in evaluate(NoopPolicy(), pairs)])
+    plans = plan_targets(diag, round_=1, total=4, envs=2)
+    train = {e["id"] for e in env_registry.select(split="train")}
+    assert len(plans) == 2 and all(p.env_id in train for p in plans)
+    weak_l1 = {r["l1"] for r in (x.to_json() for x in evaluate(NoopPolicy(), pairs))}
+    assert {env_registry.entry(p.env_id)["l1"] for p in plans} <= weak_l1
+    path, report = synthesize_targeted(plans, round_=1, out=tmp_path / "targets.json")
+    assert report["kept"] >= 2
+    for plan in plans:
+        env = gym.make(plan.env_id, task_overlay=str(path), overlay_mode="only").unwrapped
+        b = env.bundle
+        runner = Runner(b.spec, b.golden, b.tools)
+        try:
+            for tid in env.task_ids:
+                env.reset(options={"task_id": tid})
+                task = env.task
+                assert task["checks"][0]["type"] == "state"
+                probes = attack(runner, task)
+                assert probes.hack_fail and probes.paraphrase_pass
+                reward = 0.0
+                for a in env.solution_actions():
+                    _, reward, term, trunc, _ = env.step(a)
+                assert reward == 1.0
+        finally:
+            runner.close()
+            env.close()
