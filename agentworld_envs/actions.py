@@ -57,6 +57,16 @@ def _loads(text: str) -> Any:
         raise ActionError("parse_error", f"tool call is not valid JSON: {str(exc)[:200]}") from None
 
 
+def _decode_at(text: str, start: int) -> tuple[Any, int]:
+    """One JSON value starting at ``start`` (text may follow it) and where it ends."""
+    try:
+        return _DECODER.raw_decode(text, start)
+    except ActionError:
+        raise
+    except (ValueError, RecursionError) as exc:
+        raise ActionError("parse_error", f"tool call is not valid JSON: {str(exc)[:200]}") from None
+
+
 def check_finite(value: Any, depth: int = 0) -> None:
     """Raise ``invalid_arguments`` for NaN / ±Infinity numbers and lone surrogates anywhere in ``value``."""
     if isinstance(value, float) and not math.isfinite(value):
@@ -110,12 +120,7 @@ def _tagged_calls(action: str) -> list[ToolCall] | None:
         start = m.end()
         if action.startswith("```", start):   # a fenced block inside the tag
             start = action.find("\n", start) + 1 or start + 3
-        try:
-            obj, end = _DECODER.raw_decode(action, start)
-        except ActionError:
-            raise
-        except (ValueError, RecursionError) as exc:
-            raise ActionError("parse_error", f"tool call is not valid JSON: {str(exc)[:200]}") from None
+        obj, end = _decode_at(action, start)
         calls += _from_obj(obj)
         close = _CLOSE.match(action, end)
         pos = close.end() if close else end
@@ -139,13 +144,7 @@ def parse_calls(action: Any) -> list[ToolCall]:
             if start < 0:
                 raise ActionError("parse_error", "no tool call found: reply with <tool_call>{\"name\": ..., \"arguments\": {...}}</tool_call>")
             # Tolerate fenced code blocks and prose around one bare JSON object.
-            try:
-                obj, _ = _DECODER.raw_decode(text, start)
-            except ActionError:
-                raise
-            except (ValueError, RecursionError) as exc:
-                raise ActionError("parse_error", f"tool call is not valid JSON: {str(exc)[:200]}") from None
-            calls = _from_obj(obj)
+            calls = _from_obj(_decode_at(text, start)[0])
     if len(calls) > MAX_CALLS_PER_ACTION:
         raise ActionError("too_many_calls", f"{len(calls)} tool calls in one action; the limit is {MAX_CALLS_PER_ACTION}")
     if any(c.name == "submit" for c in calls[:-1]):
