@@ -298,8 +298,11 @@ def _load_plugins() -> None:
 
 
 def main() -> None:
+    from .errors import run_cli
+
     _load_plugins()
-    app()
+    # User errors (bad ids, specs, cache, options) become one line + exit 2; bugs keep their traceback.
+    run_cli(app)
 
 
 if __name__ == "__main__":

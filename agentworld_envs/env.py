@@ -13,6 +13,7 @@ import gymnasium as gym
 from . import state
 from .actions import ActionError, format_call, parse_action
 from .catalog import EnvBundle, load_bundle
+from .errors import UnknownTaskError
 from .spaces import MAX_TEXT_LENGTH, UnicodeText
 from .tools import ToolError, invoke
 from .verifiers import VerifierContext, run_checks
@@ -68,7 +69,7 @@ def chosen_task_index(bundle: EnvBundle, options: Any) -> int | None:
         if not isinstance(task_id, str):
             raise TypeError(f"task_id must be a str, not {type(task_id).__name__}")
         if task_id not in bundle.task_index:
-            raise KeyError(f"{bundle.env_id} has no task {task_id[:200]!r}; see env.unwrapped.task_ids")
+            raise UnknownTaskError(f"{bundle.env_id} has no task {task_id[:200]!r}; see env.unwrapped.task_ids")
         return bundle.task_index[task_id]
     if "task_index" in options:
         index = options["task_index"]
