@@ -65,19 +65,24 @@ def _seed(slug: str) -> int:
     return zlib.crc32(slug.encode())
 
 
-def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
-    """Build the spec of one theme (tools validated against its golden state)."""
-    report = BuildReport(theme["slug"])
+def compose_spec(theme: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """The spec of one theme before tools are added (``"tools": []``), and its entities; needs no database."""
     entities = build_entities(theme)
-    tables = tables_of(entities)
-    report.schema_signature = content_hash(schema_signature(tables))[:16]
     spec: dict[str, Any] = {
         "spec_version": 1, "id": theme["slug"], "title": theme["title"], "description": theme["description"],
         "taxonomy": {"l1": theme["l1"], "l2": theme["l2"], "l3": theme["title"]},
         "now": NOW, "policy": _policy(theme, entities), "max_turns": 30,
-        "tables": tables, "data": data_recipe(theme, entities, _seed(theme["slug"])),
+        "tables": tables_of(entities), "data": data_recipe(theme, entities, _seed(theme["slug"])),
         "tools": [],
     }
+    return spec, entities
+
+
+def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
+    """Build the spec of one theme (tools validated against its golden state)."""
+    report = BuildReport(theme["slug"])
+    spec, entities = compose_spec(theme)
+    report.schema_signature = content_hash(schema_signature(spec["tables"]))[:16]
     golden = state.golden_bytes(spec)
     report.rows = sum(e.rows for e in entities)
     candidates = generate_tools(entities, theme["title"])
@@ -101,7 +106,8 @@ def _registry_hash() -> str:
     """Library data + the synthesis code + the data-generation code: any change rebuilds cached specs."""
     from . import naming, schema, toolcheck, toolgen
 
-    code = "".join(inspect.getsource(m) for m in (naming, schema, toolgen, toolcheck)) + inspect.getsource(synthesize)
+    code = "".join(inspect.getsource(m) for m in (naming, schema, toolgen, toolcheck)) + inspect.getsource(synthesize) \
+        + inspect.getsource(compose_spec)
     return content_hash({"modules": env_registry.entity_modules(), "workflows": env_registry.workflows(),
                          "version": SYNTH_VERSION, "code": code, "datagen": state.builder_source_hash()})[:16]
 
