@@ -16,7 +16,8 @@ from env_registry import UnknownEnvError
 
 from .spec import SpecError
 
-__all__ = ["CacheError", "UnknownEnvError", "UnknownTaskError", "USER_ERRORS", "run_cli"]
+__all__ = ["CacheError", "UnknownEnvError", "UnknownTaskError", "UnknownToolError", "UserInputError", "USER_ERRORS",
+           "run_cli"]
 
 #: Exit status of every user error (click's own usage errors use 2 as well).
 USER_ERROR_EXIT = 2
@@ -27,6 +28,13 @@ class UnknownTaskError(KeyError):
 
     def __str__(self) -> str:  # KeyError would print the repr of its message, quotes and all
         return str(self.args[0]) if self.args else "unknown task"
+
+
+class UnknownToolError(KeyError):
+    """A tool name (e.g. ``--focus-tools``) that the environment does not have."""
+
+    def __str__(self) -> str:
+        return str(self.args[0]) if self.args else "unknown tool"
 
 
 class CacheError(RuntimeError):
@@ -47,30 +55,39 @@ class UserInputError(ValueError):
 
 #: Exceptions the CLI reports as one line instead of a traceback.
 USER_ERRORS: tuple[type[BaseException], ...] = (SpecError, CacheError, UnknownEnvError, UnknownTaskError,
-                                                UserInputError)
+                                                UnknownToolError, UserInputError)
 
 
 def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
+def _click_class(name: str) -> type[BaseException]:
+    # typer vendors its own click; its public BadParameter is a UsageError and a ClickException.
+    import typer
+
+    return next(c for c in typer.BadParameter.__mro__ if c.__name__ == name)
+
+
 def run_cli(app: Any, prog: str = "agentworld", args: list[str] | None = None) -> NoReturn:
     """Run a typer app; user errors become ``prog: error: ...`` on one line and exit status 2."""
-    import click
+    import typer
 
+    usage_error, click_exception = _click_class("UsageError"), _click_class("ClickException")
     try:
         code = app(args=args, prog_name=prog, standalone_mode=False)
-    except click.exceptions.NoArgsIsHelpError as exc:
-        click.echo(exc.ctx.get_help() if exc.ctx else str(exc), err=True)
-        sys.exit(USER_ERROR_EXIT)
-    except click.UsageError as exc:
-        where = f" (see `{exc.ctx.command_path} --help`)" if exc.ctx is not None else ""
+    except usage_error as exc:
+        ctx = getattr(exc, "ctx", None)
+        if type(exc).__name__ == "NoArgsIsHelpError" and ctx is not None:
+            print(ctx.get_help(), file=sys.stderr)  # a bare command: show its help, as click would
+            sys.exit(USER_ERROR_EXIT)
+        where = f" (see `{ctx.command_path} --help`)" if ctx is not None else ""
         print(f"{prog}: error: {_one_line(exc.format_message())}{where}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except click.ClickException as exc:
+        sys.exit(getattr(exc, "exit_code", USER_ERROR_EXIT))
+    except click_exception as exc:
         print(f"{prog}: error: {_one_line(exc.format_message())}", file=sys.stderr)
-        sys.exit(exc.exit_code)
-    except click.exceptions.Abort:
+        sys.exit(getattr(exc, "exit_code", 1))
+    except typer.Abort:
         print(f"{prog}: aborted", file=sys.stderr)
         sys.exit(130)
     except USER_ERRORS as exc:
