@@ -48,6 +48,9 @@ class CacheError(RuntimeError):
         self.problem, self.remedy = problem, remedy
         super().__init__(f"cache file {self.path}: {problem}; {remedy}")
 
+    def __reduce__(self):  # rebuilt from its fields when it crosses a process pool
+        return (type(self), (self.path, self.problem, self.remedy))
+
 
 class UserInputError(ValueError):
     """A CLI argument that typer cannot check by itself (a filter that matches nothing, an unsafe path)."""

@@ -39,8 +39,11 @@ class SpecError(ValueError):
     """A spec does not conform to the schema or is internally inconsistent."""
 
     def __init__(self, path: str, message: str):
-        self.path = path
+        self.path, self.message = path, message
         super().__init__(f"{path}: {message}")
+
+    def __reduce__(self):  # rebuilt from its fields when it crosses a process pool
+        return (type(self), (self.path, self.message))
 
 
 @functools.cache

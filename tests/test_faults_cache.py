@@ -266,3 +266,26 @@ def test_golden_files_stay_plain_sqlite(cache, toy):
     assert conn.execute("SELECT COUNT(*) FROM books").fetchone()[0] == 30
     conn.close()
     assert path.read_bytes() == data
+
+
+def test_cache_and_spec_errors_survive_pickling():
+    """They cross process pools (build --jobs): unpickling must rebuild them, not raise TypeError."""
+    import pickle
+
+    from agentworld_envs.spec import SpecError
+
+    err = pickle.loads(pickle.dumps(CacheError("/x/y.sqlite", "no space left on the device", "free space")))
+    assert isinstance(err, CacheError) and str(err.path) == "/x/y.sqlite" and "free space" in str(err)
+    spec_err = pickle.loads(pickle.dumps(SpecError("$.tables[0].name", "bad")))
+    assert spec_err.path == "$.tables[0].name" and str(spec_err) == "$.tables[0].name: bad"
+
+
+def test_parallel_build_stops_on_an_unusable_cache(tmp_path):
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("x")
+    env = {**os.environ, "AGENTWORLD_CACHE": str(blocker / "cache")}
+    out = subprocess.run([sys.executable, "-m", "agentworld_envs.cli", "build", "retail",
+                          "wine-club-subscriptions", "--jobs", "2"], capture_output=True, text=True,
+                         env=env, timeout=180)
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert out.stderr.strip().splitlines()[-1].startswith("agentworld: error: cache file")

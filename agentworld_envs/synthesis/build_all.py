@@ -11,6 +11,7 @@ from typing import Any, Callable
 
 import env_registry
 
+from ..errors import CacheError
 from ..procs import worker_pool
 from ..tools import WRITE_KINDS
 
@@ -71,6 +72,8 @@ def build_many(names: list[str], jobs: int | None = None,
         for fut in as_completed(futures):
             try:
                 res = fut.result()
+            except CacheError:
+                raise  # an unusable cache breaks every env alike: stop with its one clear message
             except Exception as exc:  # one broken env must not stop the build of the others
                 res = {"name": futures[fut], "rejected": f"{type(exc).__name__}: {exc}", "tools_dropped": 0}
             results.append(res)
