@@ -254,9 +254,10 @@ class AgentWorldEnv(gym.Env[str, str]):
         return text
 
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        with self._lock:  # never under a step running in another thread (e.g. an MCP eviction)
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
 
     # ------------------------------------------------------------------ helpers for tests, exporters, trainers
     def verify(self, answer: Any) -> tuple[float, list[dict[str, Any]]]:

@@ -16,9 +16,10 @@ stdio, one per ``Mcp-Session-Id`` over HTTP. Over HTTP at most ``--max-sessions`
 (default 256) stay live; opening one more closes the least recently used, and that session's
 next call fails with ``isError: true`` and code ``session_evicted`` (never a silent fresh
 episode): its client must open a new MCP session. After ``submit`` (or the turn limit) every
-call fails with ``episode_over``; a new episode needs a new MCP session (stdio: a new server). Over HTTP the server advertises only the
-session-based (handshake) protocol versions in ``server/discover``, so ``mode="auto"``
-clients negotiate a session; sessionless 2026-07-28 requests get an error result.
+call fails with ``episode_over``; a new episode needs a new MCP session (stdio: a new server).
+Over HTTP the server advertises only the session-based (handshake) protocol versions in
+``server/discover``, so ``mode="auto"`` clients negotiate a session; sessionless 2026-07-28
+requests get an error result.
 HTTP binds to 127.0.0.1 by default (with the SDK's DNS-rebinding protection).
 
 The low-level ``mcp.server.lowlevel.Server`` is used on purpose: it does not validate
@@ -322,7 +323,7 @@ def register_mcp_command(app: typer.Typer) -> None:
     def serve_mcp(
         env_id: str = typer.Argument(..., help="environment id or name, e.g. agentworld/retail-v0"),
         task: Optional[str] = typer.Option(None, help="task id (default: the seeded pick)"),
-        seed: int = typer.Option(0, help="reset seed (picks the task when --task is not given)"),
+        seed: int = typer.Option(0, min=0, help="reset seed (picks the task when --task is not given)"),
         transport: str = typer.Option("stdio", help="stdio | http (streamable HTTP)"),
         host: str = typer.Option("127.0.0.1", help="HTTP bind address (loopback by default)"),
         port: int = typer.Option(8765, min=1, max=65535, help="HTTP port"),
