@@ -12,6 +12,7 @@ constraint cheap to evaluate on every write.
 from __future__ import annotations
 
 import re
+import sqlite3
 from collections.abc import Collection
 
 #: Pure, cheap SQLite functions a constraint may call.
@@ -90,3 +91,48 @@ def check_expression(expr: object, columns: Collection[str]) -> None:
             raise UnsafeExpression("has a ',' outside a function call or IN list")
     if depth:
         raise UnsafeExpression("has an unbalanced '('")
+
+
+# --------------------------------------------------------------------------- read-only queries
+#: SQLite authorizer actions a verifier query or tool precondition may need: reading and pure functions.
+_READ_ACTIONS = frozenset({sqlite3.SQLITE_SELECT, sqlite3.SQLITE_READ, sqlite3.SQLITE_FUNCTION,
+                           getattr(sqlite3, "SQLITE_RECURSIVE", 33)})
+#: Functions that are reads in SQLite's eyes but can allocate without bound or reach outside the database.
+DENIED_FUNCTIONS = frozenset({"randomblob", "zeroblob", "load_extension", "readfile", "writefile", "edit",
+                              "fts3_tokenizer"})
+
+
+class _AnyParams(dict):
+    """Bindings for compiling only: every named parameter is present (as NULL)."""
+
+    def __missing__(self, key: str) -> None:
+        return None
+
+
+def read_only_problem(conn: sqlite3.Connection, sql: str, params: object = None) -> str | None:
+    """Why ``sql`` is not one read-only statement over ``conn``'s schema, or ``None`` when it is.
+
+    The statement is compiled (``EXPLAIN``, never run) under an authorizer that allows only
+    reads and pure functions, so writes, ``ATTACH``, ``PRAGMA`` and DDL are refused however
+    they are spelled. ``params``: the positional list the query will get, or ``None`` for
+    named parameters (bound as NULL here).
+    """
+    denied: list[str] = []
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> int:
+        if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
+            denied.append(f"function {arg2}()")
+            return sqlite3.SQLITE_DENY
+        if action not in _READ_ACTIONS:
+            denied.append(f"a write or schema operation (SQLite action {action})")
+            return sqlite3.SQLITE_DENY
+        return sqlite3.SQLITE_OK
+
+    conn.set_authorizer(authorize)
+    try:
+        conn.execute("EXPLAIN " + sql, _AnyParams() if params is None else params)
+    except (sqlite3.Error, ValueError, TypeError) as exc:
+        return denied[0] + " is not allowed" if denied else f"does not compile: {exc}"
+    finally:
+        conn.set_authorizer(None)
+    return None

@@ -43,6 +43,10 @@ def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
+#: Public alias: the identifier quoting every generated statement uses.
+quote = _quote
+
+
 def _literal(value: Any) -> str:
     if value is None:
         return "NULL"

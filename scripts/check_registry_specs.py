@@ -17,7 +17,7 @@ import time
 import env_registry
 
 from agentworld_envs import catalog
-from agentworld_envs.plugins import check_plugins
+from agentworld_envs.plugins import check_plugins, check_sql
 from agentworld_envs.spec import SpecError, validate_spec
 from agentworld_envs.synthesis.builder import compose_spec
 from agentworld_envs.synthesis.toolgen import generate_tools
@@ -43,6 +43,7 @@ def main() -> int:
             else:
                 spec = catalog.build_spec(entry["name"])
             check_plugins(spec)
+            check_sql(spec)
         except SpecError as exc:
             failed += 1
             print(f"FAIL {entry['id']}: {exc}", flush=True)

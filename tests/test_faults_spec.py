@@ -210,3 +210,35 @@ def test_too_many_tools_is_a_spec_error(spec):
     with pytest.raises(SpecError) as info:
         validate_spec(spec)
     assert info.value.path == "$.tools"
+
+
+@pytest.mark.parametrize("query", [
+    "DELETE FROM books",
+    "SELECT 1; DROP TABLE books",
+    "ATTACH DATABASE '/tmp/agentworld-evil.db' AS evil",
+    "PRAGMA writable_schema = 1",
+    "SELECT randomblob(1000000000)",
+    "SELECT nope FROM books",
+])
+def test_verifier_queries_must_be_one_read_only_statement(spec, query):
+    spec["id"] = "faults-sql-check"
+    spec["tasks"][0]["checks"][0]["query"] = query
+    with pytest.raises(SpecError) as info:
+        agentworld_envs.register_spec(spec)
+    assert info.value.path == "$.tasks[0].checks[0].query"
+    assert not __import__("os").path.exists("/tmp/agentworld-evil.db")
+
+
+def test_tool_preconditions_must_be_read_only(spec):
+    spec["id"] = "faults-precondition"
+    lend = next(t for t in spec["tools"] if t["name"] == "lend_book")
+    lend["impl"]["preconditions"][0]["expr"] = "(SELECT load_extension('x'))"
+    with pytest.raises(SpecError) as info:
+        agentworld_envs.register_spec(spec)
+    assert info.value.path == "$.tools[5].impl.preconditions[0].expr"
+
+
+def test_the_toy_spec_queries_pass(spec):
+    from agentworld_envs.plugins import check_sql
+
+    check_sql(spec)  # subqueries with named parameters, sql checks with expectations
