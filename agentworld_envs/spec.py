@@ -3,6 +3,12 @@
 A spec is plain JSON (see ``schemas/env_spec.json``). Validation errors name the
 JSON path that is wrong, e.g. ``$.tools[3].parameters.type``, so a spec author can
 find the mistake without reading the schema.
+
+Specs are validated, not trusted: beyond the schema, names follow a safe identifier grammar,
+``check`` expressions a safe SQL grammar (:mod:`agentworld_envs.sqlcheck`), foreign keys must
+be acyclic and point at unique columns, and data recipes are bounded (:data:`LIMITS`), so a
+spec cannot inject SQL into the DDL or make a build unboundedly expensive. Checks that need the
+engine (Python hooks, read-only spec SQL) live in :mod:`agentworld_envs.plugins`.
 """
 
 from __future__ import annotations
@@ -159,7 +165,7 @@ def _check_rules(spec: dict[str, Any]) -> None:
     except ValueError:
         raise SpecError("$.now", f"{spec['now']!r} is not a real UTC time like 2026-06-15T12:00:00Z") from None
     _check_tables(spec["tables"])
-    parents = _check_foreign_keys(spec["tables"], generated="generator" not in spec["data"])
+    parents = _check_foreign_keys(spec["tables"], declarative="generator" not in spec["data"])
     _check_data(spec, parents)
 
 
@@ -198,7 +204,7 @@ def _safe_check(expr: Any, columns: list[str], path: str) -> None:
         raise SpecError(path, f"CHECK expression {str(expr)[:80]!r} {exc}") from None
 
 
-def _check_foreign_keys(tables: list[dict[str, Any]], generated: bool) -> dict[str, dict[str, str]]:
+def _check_foreign_keys(tables: list[dict[str, Any]], declarative: bool) -> dict[str, dict[str, str]]:
     """References must point at a primary or unique column, without cycles (data is generated parents-first).
 
     A self-reference (``categories.parent_id``) is allowed only with a Python data generator,
@@ -213,7 +219,7 @@ def _check_foreign_keys(tables: list[dict[str, Any]], generated: bool) -> dict[s
                 continue
             path = f"$.tables[{i}].columns[{j}].references"
             rt, rc = ref.split(".")
-            if rt == table["name"] and generated:
+            if rt == table["name"] and declarative:
                 raise SpecError(path, f"{table['name']}.{col['name']} references its own table; self-references are "
                                       "not supported (data is generated parents-first)")
             target = next(c for c in by_name[rt]["columns"] if c["name"] == rc)
@@ -223,20 +229,20 @@ def _check_foreign_keys(tables: list[dict[str, Any]], generated: bool) -> dict[s
                 raise SpecError(path, f"{ref} is neither the primary key nor a unique column of {rt!r}")
             if rt != table["name"]:
                 parents.setdefault(table["name"], {}).setdefault(rt, path)
-    state: dict[str, int] = {}  # 1: on the DFS stack, 2: done
+    marks: dict[str, int] = {}  # 1: on the DFS stack, 2: done
 
     def visit(name: str, trail: list[str]) -> None:
-        state[name] = 1
+        marks[name] = 1
         for parent, path in parents.get(name, {}).items():
-            if state.get(parent) == 1:
+            if marks.get(parent) == 1:
                 cycle = " -> ".join(trail[trail.index(parent):] + [name, parent]) if parent in trail else f"{name} -> {parent}"
                 raise SpecError(path, f"foreign keys form a cycle ({cycle}); data could not be generated")
-            if parent not in state:
+            if parent not in marks:
                 visit(parent, trail + [name])
-        state[name] = 2
+        marks[name] = 2
 
     for t in tables:
-        if t["name"] not in state:
+        if t["name"] not in marks:
             visit(t["name"], [])
     return parents
 
