@@ -132,30 +132,45 @@ def load(path: Path, key: str, kind: str) -> bytes | None:
     return None
 
 
-def _write_file(path: Path, data: bytes) -> None:
-    """Atomically replace ``path`` with ``data``; the temporary file never outlives a failure."""
+def _write_temp(path: Path, data: bytes) -> str:
+    """``data`` in a new temporary file beside ``path``; the file never outlives a failure here."""
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
-        os.replace(tmp, path)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
+        _unlink(tmp)
         raise
+    return tmp
+
+
+def _unlink(name: str | Path) -> None:
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
 
 
 def store(path: Path, key: str, kind: str, data: bytes) -> None:
-    """Write ``data`` and its :class:`CacheRecord` atomically; :class:`CacheError` if the cache is unusable."""
+    """Write ``data`` and its :class:`CacheRecord` atomically; :class:`CacheError` if the cache is unusable.
+
+    Both temporary files are written before either is renamed into place, so a full disk or a
+    read-only directory fails before anything visible changes, and no temporary file is left.
+    """
     record = CacheRecord(kind=kind, key=key, size=len(data), sha256=hashlib.sha256(data).hexdigest())
     ensure_dir(path.parent)
+    temps: list[str] = []
     try:
-        _write_file(path, data)
-        _write_file(meta_path(path), json.dumps(asdict(record), sort_keys=True).encode())
+        temps.append(_write_temp(path, data))
+        temps.append(_write_temp(meta_path(path), json.dumps(asdict(record), sort_keys=True).encode()))
+        os.replace(temps[0], path)
+        os.replace(temps[1], meta_path(path))
     except OSError as exc:
         raise cache_error(path, exc) from None
+    finally:
+        for tmp in temps:
+            if os.path.exists(tmp):
+                _unlink(tmp)
 
 
 def load_json(path: Path, key: str, kind: str, parse: Callable[[Any], T]) -> T | None:

@@ -289,3 +289,23 @@ def test_parallel_build_stops_on_an_unusable_cache(tmp_path):
                          env=env, timeout=180)
     assert out.returncode == 2 and "Traceback" not in out.stderr
     assert out.stderr.strip().splitlines()[-1].startswith("agentworld: error: cache file")
+
+
+def test_disk_full_while_writing_the_record_leaves_nothing_behind(cache, toy, monkeypatch):
+    """The payload is written, then the disk fills on the record: no half artefact, no temp file."""
+    real_fdopen = os.fdopen
+    calls = []
+
+    def second_write_fails(fd, mode):
+        calls.append(fd)
+        if len(calls) == 2:
+            os.close(fd)
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        return real_fdopen(fd, mode)
+
+    monkeypatch.setattr(cachefile.os, "fdopen", second_write_fails)
+    with pytest.raises(CacheError, match="no space left"):
+        state.golden_bytes(toy)
+    path = state.golden_path(toy)[0]
+    assert len(calls) == 2 and not _leftovers(cache)
+    assert not path.exists() and not cachefile.meta_path(path).exists()
