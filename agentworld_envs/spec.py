@@ -303,8 +303,8 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                 and lo_bound <= value[0] <= value[1] <= hi_bound):
             raise bad(key, f"must be [low, high] with {lo_bound} <= low <= high <= {hi_bound}")
 
-    if kind not in GENERATORS:
-        raise bad("gen", f"unknown generator {kind!r}; one of {', '.join(sorted(GENERATORS))}")
+    if not isinstance(kind, str) or kind not in GENERATORS:
+        raise bad("gen", f"unknown generator {str(kind)[:40]!r}; one of {', '.join(sorted(GENERATORS))}")
     if "null_p" in g and not (_number(g["null_p"]) and 0 <= g["null_p"] <= 1):
         raise bad("null_p", "must be a probability between 0 and 1")
     if "unique" in g and not isinstance(g["unique"], bool):

@@ -242,3 +242,36 @@ def test_the_toy_spec_queries_pass(spec):
     from agentworld_envs.plugins import check_sql
 
     check_sql(spec)  # subqueries with named parameters, sql checks with expectations
+
+
+def _paths(obj, prefix=()):
+    yield prefix
+    if isinstance(obj, dict):
+        for k, v in obj.items():
+            yield from _paths(v, prefix + (k,))
+    elif isinstance(obj, list):
+        for i, v in enumerate(obj):
+            yield from _paths(v, prefix + (i,))
+
+
+def test_random_spec_damage_is_always_a_spec_error(spec):
+    """Any one field replaced by junk or deleted: validation passes or raises SpecError, nothing else."""
+    import random
+
+    junk = [None, "", -1, 10**9, "x;y", [], {}, "Members", True, 1.5, "members.id", ["a"], {"gen": "int"}, "1)) --"]
+    rng = random.Random(12)
+    places = [p for p in _paths(spec) if p]
+    for _ in range(400):
+        damaged = copy.deepcopy(spec)
+        place = rng.choice(places)
+        parent = damaged
+        for key in place[:-1]:
+            parent = parent[key]
+        if isinstance(parent, dict) and rng.random() < 0.3:
+            del parent[place[-1]]
+        else:
+            parent[place[-1]] = rng.choice(junk)
+        try:
+            validate_spec(damaged)
+        except SpecError as exc:
+            assert exc.path.startswith("$"), place
