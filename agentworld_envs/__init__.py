@@ -10,7 +10,7 @@ Gymnasium as ``agentworld/<name>-v0``::
 
 from __future__ import annotations
 
-from .catalog import register_spec
+from .plugins import register_spec
 from .registration import register_all
 from .spec import SpecError, validate_spec
 

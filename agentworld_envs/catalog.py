@@ -6,6 +6,7 @@ one spec, one golden byte string and one set of compiled tools.
 
 from __future__ import annotations
 
+import copy
 import functools
 import sqlite3
 from collections.abc import Callable
@@ -16,7 +17,7 @@ import env_registry
 
 from . import state
 from .registry import Registry
-from .spec import validate_spec
+from .spec import SpecError, content_hash, validate_spec
 from .tools import Tool, compile_tool
 
 SpecBuilder = Callable[[dict[str, Any]], dict[str, Any]]
@@ -99,15 +100,24 @@ class EnvBundle:
 _INLINE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
 
 
-def register_spec(spec: dict[str, Any], split: str = "train") -> str:
+def register_spec(spec: dict[str, Any], split: str = "train", replace: bool = False) -> str:
     """Register a spec you wrote yourself as ``agentworld/<spec id>-v0``; returns the gym id.
 
-    The spec is validated first; its golden state is built into the cache on first ``make``.
+    Prefer ``agentworld_envs.register_spec`` (:func:`agentworld_envs.plugins.register_spec`), which
+    also resolves the spec's Python hooks first; this module cannot import the verifiers without
+    an import cycle. The spec is validated first (schema and safety rules); its golden state
+    is built into the cache on first ``make``. An id that is already taken (a catalogue env, or
+    another spec registered under it) raises :class:`SpecError` unless ``replace=True``;
+    registering the very same spec again is a no-op. The spec is copied, so editing the dict
+    afterwards does not change the registered environment.
     """
     import gymnasium as gym
 
     validate_spec(spec)
+    spec = copy.deepcopy(spec)
     env_id = f"agentworld/{spec['id']}-v0"
+    if not replace:
+        _check_id_free(spec, split, env_id)
     tax = spec["taxonomy"]
     entry = {"name": spec["id"], "id": env_id, "split": split, "l1": tax["l1"], "l2": tax["l2"], "l3": tax["l3"],
              "source": "inline"}
@@ -116,6 +126,24 @@ def register_spec(spec: dict[str, Any], split: str = "train") -> str:
     if env_id not in gym.registry:
         gym.register(id=env_id, entry_point="agentworld_envs.env:AgentWorldEnv", kwargs={"env_name": spec["id"]})
     return env_id
+
+
+def _check_id_free(spec: dict[str, Any], split: str, env_id: str) -> None:
+    import gymnasium as gym
+
+    taken = _INLINE.get(spec["id"])
+    if taken is not None:
+        if content_hash(taken[1]) == content_hash(spec) and taken[0]["split"] == split:
+            return  # the same spec again: nothing would change
+        raise SpecError("$.id", f"{env_id} is already registered with a different spec; pass replace=True to replace it")
+    try:
+        env_registry.entry(spec["id"])
+    except KeyError:
+        pass
+    else:
+        raise SpecError("$.id", f"{env_id} is a catalogue environment; choose another id or pass replace=True")
+    if env_id in gym.registry:
+        raise SpecError("$.id", f"{env_id} is already registered with Gymnasium by other code; pass replace=True")
 
 
 def _entry(name: str) -> dict[str, Any]:

@@ -18,6 +18,8 @@ from rich.table import Table
 
 import env_registry
 
+from .errors import UserInputError
+
 app = typer.Typer(help="agentworld: stateful, verifiable tool-use environments for LLM agents.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 console = Console()
@@ -25,6 +27,10 @@ console = Console()
 
 def _ids(ids: list[str] | None, all_: bool, sample: int | None = None, l1: str | None = None,
          seed: int = 0) -> list[str]:
+    if l1 and not env_registry.select(l1=l1):
+        # A filter that matches nothing is almost always a typo; building or validating nothing is not success.
+        known = sorted({e["l1"] for e in env_registry.manifest()})
+        raise UserInputError(f"--l1 {l1!r} matches no environment; known: {', '.join(known[:12])}, ...")
     if all_ or sample or l1:
         chosen = [e["id"] for e in env_registry.select(l1=l1)] if (all_ or l1) else []
         if sample:
@@ -36,8 +42,14 @@ def _ids(ids: list[str] | None, all_: bool, sample: int | None = None, l1: str |
     return [env_registry.entry(i)["id"] for i in ids]
 
 
+def _split(value: Optional[str]) -> Optional[str]:
+    if value is not None and value not in env_registry.SPLITS:
+        raise typer.BadParameter(f"{value!r} is not a split; use one of {', '.join(env_registry.SPLITS)}")
+    return value
+
+
 @app.command("list")
-def list_(split: Optional[str] = typer.Option(None, help="train | arena"),
+def list_(split: Optional[str] = typer.Option(None, help="train | arena", callback=_split),
           l1: Optional[str] = typer.Option(None, help="first-level category slug"),
           as_json: bool = typer.Option(False, "--json", help="one JSON object per line")) -> None:
     """List registered environments."""
@@ -109,8 +121,8 @@ def show(env_id: str, as_json: bool = typer.Option(False, "--json"),
 
 @app.command()
 def play(env_id: str, task: Optional[str] = typer.Option(None, help="task id (default: seeded pick)"),
-         seed: int = typer.Option(0), solution: bool = typer.Option(False, "--solution", help="replay the reference solution"),
-         max_turns: Optional[int] = typer.Option(None)) -> None:
+         seed: int = typer.Option(0, min=0), solution: bool = typer.Option(False, "--solution", help="replay the reference solution"),
+         max_turns: Optional[int] = typer.Option(None, min=1)) -> None:
     """Play an episode at the prompt (type a tool call as JSON or <tool_call>…), or replay the solution."""
     import gymnasium as gym
 
@@ -145,10 +157,10 @@ def play(env_id: str, task: Optional[str] = typer.Option(None, help="task id (de
 
 @app.command()
 def validate(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
-             sample: Optional[int] = typer.Option(None, help="also validate N ids drawn with --seed"),
+             sample: Optional[int] = typer.Option(None, min=1, help="also validate N ids drawn with --seed"),
              l1: Optional[str] = typer.Option(None, help="validate every env of a first-level category"),
              seed: int = typer.Option(0), quick: bool = typer.Option(False, help="skip random and near-miss checks"),
-             jobs: int = typer.Option(1, help="worker processes (0: one per core)"),
+             jobs: int = typer.Option(1, min=0, help="worker processes (0: one per core)"),
              as_json: bool = typer.Option(False, "--json", help="one JSON object per env")) -> None:
     """Check envs: gymnasium check_env, reference solutions, no-op/random/near-miss rejection, determinism."""
     import agentworld_envs  # noqa: F401
@@ -170,8 +182,8 @@ def validate(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer
 
 @app.command()
 def bench(env_id: str = typer.Argument("retail"), as_json: bool = typer.Option(False, "--json"),
-          n: int = typer.Option(2000, help="samples per latency figure"),
-          live: int = typer.Option(1024, help="live episodes for the memory figure")) -> None:
+          n: int = typer.Option(2000, min=2, help="samples per latency figure"),
+          live: int = typer.Option(1024, min=1, help="live episodes for the memory figure")) -> None:
     """Measure reset/step/verify latency, replay throughput, memory per live episode, vector throughput."""
     import agentworld_envs  # noqa: F401
     from .bench import bench_env, summary_lines
@@ -186,7 +198,7 @@ def bench(env_id: str = typer.Argument("retail"), as_json: bool = typer.Option(F
 
 @app.command()
 def build(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
-          l1: Optional[str] = typer.Option(None), jobs: int = typer.Option(0, help="worker processes (0: one per core)")) -> None:
+          l1: Optional[str] = typer.Option(None), jobs: int = typer.Option(0, min=0, help="worker processes (0: one per core)")) -> None:
     """Materialise environments (spec, golden SQLite, tasks) into the cache."""
     import time
 
@@ -214,7 +226,7 @@ def build(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Op
 
 
 @app.command()
-def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Option(0)) -> None:
+def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Option(0, min=0)) -> None:
     """Registry totals (builds whatever is not in the cache yet)."""
     from .synthesis.build_all import build_many, registry_stats
 
@@ -243,7 +255,7 @@ app.add_typer(tasks_app, name="tasks")
 
 
 @tasks_app.command("synth")
-def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", help="tasks to produce"), seed: int = typer.Option(1),
+def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", min=1, help="tasks to produce"), seed: int = typer.Option(1),
                 focus_tools: Optional[str] = typer.Option(None, help="comma-separated tool names the tasks must use"),
                 min_difficulty: Optional[float] = typer.Option(None),
                 as_json: bool = typer.Option(False, "--json", help="one JSON task per line, then the report")) -> None:
@@ -270,24 +282,30 @@ app.add_typer(export_app, name="export")
 
 
 @export_app.command("tasks")
-def export_tasks_cmd(out: str = typer.Option(..., "--out"), ids: Optional[list[str]] = typer.Option(None, "--ids"),
-                     split: Optional[str] = typer.Option(None), limit: Optional[int] = typer.Option(None)) -> None:
+def export_tasks_cmd(out: str = typer.Option(..., "--out", help="a new or empty directory"),
+                     ids: Optional[list[str]] = typer.Option(None, "--ids"),
+                     split: Optional[str] = typer.Option(None, callback=_split),
+                     limit: Optional[int] = typer.Option(None, min=1),
+                     overwrite: bool = typer.Option(False, help="replace an earlier task export in --out")) -> None:
     """Tasks as a datasets-loadable dataset (env_id, task_id, split, kind, difficulty, instruction, tools, prompt)."""
     import agentworld_envs  # noqa: F401
     from .tasks.export import export_tasks, select_envs
 
-    n = export_tasks(out, select_envs(ids, split, limit))
+    n = export_tasks(out, select_envs(ids, split, limit), overwrite=overwrite)
     console.print(f"wrote {n} tasks to {out}")
 
 
 @export_app.command("sft")
-def export_sft_cmd(out: str = typer.Option(..., "--out"), ids: Optional[list[str]] = typer.Option(None, "--ids"),
-                   split: Optional[str] = typer.Option(None), limit: Optional[int] = typer.Option(None)) -> None:
+def export_sft_cmd(out: str = typer.Option(..., "--out", help="a new or empty directory"),
+                   ids: Optional[list[str]] = typer.Option(None, "--ids"),
+                   split: Optional[str] = typer.Option(None, callback=_split),
+                   limit: Optional[int] = typer.Option(None, min=1),
+                   overwrite: bool = typer.Option(False, help="replace an earlier SFT export in --out")) -> None:
     """Reference trajectories as OpenAI-style messages (only those that replay to reward 1.0)."""
     import agentworld_envs  # noqa: F401
     from .tasks.export import export_sft, select_envs
 
-    n = export_sft(out, select_envs(ids, split, limit))
+    n = export_sft(out, select_envs(ids, split, limit), overwrite=overwrite)
     console.print(f"wrote {n} trajectories to {out}")
 
 
@@ -300,8 +318,11 @@ def _load_plugins() -> None:
 
 
 def main() -> None:
+    from .errors import run_cli
+
     _load_plugins()
-    app()
+    # User errors (bad ids, specs, cache, options) become one line + exit 2; bugs keep their traceback.
+    run_cli(app)
 
 
 if __name__ == "__main__":

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import math
+import numbers
+import threading
 from typing import Any
 
 import gymnasium as gym
@@ -11,6 +14,7 @@ from . import state
 from .actions import format_call
 from .catalog import EnvBundle, load_bundle
 from .episode import ANSWER_CONTRACT, DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter, dumps, error_obj
+from .errors import UnknownTaskError
 from .overlay import merge_tasks, overlay_tasks
 from .spaces import UnicodeText
 from .verifiers import VerifierContext, run_checks
@@ -20,6 +24,43 @@ __all__ = ["AgentWorldEnv", "SUBMIT_TOOL", "DEFAULT_MAX_TURNS", "error_text"]
 
 def error_text(code: str, message: str) -> str:
     return dumps(error_obj(code, message))
+
+
+RESET_OPTIONS = frozenset({"task_id", "task_index"})
+
+
+def chosen_task_index(env_id: str, task_index: dict[str, int], n: int, options: Any) -> int | None:
+    """The task index ``reset(options=...)`` asks for (None: seeded pick), or a clear error.
+
+    Reset is the one place a Gymnasium env raises on bad input, so a typo'd key, a float index
+    or an out-of-range index fails loudly instead of silently wrapping onto another task.
+    """
+    if options is None:
+        return None
+    if not isinstance(options, dict):
+        raise TypeError(f"reset options must be a dict, not {type(options).__name__}")
+    unknown = set(options) - RESET_OPTIONS
+    if unknown:
+        raise ValueError(f"unknown reset option(s) {sorted(map(str, unknown))}; allowed: task_id, task_index")
+    if "task_id" in options and "task_index" in options:
+        raise ValueError("give task_id or task_index, not both")
+    if "task_id" in options:
+        task_id = options["task_id"]
+        if not isinstance(task_id, str):
+            raise TypeError(f"task_id must be a str, not {type(task_id).__name__}")
+        if task_id not in task_index:
+            raise UnknownTaskError(f"{env_id} has no task {task_id[:200]!r}; see env.unwrapped.task_ids")
+        return task_index[task_id]
+    if "task_index" in options:
+        index = options["task_index"]
+        # numbers.Integral admits numpy integers; bool is an int subclass but never a meaningful index.
+        if isinstance(index, bool) or not isinstance(index, numbers.Integral):
+            shown = repr(index) if not (isinstance(index, float) and not math.isfinite(index)) else str(index)
+            raise TypeError(f"task_index must be an int, not {type(index).__name__} {shown[:80]}")
+        if not 0 <= int(index) < n:
+            raise ValueError(f"task_index {int(index)} is out of range: {env_id} has {n} tasks (0..{n - 1})")
+        return int(index)
+    return None
 
 
 class AgentWorldEnv(gym.Env[str, str]):
@@ -38,7 +79,9 @@ class AgentWorldEnv(gym.Env[str, str]):
             that makes the env reads the same file.
 
     **Reset:** ``reset(seed=, options={"task_id": ...} | {"task_index": i})`` picks a task; the
-    observation is the policy and the instruction; ``info["tools"]`` holds the OpenAI schemas.
+    observation is the policy and the instruction; ``info["tools"]`` holds the OpenAI schemas. Bad
+    reset options (an unknown ``task_id``, a ``task_index`` that is not an int in ``[0, len(tasks))``,
+    an unknown option key) raise ``KeyError``/``ValueError``/``TypeError`` saying what is allowed.
 
     **Action:** text with one or more tool calls (``<tool_call>{"name", "arguments"}</tool_call>``
     blocks, a bare JSON call, or an OpenAI assistant message with ``tool_calls``). Several calls
@@ -53,6 +96,11 @@ class AgentWorldEnv(gym.Env[str, str]):
     (the exact state diff, answer, and task checks; ``info["checks"]`` reports each).
 
     **Episode end:** terminated by ``submit``; truncated (reward 0) after ``max_turns`` actions.
+
+    **Thread safety:** one instance may be stepped from several threads. ``reset``, ``step`` and
+    ``verify`` hold a per-instance lock, so calls are serialised and one thread's failed write can
+    never roll back another's (each write also runs under its own uniquely named savepoint).
+    Interleaving threads still share one episode, so their calls count against one ``max_turns``.
     """
 
     metadata = {"render_modes": ["ansi", "human"], "render_fps": 4}
@@ -85,6 +133,8 @@ class AgentWorldEnv(gym.Env[str, str]):
         self.turn = 0
         self.done = True
         self.transcript: list[str] = []
+        # Re-entrant: step() calls verify() on submit while holding it.
+        self._lock = threading.RLock()
 
     # ------------------------------------------------------------------ gymnasium API
     @property
@@ -92,18 +142,16 @@ class AgentWorldEnv(gym.Env[str, str]):
         return [t["id"] for t in self._tasks]
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
+        with self._lock:
+            return self._reset(seed, options)
+
+    def _reset(self, seed: int | None, options: dict[str, Any] | None) -> tuple[str, dict[str, Any]]:
         super().reset(seed=seed)
-        options = options or {}
         tasks = self._tasks
         if not tasks:
             raise RuntimeError(f"{self.bundle.env_id} has no tasks")
-        if "task_id" in options:
-            if options["task_id"] not in self._task_index:
-                raise KeyError(f"{self.bundle.env_id} has no task {options['task_id']!r}")
-            index = self._task_index[options["task_id"]]
-        elif "task_index" in options:
-            index = int(options["task_index"]) % len(tasks)
-        else:
+        index = chosen_task_index(self.bundle.env_id, self._task_index, len(tasks), options)
+        if index is None:
             index = int(self.np_random.integers(len(tasks)))
         self.task = tasks[index]
         if self.max_tools:
@@ -122,6 +170,10 @@ class AgentWorldEnv(gym.Env[str, str]):
 
     def step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         """Run every tool call of ``action`` in order (see the class docstring)."""
+        with self._lock:
+            return self._step(action)
+
+    def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
         if self.done or self.conn is None:
             return error_text("episode_over", "the episode has ended; call reset()"), 0.0, True, False, {
                 "tool_name": None, "error": "episode_over", "calls": [], "turn": self.turn}
@@ -188,16 +240,18 @@ class AgentWorldEnv(gym.Env[str, str]):
         return text
 
     def close(self) -> None:
-        if self.conn is not None:
-            self.conn.close()
-            self.conn = None
+        with self._lock:  # never under a step running in another thread (e.g. an MCP eviction)
+            if self.conn is not None:
+                self.conn.close()
+                self.conn = None
 
     # ------------------------------------------------------------------ helpers for tests, exporters, trainers
     def verify(self, answer: Any) -> tuple[float, list[dict[str, Any]]]:
         """Run the current task's verifier on the current state (does not end the episode)."""
-        ctx = VerifierContext(final=self.conn, initial=self.bundle.initial,
-                              initial_table_hashes=self.bundle.initial_table_hashes, memo=self.bundle.verifier_memo)
-        return run_checks(self.task, answer, ctx)
+        with self._lock:
+            ctx = VerifierContext(final=self.conn, initial=self.bundle.initial,
+                                  initial_table_hashes=self.bundle.initial_table_hashes, memo=self.bundle.verifier_memo)
+            return run_checks(self.task, answer, ctx)
 
     def solution_actions(self) -> list[str]:
         """Text actions that solve the current task (the reference trajectory, ending in submit)."""

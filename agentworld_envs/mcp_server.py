@@ -12,9 +12,14 @@
 * resource ``agentworld://task``: the same text as ``get_task``.
 
 Every MCP session gets its own episode (its own private database): one per process on
-stdio, one per ``Mcp-Session-Id`` over HTTP. Over HTTP the server advertises only the
-session-based (handshake) protocol versions in ``server/discover``, so ``mode="auto"``
-clients negotiate a session; sessionless 2026-07-28 requests get an error result.
+stdio, one per ``Mcp-Session-Id`` over HTTP. Over HTTP at most ``--max-sessions`` episodes
+(default 256) stay live; opening one more closes the least recently used, and that session's
+next call fails with ``isError: true`` and code ``session_evicted`` (never a silent fresh
+episode): its client must open a new MCP session. After ``submit`` (or the turn limit) every
+call fails with ``episode_over``; a new episode needs a new MCP session (stdio: a new server).
+Over HTTP the server advertises only the session-based (handshake) protocol versions in
+``server/discover``, so ``mode="auto"`` clients negotiate a session; sessionless 2026-07-28
+requests get an error result.
 HTTP binds to 127.0.0.1 by default (with the SDK's DNS-rebinding protection).
 
 The low-level ``mcp.server.lowlevel.Server`` is used on purpose: it does not validate
@@ -36,6 +41,16 @@ TASK_URI = "agentworld://task"
 GET_TASK_TOOL = "get_task"
 STDIO_KEY = "stdio"
 DEFAULT_MAX_SESSIONS = 256
+#: Evicted session ids remembered so their next call is refused rather than given a fresh episode.
+#: Bounded (ids are ~40 bytes) so a client churning sessions cannot grow the server without limit.
+MAX_EVICTED_REMEMBERED = 65536
+EPISODE_OVER_MESSAGE = ("this session's episode has ended (submitted or out of turns); to start a new episode, "
+                        "open a new MCP session (reconnect; over stdio, start the server again). "
+                        "get_task still shows the task.")
+
+
+class SessionEvicted(Exception):
+    """The episode of an MCP session was closed to respect ``max_sessions``."""
 
 
 @dataclass
@@ -68,10 +83,13 @@ class EpisodeHost:
         self.bundle = load_bundle(env_id)
         self.env_id = self.bundle.env_id
         if task_id is not None and task_id not in self.bundle.task_index:
-            raise KeyError(f"{self.env_id} has no task {task_id!r}")
+            from .errors import UnknownTaskError
+
+            raise UnknownTaskError(f"{self.env_id} has no task {task_id!r}")
         self.task_id, self.seed, self.max_turns = task_id, seed, max_turns
         self.max_sessions = max_sessions
         self._episodes: OrderedDict[str, Episode] = OrderedDict()
+        self._evicted: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
         probe = self._new_episode()
         self.tool_schemas: list[dict[str, Any]] = probe.env.tools
@@ -90,15 +108,29 @@ class EpisodeHost:
         return Episode(env=env, info=info, observation=obs)
 
     def episode(self, key: str) -> Episode:
+        """The live episode of session ``key`` (created on first use); :class:`SessionEvicted` if it was evicted."""
         with self._lock:
+            if key in self._evicted:
+                raise SessionEvicted(key)
             ep = self._episodes.get(key)
             if ep is None:
                 ep = self._episodes[key] = self._new_episode()
                 while len(self._episodes) > self.max_sessions:
-                    _, old = self._episodes.popitem(last=False)
+                    old_key, old = self._episodes.popitem(last=False)
                     old.env.close()
+                    self._evicted[old_key] = None
+                    while len(self._evicted) > MAX_EVICTED_REMEMBERED:
+                        self._evicted.popitem(last=False)
             self._episodes.move_to_end(key)
             return ep
+
+    def evicted_text(self) -> str:
+        from .env import error_text
+
+        return error_text("session_evicted", (
+            f"this MCP session's episode was closed: the server keeps at most {self.max_sessions} live episodes "
+            "(--max-sessions) and this session was the least recently used, so its progress is lost. "
+            "Open a new MCP session (reconnect) to start a fresh episode."))
 
     def close_episode(self, key: str) -> None:
         with self._lock:
@@ -122,12 +154,20 @@ class EpisodeHost:
         """
         from .actions import format_call
 
-        ep = self.episode(key)
+        try:
+            ep = self.episode(key)
+        except SessionEvicted:
+            return self.evicted_text(), True, None
         if name == GET_TASK_TOOL and GET_TASK_TOOL not in self._writes:
             return json.dumps({**self.task_info, "task": ep.observation}, ensure_ascii=False), False, None
         action = format_call(name, {} if arguments is None else arguments)
         obs, reward, terminated, truncated, info = ep.env.step(action)
         ep.calls += 1
+        if info.get("error") == "episode_over":
+            # The gym text says "call reset()", which an MCP client cannot do.
+            from .env import error_text
+
+            return error_text("episode_over", EPISODE_OVER_MESSAGE), True, None
         if info.get("error"):
             return obs, True, None
         if info.get("tool_name") == "submit":
@@ -283,28 +323,31 @@ def register_mcp_command(app: typer.Typer) -> None:
     def serve_mcp(
         env_id: str = typer.Argument(..., help="environment id or name, e.g. agentworld/retail-v0"),
         task: Optional[str] = typer.Option(None, help="task id (default: the seeded pick)"),
-        seed: int = typer.Option(0, help="reset seed (picks the task when --task is not given)"),
+        seed: int = typer.Option(0, min=0, help="reset seed (picks the task when --task is not given)"),
         transport: str = typer.Option("stdio", help="stdio | http (streamable HTTP)"),
         host: str = typer.Option("127.0.0.1", help="HTTP bind address (loopback by default)"),
-        port: int = typer.Option(8765, help="HTTP port"),
-        max_turns: Optional[int] = typer.Option(None, help="tool calls allowed per episode (default: the spec's)"),
-        max_sessions: int = typer.Option(DEFAULT_MAX_SESSIONS, help="live HTTP episodes kept (LRU beyond)"),
+        port: int = typer.Option(8765, min=1, max=65535, help="HTTP port"),
+        max_turns: Optional[int] = typer.Option(None, min=1, help="tool calls allowed per episode (default: the spec's)"),
+        max_sessions: int = typer.Option(
+            DEFAULT_MAX_SESSIONS, min=1,
+            help="live HTTP episodes kept; beyond it the least recently used session is closed and its next "
+                 "call fails with a session_evicted error (start a new session)"),
     ) -> None:
         """Serve one environment episode per MCP session (tools, submit -> verifier score, agentworld://task)."""
         if transport not in ("stdio", "http"):
             raise typer.BadParameter("--transport must be stdio or http")
-        try:
-            serve(env_id, task_id=task, seed=seed, transport=transport, host=host, port=port,
-                  max_turns=max_turns, max_sessions=max_sessions)
-        except KeyError as exc:
-            raise typer.BadParameter(str(exc.args[0] if exc.args else exc)) from None
+        # Unknown env/task ids raise UnknownEnvError/UnknownTaskError: the CLI wrapper prints them as one line.
+        serve(env_id, task_id=task, seed=seed, transport=transport, host=host, port=port,
+              max_turns=max_turns, max_sessions=max_sessions)
 
 
 def main() -> None:
+    from .errors import run_cli
+
     app = typer.Typer(add_completion=False, pretty_exceptions_enable=False)
     register_mcp_command(app)
     # A single-command typer app takes the command's arguments directly.
-    app()
+    run_cli(app, prog="agentworld serve-mcp")
 
 
 if __name__ == "__main__":

@@ -19,10 +19,19 @@ class Registry(Generic[F]):
         self._items: dict[str, F] = {}
         self._loader = loader
 
-    def register(self, name: str) -> Callable[[F], F]:
-        """Decorator: register ``fn`` under ``name``."""
+    def register(self, name: str, replace: bool = False) -> Callable[[F], F]:
+        """Decorator: register ``fn`` under ``name``.
+
+        A name already taken by another function raises unless ``replace=True``: a silent
+        replacement would change what existing specs do. Re-registering the same function
+        (same module and qualified name, e.g. after ``importlib.reload``) is allowed.
+        """
 
         def deco(fn: F) -> F:
+            old = self._items.get(name)
+            if old is not None and not replace and _identity(old) != _identity(fn):
+                raise ValueError(f"a {self.kind} named {name!r} is already registered ({_identity(old)}); "
+                                 "pass replace=True to replace it")
             self._items[name] = fn
             return fn
 
@@ -38,6 +47,10 @@ class Registry(Generic[F]):
 
     def __contains__(self, name: str) -> bool:
         return name in self._items
+
+
+def _identity(fn: Callable) -> str:
+    return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
 
 
 def load_domain_of(name: str) -> None:

@@ -16,11 +16,10 @@ import functools
 import hashlib
 import os
 import sqlite3
-import tempfile
 from pathlib import Path
 from typing import Any, Iterable
 
-from . import datagen
+from . import cachefile, datagen
 from .spec import content_hash
 
 #: Bump when DDL or generation semantics change, so old golden files are not reused.
@@ -37,12 +36,15 @@ def cache_dir() -> Path:
         import platformdirs
 
         path = Path(platformdirs.user_cache_dir("agentworld"))
-    path.mkdir(parents=True, exist_ok=True)
-    return path
+    return cachefile.ensure_dir(path)
 
 
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
+
+
+#: Public alias: the identifier quoting every generated statement uses.
+quote = _quote
 
 
 def _literal(value: Any) -> str:
@@ -168,19 +170,27 @@ def builder_source_hash() -> str:
     return hashlib.sha256("".join(inspect.getsource(p) for p in parts).encode()).hexdigest()
 
 
+GOLDEN_KIND = "golden database"
+
+
+def golden_path(spec: dict[str, Any]) -> tuple[Path, str]:
+    """Where the golden file of ``spec`` lives, and the cache key its integrity record must name."""
+    key = f"{spec['id']}-{golden_key(spec)}"
+    return cache_dir() / "golden" / f"{key}.sqlite", key
+
+
 def golden_bytes(spec: dict[str, Any]) -> bytes:
-    """The golden database of ``spec``, from the cache or freshly built (atomically written)."""
-    path = cache_dir() / "golden" / f"{spec['id']}-{golden_key(spec)}.sqlite"
-    try:
-        return path.read_bytes()
-    except FileNotFoundError:
-        pass
+    """The golden database of ``spec``: from the cache when its integrity record matches, else built and stored.
+
+    A corrupt or foreign file is rebuilt with a :class:`~agentworld_envs.cachefile.CacheWarning`; an
+    unwritable cache raises :class:`~agentworld_envs.errors.CacheError`.
+    """
+    path, key = golden_path(spec)
+    data = cachefile.load(path, key, GOLDEN_KIND)
+    if data is not None:
+        return data
     data = build_database(spec)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(data)
-    os.replace(tmp, path)
+    cachefile.store(path, key, GOLDEN_KIND, data)
     return data
 
 

@@ -19,6 +19,7 @@ on any error, so a failed call never leaves a half-written state.
 
 from __future__ import annotations
 
+import itertools
 import re
 import sqlite3
 from collections.abc import Callable
@@ -33,6 +34,9 @@ WRITE_KINDS = frozenset({"create", "update", "delete", "transition"})
 #: Longest string accepted inside tool arguments (the agent's text, not our data).
 MAX_ARG_STRING = 4096
 _MISSING = object()
+#: Per-call savepoint names: a shared name let one call's ROLLBACK TO undo another call's write.
+#: ``next()`` on itertools.count is atomic under the GIL.
+_SAVEPOINTS = itertools.count()
 
 
 class ToolError(Exception):
@@ -161,14 +165,15 @@ def invoke(conn: sqlite3.Connection, tool: Tool, args: dict[str, Any], now: str)
     ctx = ToolContext(conn, now)
     if not tool.writes:
         return _guard(tool.run, ctx, args)
-    conn.execute("SAVEPOINT tool_call")
+    savepoint = f"tool_call_{next(_SAVEPOINTS)}"
+    conn.execute(f"SAVEPOINT {savepoint}")
     try:
         result = _guard(tool.run, ctx, args)
     except BaseException:
-        conn.execute("ROLLBACK TO tool_call")
-        conn.execute("RELEASE tool_call")
+        conn.execute(f"ROLLBACK TO {savepoint}")
+        conn.execute(f"RELEASE {savepoint}")
         raise
-    conn.execute("RELEASE tool_call")
+    conn.execute(f"RELEASE {savepoint}")
     return result
 
 

@@ -153,8 +153,8 @@ def validate_many(env_ids: list[str], thorough: bool = True, jobs: int | None = 
         for env_id in env_ids:
             yield _validate_safely(env_id, thorough)
         return
-    from concurrent.futures import ProcessPoolExecutor
     from functools import partial
 
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        yield from pool.map(partial(_validate_safely, thorough=thorough), env_ids, chunksize=1)
+    from .procs import ordered_map  # workers stop when validate is killed
+
+    yield from ordered_map(partial(_validate_safely, thorough=thorough), env_ids, jobs)

@@ -21,6 +21,13 @@ from typing import Any, Iterable
 SPLITS = ("train", "arena")
 
 
+class UnknownEnvError(KeyError):
+    """No registered environment has this name or id (a ``KeyError``, for existing callers)."""
+
+    def __str__(self) -> str:  # KeyError would print the repr of its message, quotes and all
+        return str(self.args[0]) if self.args else "unknown environment"
+
+
 def _read(name: str) -> Any:
     return json.loads(resources.files(__name__).joinpath(name).read_text(encoding="utf-8"))
 
@@ -44,7 +51,7 @@ def entry(name_or_id: str) -> dict[str, Any]:
     try:
         return _by_name()[name]
     except KeyError:
-        raise KeyError(f"unknown environment {name_or_id!r}; see `agentworld list`") from None
+        raise UnknownEnvError(f"unknown environment {name_or_id!r}; see `agentworld list`") from None
 
 
 def select(ids: Iterable[str] | None = None, l1: Iterable[str] | str | None = None,

@@ -6,11 +6,13 @@
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from typing import Any, Callable
 
 import env_registry
 
+from ..errors import CacheError
+from ..procs import worker_pool
 from ..tools import WRITE_KINDS
 
 
@@ -64,11 +66,14 @@ def build_many(names: list[str], jobs: int | None = None,
             if progress:
                 progress(results[-1])
         return results
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
+    # worker_pool: killing the build (SIGTERM/SIGINT) stops the workers too, instead of orphaning them.
+    with worker_pool(jobs) as pool:
         futures = {pool.submit(env_summary, n): n for n in names}
         for fut in as_completed(futures):
             try:
                 res = fut.result()
+            except CacheError:
+                raise  # an unusable cache breaks every env alike: stop with its one clear message
             except Exception as exc:  # one broken env must not stop the build of the others
                 res = {"name": futures[fut], "rejected": f"{type(exc).__name__}: {exc}", "tools_dropped": 0}
             results.append(res)

@@ -9,16 +9,13 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
-import os
-import tempfile
 import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
 import env_registry
 
-from .. import state
+from .. import cachefile, state
 from ..spec import content_hash, validate_spec
 from .naming import title
 from .schema import build_entities, data_recipe, schema_signature, tables_of
@@ -68,19 +65,24 @@ def _seed(slug: str) -> int:
     return zlib.crc32(slug.encode())
 
 
-def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
-    """Build the spec of one theme (tools validated against its golden state)."""
-    report = BuildReport(theme["slug"])
+def compose_spec(theme: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """The spec of one theme before tools are added (``"tools": []``), and its entities; needs no database."""
     entities = build_entities(theme)
-    tables = tables_of(entities)
-    report.schema_signature = content_hash(schema_signature(tables))[:16]
     spec: dict[str, Any] = {
         "spec_version": 1, "id": theme["slug"], "title": theme["title"], "description": theme["description"],
         "taxonomy": {"l1": theme["l1"], "l2": theme["l2"], "l3": theme["title"]},
         "now": NOW, "policy": _policy(theme, entities), "max_turns": 30,
-        "tables": tables, "data": data_recipe(theme, entities, _seed(theme["slug"])),
+        "tables": tables_of(entities), "data": data_recipe(theme, entities, _seed(theme["slug"])),
         "tools": [],
     }
+    return spec, entities
+
+
+def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
+    """Build the spec of one theme (tools validated against its golden state)."""
+    report = BuildReport(theme["slug"])
+    spec, entities = compose_spec(theme)
+    report.schema_signature = content_hash(schema_signature(spec["tables"]))[:16]
     golden = state.golden_bytes(spec)
     report.rows = sum(e.rows for e in entities)
     candidates = generate_tools(entities, theme["title"])
@@ -104,33 +106,47 @@ def _registry_hash() -> str:
     """Library data + the synthesis code + the data-generation code: any change rebuilds cached specs."""
     from . import naming, schema, toolcheck, toolgen
 
-    code = "".join(inspect.getsource(m) for m in (naming, schema, toolgen, toolcheck)) + inspect.getsource(synthesize)
+    code = "".join(inspect.getsource(m) for m in (naming, schema, toolgen, toolcheck)) + inspect.getsource(synthesize) \
+        + inspect.getsource(compose_spec)
     return content_hash({"modules": env_registry.entity_modules(), "workflows": env_registry.workflows(),
                          "version": SYNTH_VERSION, "code": code, "datagen": state.builder_source_hash()})[:16]
 
 
+SPEC_KIND = "synthesised spec"
+
+
 def _cache_path(theme: dict[str, Any]):
-    key = content_hash({"theme": theme, "registry": _registry_hash()})[:20]
-    return state.cache_dir() / "specs" / f"{theme['slug']}-{key}.json"
+    key = f"{theme['slug']}-{content_hash({'theme': theme, 'registry': _registry_hash()})[:20]}"
+    return state.cache_dir() / "specs" / f"{key}.json", key
+
+
+def _parse_cached(payload: Any) -> tuple[dict[str, Any], BuildReport]:
+    """Shape check of a cached spec file (the hash already vouches for its content)."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("spec"), dict) \
+            or not isinstance(payload.get("report"), dict):
+        raise cachefile.CorruptCacheFile("expected {'spec': {...}, 'report': {...}}")
+    spec = payload["spec"]
+    for field_name in ("id", "tables", "tools", "data", "now"):
+        if field_name not in spec:
+            raise cachefile.CorruptCacheFile(f"spec has no {field_name!r}")
+    return spec, BuildReport(**payload["report"])
 
 
 def cached_spec(name: str) -> tuple[dict[str, Any], BuildReport]:
-    """The spec of theme ``name`` from the cache, or synthesised and cached now."""
+    """The spec of theme ``name`` from the cache, or synthesised and cached now.
+
+    A cached spec was validated before it was stored and its bytes are checked against their
+    SHA-256 on load, so loading does not pay for jsonschema validation again.
+    """
     theme = env_registry.theme(name)
-    path = _cache_path(theme)
-    try:
-        payload = json.loads(path.read_text())
-        return payload["spec"], BuildReport(**payload["report"])
-    except (FileNotFoundError, ValueError, KeyError):
-        pass
+    path, key = _cache_path(theme)
+    cached = cachefile.load_json(path, key, SPEC_KIND, _parse_cached)
+    if cached is not None:
+        return cached
     spec, report = synthesize(theme)
     if not report.rejected:
         validate_spec(spec)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"spec": spec, "report": report.to_json()}, fh, ensure_ascii=False)
-    os.replace(tmp, path)
+    cachefile.store_json(path, key, SPEC_KIND, {"spec": spec, "report": report.to_json()})
     return spec, report
 
 

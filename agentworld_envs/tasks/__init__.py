@@ -33,7 +33,9 @@ def synthesize_tasks(env_id: str, n: int = 10, seed: int = 1, focus_tools: Itera
     focus = set(focus_tools or [])
     unknown = focus - set(bundle.tools)
     if unknown:
-        raise KeyError(f"unknown tools for {bundle.env_id}: {sorted(unknown)}")
+        from ..errors import UnknownToolError
+
+        raise UnknownToolError(f"unknown tools for {bundle.env_id}: {sorted(unknown)}")
 
     def accept(task: dict[str, Any]) -> bool:
         if focus and not focus & {s["name"] for s in task["solution"]}:

@@ -9,13 +9,10 @@ held-out arena envs use a separate ``arena`` stream and prefix.
 
 from __future__ import annotations
 
-import json
-import os
-import tempfile
 from collections import Counter
 from typing import Any
 
-from .. import state
+from .. import cachefile, state
 from ..spec import content_hash
 from . import llm
 from .build import GEN_VERSION, TARGET, generate_tasks
@@ -31,25 +28,39 @@ def _path(spec: dict[str, Any], split: str, seed: int):
     # The golden key covers data-generation code too: tasks name concrete rows, so new data means new tasks.
     key = content_hash({"spec": content_hash(spec), "golden": state.golden_key(spec), "gen": GEN_VERSION, "seed": seed,
                         "stream": stream(split), "llm": llm.enabled()})[:20]
-    return state.cache_dir() / "tasks" / f"{spec['id']}-{key}.json"
+    key = f"{spec['id']}-{key}"
+    return state.cache_dir() / "tasks" / f"{key}.json", key
+
+
+TASKS_KIND = "task set"
+#: Fields every cached task must carry (the env, verifiers and exporters read them).
+TASK_FIELDS = ("id", "instruction", "solution", "checks")
+
+
+def _parse_cached(payload: Any) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """Shape check of a cached task file (the hash already vouches for its content)."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("tasks"), list) \
+            or not isinstance(payload.get("report"), dict):
+        raise cachefile.CorruptCacheFile("expected {'tasks': [...], 'report': {...}}")
+    for i, task in enumerate(payload["tasks"]):
+        if not isinstance(task, dict):
+            raise cachefile.CorruptCacheFile(f"tasks[{i}] is not an object")
+        missing = [f for f in TASK_FIELDS if f not in task]
+        if missing:
+            raise cachefile.CorruptCacheFile(f"tasks[{i}] has no {missing[0]!r}")
+    return payload["tasks"], payload["report"]
 
 
 def cached_tasks(spec: dict[str, Any], golden: bytes, split: str = "train", seed: int = DEFAULT_SEED,
                  tools=None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The verified task set of an env (from the cache, or generated + gated now and cached)."""
-    path = _path(spec, split, seed)
-    try:
-        payload = json.loads(path.read_text())
-        return payload["tasks"], payload["report"]
-    except (FileNotFoundError, ValueError, KeyError):
-        pass
+    """The verified task set of an env (from the cache when its integrity record matches, or generated + gated now)."""
+    path, key = _path(spec, split, seed)
+    cached = cachefile.load_json(path, key, TASKS_KIND, _parse_cached)
+    if cached is not None:
+        return cached
     s = stream(split)
     tasks, report = generate_tasks(spec, golden, seed=f"{s}:{spec['id']}:{seed}", prefix=s, target=TARGET, tools=tools)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, suffix=".tmp")
-    with os.fdopen(fd, "w") as fh:
-        json.dump({"tasks": tasks, "report": report}, fh, ensure_ascii=False)
-    os.replace(tmp, path)
+    cachefile.store_json(path, key, TASKS_KIND, {"tasks": tasks, "report": report})
     return tasks, report
 
 

@@ -1,0 +1,189 @@
+"""Integrity-checked cache files: every artefact has a sidecar record of its key and SHA-256.
+
+A cached artefact ``NAME`` (a golden SQLite file, a synthesised spec, a task set) is stored
+next to ``NAME.meta``, a small JSON :class:`CacheRecord` ``{"format", "kind", "key", "size",
+"sha256"}``. Loading checks that record before the bytes are trusted, so a truncated,
+bit-flipped, zero-length or hand-edited file, or another environment's file copied under this
+name (its record names another key, or the bytes do not match this record), is rebuilt with
+one :class:`CacheWarning` naming the file instead of being served.
+
+The golden files stay plain SQLite files (openable with ``sqlite3``) because the record lives
+beside them, not inside. Writes are atomic (temporary file + ``os.replace``) and temporary
+files are removed on every failure path; a cache that cannot be written (read-only, no
+permission, full disk) raises :class:`~agentworld_envs.errors.CacheError` naming the file and
+what to do. Payload and record are replaced one after the other, so a crash between the two
+leaves a mismatch that the next load detects and repairs, never a silently wrong artefact.
+"""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+import tempfile
+import warnings
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from .errors import CacheError
+
+FORMAT = 1
+META_SUFFIX = ".meta"
+T = TypeVar("T")
+
+_READ_ONLY = {errno.EROFS, errno.EACCES, errno.EPERM}
+_FULL = {errno.ENOSPC, errno.EDQUOT, errno.EFBIG}
+
+
+class CacheWarning(UserWarning):
+    """A cached artefact failed its integrity check and is being rebuilt."""
+
+
+class CorruptCacheFile(ValueError):
+    """Raised by a payload ``parse`` callback when the bytes decode but have the wrong shape."""
+
+
+@dataclass(frozen=True)
+class CacheRecord:
+    """The sidecar of one cached artefact: what it was built for and what its bytes hash to."""
+
+    kind: str
+    key: str
+    size: int
+    sha256: str
+    format: int = FORMAT
+
+    @classmethod
+    def parse(cls, text: str) -> "CacheRecord":
+        raw = json.loads(text)
+        if not isinstance(raw, dict) or set(raw) != {"kind", "key", "size", "sha256", "format"}:
+            raise ValueError("record has the wrong fields")
+        record = cls(**raw)
+        if not (isinstance(record.key, str) and isinstance(record.sha256, str) and isinstance(record.size, int)):
+            raise ValueError("record has fields of the wrong type")
+        return record
+
+
+def meta_path(path: Path) -> Path:
+    return path.with_name(path.name + META_SUFFIX)
+
+
+def _remedy(exc: OSError) -> tuple[str, str]:
+    if exc.errno in _FULL:
+        return "no space left on the device", "free some space, or point AGENTWORLD_CACHE at a disk with room"
+    if exc.errno in _READ_ONLY:
+        return (f"cannot write ({os.strerror(exc.errno)})",
+                "make the cache directory writable, or point AGENTWORLD_CACHE at a writable directory")
+    return f"cannot write ({exc.strerror or exc})", "check the cache directory, or point AGENTWORLD_CACHE elsewhere"
+
+
+def cache_error(path: Path, exc: OSError) -> CacheError:
+    problem, remedy = _remedy(exc)
+    return CacheError(path, problem, remedy)
+
+
+def ensure_dir(path: Path) -> Path:
+    """``mkdir -p`` that reports an unusable cache location as a :class:`CacheError`."""
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise cache_error(path, exc) from None
+    return path
+
+
+def _rebuild_warning(path: Path, kind: str, why: str) -> None:
+    # The message names the file, so Python's warning registry shows each broken file once.
+    warnings.warn(f"cached {kind} {path} {why}; rebuilding it", CacheWarning, stacklevel=3)
+
+
+def load(path: Path, key: str, kind: str) -> bytes | None:
+    """The bytes stored at ``path`` for ``key``, or ``None`` when missing or failing the check (warned)."""
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        return None
+    except IsADirectoryError:
+        _rebuild_warning(path, kind, "is a directory")
+        return None
+    except OSError as exc:
+        raise CacheError(path, f"cannot read ({exc.strerror or exc})",
+                         "fix its permissions, delete it, or point AGENTWORLD_CACHE elsewhere") from None
+    try:
+        record = CacheRecord.parse(meta_path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        why = "has no integrity record"
+    except (OSError, ValueError, TypeError) as exc:
+        why = f"has an unreadable integrity record ({type(exc).__name__})"
+    else:
+        if record.format != FORMAT or record.kind != kind:
+            why = f"has a record of another format or kind ({record.kind!r}, format {record.format})"
+        elif record.key != key:
+            why = f"was built for {record.key!r}, not {key!r}"
+        elif record.size != len(data):
+            why = f"is {len(data)} bytes, not the {record.size} recorded (truncated or edited)"
+        elif hashlib.sha256(data).hexdigest() != record.sha256:
+            why = "does not match its recorded SHA-256 (corrupted or edited)"
+        else:
+            return data
+    _rebuild_warning(path, kind, why)
+    return None
+
+
+def _write_temp(path: Path, data: bytes) -> str:
+    """``data`` in a new temporary file beside ``path``; the file never outlives a failure here."""
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+    except BaseException:
+        _unlink(tmp)
+        raise
+    return tmp
+
+
+def _unlink(name: str | Path) -> None:
+    try:
+        os.unlink(name)
+    except OSError:
+        pass
+
+
+def store(path: Path, key: str, kind: str, data: bytes) -> None:
+    """Write ``data`` and its :class:`CacheRecord` atomically; :class:`CacheError` if the cache is unusable.
+
+    Both temporary files are written before either is renamed into place, so a full disk or a
+    read-only directory fails before anything visible changes, and no temporary file is left.
+    """
+    record = CacheRecord(kind=kind, key=key, size=len(data), sha256=hashlib.sha256(data).hexdigest())
+    ensure_dir(path.parent)
+    temps: list[str] = []
+    try:
+        temps.append(_write_temp(path, data))
+        temps.append(_write_temp(meta_path(path), json.dumps(asdict(record), sort_keys=True).encode()))
+        os.replace(temps[0], path)
+        os.replace(temps[1], meta_path(path))
+    except OSError as exc:
+        raise cache_error(path, exc) from None
+    finally:
+        for tmp in temps:
+            if os.path.exists(tmp):
+                _unlink(tmp)
+
+
+def load_json(path: Path, key: str, kind: str, parse: Callable[[Any], T]) -> T | None:
+    """A JSON artefact, checked by hash and then by ``parse`` (which raises on the wrong shape)."""
+    data = load(path, key, kind)
+    if data is None:
+        return None
+    try:
+        return parse(json.loads(data))
+    except (ValueError, KeyError, TypeError) as exc:  # includes CorruptCacheFile and JSON errors
+        _rebuild_warning(path, kind, f"has the wrong shape ({str(exc)[:120]})")
+        return None
+
+
+def store_json(path: Path, key: str, kind: str, obj: Any) -> None:
+    store(path, key, kind, json.dumps(obj, ensure_ascii=False).encode())

@@ -1,0 +1,82 @@
+"""Checks that need the engine: Python hooks resolved, spec SQL compiled read-only; the public ``register_spec``.
+
+A spec may name a registered data generator, Python tools and Python verifiers. Resolving them
+when the spec is registered turns a typo into a :class:`~agentworld_envs.spec.SpecError` with
+its JSON path, instead of a ``KeyError`` at ``gym.make`` or, worse, in the middle of an episode.
+Likewise the SQL a spec carries (``sql`` verifier queries, tool precondition expressions) is
+compiled against the spec's schema and must be one read-only statement.
+(This lives apart from :mod:`agentworld_envs.catalog` because the verifier registry's loader
+imports the task package, which imports the catalogue.)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from . import catalog, state
+from .datagen import get_data_generator
+from .spec import SpecError, validate_spec
+from .sqlcheck import read_only_problem
+from .tools import get_python_tool
+from .verifiers import get_python_verifier
+
+
+def check_plugins(spec: dict[str, Any]) -> None:
+    """Resolve every Python hook ``spec`` names; an unknown name raises :class:`SpecError` with its path."""
+
+    def resolve(get: Callable[[str], Any], name: str, path: str) -> None:
+        try:
+            get(name)
+        except (KeyError, ImportError, ValueError) as exc:
+            message = exc.args[0] if isinstance(exc, KeyError) and exc.args else exc
+            raise SpecError(path, str(message)) from None
+
+    if "generator" in spec["data"]:
+        resolve(get_data_generator, spec["data"]["generator"], "$.data.generator")
+    for i, tool in enumerate(spec["tools"]):
+        if tool["impl"]["kind"] == "python":
+            resolve(get_python_tool, tool["impl"]["function"], f"$.tools[{i}].impl.function")
+    for i, task in enumerate(spec.get("tasks", [])):
+        for j, check in enumerate(task.get("checks", [])):
+            if check.get("type") == "python":
+                resolve(get_python_verifier, check["function"], f"$.tasks[{i}].checks[{j}].function")
+
+
+def check_sql(spec: dict[str, Any]) -> None:
+    """Compile (never run) every query and precondition of ``spec`` read-only against its empty schema."""
+    conn = state.connect_memory()
+    try:
+        for table in spec["tables"]:
+            for stmt in state.table_ddl(table):
+                conn.execute(stmt)
+        for i, tool in enumerate(spec["tools"]):
+            impl = tool["impl"]
+            for j, pre in enumerate(impl.get("preconditions", [])):
+                if "expr" not in pre:
+                    continue
+                # The same statement tools.py runs, with the tool's named parameters bound as NULL here.
+                sql = (f"SELECT ({pre['expr']}) FROM {state.quote(impl['table'])} "
+                       f"WHERE {state.quote(impl['key']['column'])} = :__key")
+                problem = read_only_problem(conn, sql)
+                if problem:
+                    raise SpecError(f"$.tools[{i}].impl.preconditions[{j}].expr", problem)
+        for i, task in enumerate(spec.get("tasks", [])):
+            for j, check in enumerate(task.get("checks", [])):
+                if check.get("type") == "sql":
+                    problem = read_only_problem(conn, check["query"], list(check.get("params", [])))
+                    if problem:
+                        raise SpecError(f"$.tasks[{i}].checks[{j}].query", problem)
+    finally:
+        conn.close()
+
+
+def register_spec(spec: dict[str, Any], split: str = "train", replace: bool = False) -> str:
+    """Validate ``spec``, resolve its Python hooks and register it as ``agentworld/<spec id>-v0``.
+
+    See :func:`agentworld_envs.catalog.register_spec` for the id rules (``replace``).
+    """
+    validate_spec(spec)
+    check_plugins(spec)
+    check_sql(spec)
+    return catalog.register_spec(spec, split=split, replace=replace)

@@ -1,0 +1,110 @@
+"""MCP sessions never lose work silently: eviction at the session cap and the end of an episode."""
+
+from __future__ import annotations
+
+import json
+import socket
+import subprocess
+import sys
+import time
+from contextlib import asynccontextmanager
+
+import anyio
+import pytest
+
+from agentworld_envs.mcp_server import EpisodeHost
+
+TIMEOUT = 120
+
+
+def test_host_tells_an_evicted_session_instead_of_starting_over(toy_env_id):
+    host = EpisodeHost(toy_env_id, task_id="lend-1", max_sessions=2)
+    text, is_error, _ = host.call("a", "lend_book", {"book_id": 2, "member_id": 1})
+    assert not is_error, text
+    host.call("b", "get_task", {})
+    host.call("c", "get_task", {})  # a third session: "a" is the least recently used
+    assert host.live_episodes == 2
+    for _ in range(2):  # every later call of "a" is refused, never handed a fresh episode
+        text, is_error, _ = host.call("a", "search_books", {})
+        assert is_error and json.loads(text)["error"]["code"] == "session_evicted"
+        assert "new MCP session" in text and "--max-sessions" in text
+    assert host.live_episodes == 2
+    text, is_error, _ = host.call("b", "search_books", {})  # the survivors keep working
+    assert not is_error
+
+
+def test_host_episode_over_says_how_to_start_again(toy_env_id):
+    host = EpisodeHost(toy_env_id, task_id="lend-1")
+    _, is_error, structured = host.call("s", "submit", {})
+    assert not is_error and "score" in structured
+    text, is_error, _ = host.call("s", "search_books", {})
+    error = json.loads(text)["error"]
+    assert is_error and error["code"] == "episode_over"
+    assert "reset()" not in error["message"] and "new MCP session" in error["message"]
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@asynccontextmanager
+async def _server(*args: str):
+    port = _free_port()
+    proc = subprocess.Popen([sys.executable, "-m", "agentworld_envs.mcp_server", *args, "--transport", "http",
+                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if proc.poll() is not None:
+                pytest.fail(f"server exited: {proc.stderr.read().decode()[-2000:]}")
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=1).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    pytest.fail("HTTP server did not start listening within 60 s")
+                await anyio.sleep(0.2)
+        yield f"http://127.0.0.1:{port}/mcp"
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+        proc.stderr.close()
+
+
+def test_http_session_cap_evicts_explicitly():
+    """Three live sessions against --max-sessions 2: the oldest is told it was evicted, over HTTP."""
+    from mcp import Client
+
+    async def main():
+        with anyio.fail_after(TIMEOUT):
+            async with _server("agentworld/retail-v0", "--max-sessions", "2") as url:
+                async with Client(url, read_timeout_seconds=60) as a, Client(url, read_timeout_seconds=60) as b, \
+                        Client(url, read_timeout_seconds=60) as c:
+                    assert not (await a.call_tool("get_task", {})).is_error
+                    assert not (await b.call_tool("get_task", {})).is_error
+                    assert not (await c.call_tool("get_task", {})).is_error
+                    evicted = await a.call_tool("get_task", {})
+                    assert evicted.is_error
+                    error = json.loads(evicted.content[0].text)["error"]
+                    assert error["code"] == "session_evicted" and "new MCP session" in error["message"]
+                    assert not (await c.call_tool("get_task", {})).is_error
+                    over = await b.call_tool("submit", {})
+                    assert not over.is_error
+                    after = await b.call_tool("get_task", {})
+                    assert not after.is_error  # reading the task is still fine after submit
+                    after = await b.call_tool("submit", {})
+                    assert after.is_error and "new MCP session" in json.loads(after.content[0].text)["error"]["message"]
+
+    anyio.run(main)
+
+
+def test_serve_mcp_help_documents_the_cap():
+    out = subprocess.run([sys.executable, "-m", "agentworld_envs.mcp_server", "--help"], capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0 and "session_evicted" in " ".join(out.stdout.split())
