@@ -10,6 +10,7 @@ expected value and no competing value*. Concretely:
 * **Numbers** are read with thousands separators, currency symbols, units, percent signs and
   trailing punctuation (``$1,234.50.``, ``28.73 ml``); digits inside codes (``W1234``) and
   dates are not numbers.
+* Small whole numbers may be written as words (``three``, ``twenty-one``) when the answer has no digits.
 * **Dates** are read in ISO, ``March 5, 2026``, ``5 March 2026`` and ``03/05/2026`` forms.
 * **Lists** may be separated by commas, semicolons, "and", newlines or bullets.
 * **Competing values** are the task's *candidates* (the other labels, statuses, ids of the
@@ -156,6 +157,24 @@ def numbers(text: str) -> list[float]:
     return out
 
 
+_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
+          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
+_WORD_NUMBER = re.compile(r"\b(?:(" + "|".join(_TENS) + r")(?:[- ](" + "|".join(_UNITS[1:10]) + r"))?|("
+                          + "|".join(_UNITS) + r"))\b")
+
+
+def word_numbers(text: str) -> list[tuple[float, str]]:
+    """Whole numbers below 100 written as words (``three``, ``twenty-one``), with the words."""
+    out = []
+    for m in _WORD_NUMBER.finditer(fold(text)):
+        if m[3]:
+            out.append((float(_UNITS.index(m[3])), m[0]))
+        else:
+            out.append((float(_TENS[m[1]] + (_UNITS.index(m[2]) if m[2] else 0)), m[0]))
+    return out
+
+
 # ------------------------------------------------------------------------------------------ matching
 
 
@@ -249,6 +268,15 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         if numeric and num is None:
             num = parse_number(value)
         if num is not None:
+            if not nums and not negated_nums:
+                # No digits at all: read small whole numbers written as words ("three orders"). "one" is
+                # too often a pronoun to compete, but any other number word does.
+                spelled = word_numbers(text)
+                if any(n == num for n, _ in spelled):
+                    others = sorted({w for n, w in spelled if n != num and w != "one"})
+                    if others:
+                        return Match(False, f"answer {text[:80]!r}; also names {', '.join(others[:3])}", (), tuple(others))
+                    continue
             hit = [n for n in nums if math.isclose(n, num, rel_tol=0, abs_tol=tolerance)]
             if hit:
                 used_nums += hit

@@ -60,6 +60,7 @@ def retail():
     ("There are 104 high-priority closing tasks.", ["104"]),
     ("It was delivered on March 5, 2026.", ["2026-03-05"]),
     ("It is SILVER.", ["silver"]),
+    ("You have three delivered orders.", ["3"]),
 ])
 def test_correct_answers_in_prose_pass(text, expected):
     assert answers.match_values(text, expected, answers.Candidates(["gold", "silver", "#W3"])).ok
@@ -71,6 +72,7 @@ def test_correct_answers_in_prose_pass(text, expected):
     ("#W1, #W2 and #W3", ["#W1", "#W2"], ["#W1", "#W2", "#W3"]),                 # an extra member
     ("silvery", ["silver"], ["gold", "silver"]),                                 # not the whole word
     ("43", ["42"], []),
+    ("one, two, three or four", ["3"], []),                                     # spelled-out hedging
 ])
 def test_hedged_or_wrong_answers_fail(text, expected, candidates):
     assert not answers.match_values(text, expected, answers.Candidates(candidates)).ok
