@@ -187,20 +187,22 @@ def outcome_of(record_checks: list[dict[str, Any]], *, success: bool, truncated:
 # ------------------------------------------------------------------------------------------ task sets
 
 
-def round_tasks(env_id: str, round_: int, n: int) -> list[dict[str, Any]]:
-    """Tasks freshly synthesised for arena round ``round_`` (seeded by it), none of them in the env's own set."""
+def round_tasks(env_id: str, round_: int, n: int, max_steps: int | None = None) -> list[dict[str, Any]]:
+    """Tasks freshly synthesised for arena round ``round_`` (seeded by it), none of them in the env's own set
+    (``max_steps``: only tasks whose reference has at most this many calls, submit included)."""
     from .catalog import load_bundle
     from .tasks import synthesize_tasks
 
     bundle = load_bundle(env_id)
     own = {canonical_json([t["solution"], t["instruction"]]) for t in bundle.tasks}
-    tasks, _ = synthesize_tasks(env_id, n=n + 2, seed=10_000 + round_)
+    tasks, _ = synthesize_tasks(env_id, n=n + 2, seed=10_000 + round_, max_steps=max_steps)
     fresh = [dict(t, id=f"r{round_}-{t['id']}") for t in tasks if canonical_json([t["solution"], t["instruction"]]) not in own]
     return fresh[:n]
 
 
 def select_tasks(env_ids: Sequence[str], *, tasks_per_env: int = 0, round_: int | None = None,
-                 seed: int = 0, overlay_dir: Path | None = None) -> tuple[list[tuple[str, str]], Path | None]:
+                 seed: int = 0, overlay_dir: Path | None = None,
+                 max_steps: int | None = None) -> tuple[list[tuple[str, str]], Path | None]:
     """``(env_id, task_id)`` pairs to evaluate, and the overlay file holding round tasks (if any)."""
     from .catalog import load_bundle
     from .overlay import write_overlay
@@ -210,10 +212,10 @@ def select_tasks(env_ids: Sequence[str], *, tasks_per_env: int = 0, round_: int 
     for env_id in env_ids:
         bundle = load_bundle(env_id)
         if round_ is not None:
-            tasks = round_tasks(env_id, round_, tasks_per_env or 6)
+            tasks = round_tasks(env_id, round_, tasks_per_env or 6, max_steps)
             overlay[bundle.name] = tasks
         else:
-            tasks = list(bundle.tasks)
+            tasks = [t for t in bundle.tasks if max_steps is None or len(t["solution"]) <= max_steps]
             if tasks_per_env and len(tasks) > tasks_per_env:
                 tasks = random.Random(f"{seed}:{bundle.name}").sample(tasks, tasks_per_env)
         pairs += [(bundle.env_id, t["id"]) for t in tasks]

@@ -29,6 +29,7 @@ class TargetPlan:
     n: int
     families: list[str] = field(default_factory=list)
     min_difficulty: float | None = None
+    max_steps: int | None = None      # reference calls, submit included (a curriculum limit of the trainer)
     reason: str = ""
 
 
@@ -38,7 +39,7 @@ def _weak(groups: dict[str, dict[str, Any]], min_support: int = 2) -> list[tuple
 
 
 def plan_targets(diag: dict[str, Any], *, round_: int, total: int = 48, envs: int = 8, per_env_max: int = 12,
-                 train_pool: list[str] | None = None) -> list[TargetPlan]:
+                 train_pool: list[str] | None = None, max_steps: int | None = None) -> list[TargetPlan]:
     """Spread ``total`` targeted tasks over up to ``envs`` train envs, weakest categories first."""
     rng = random.Random(f"targets:{round_}")
     weak_l1 = [k for k, rate in _weak(diag.get("by_l1", {})) if rate < 1.0] or list(diag.get("by_l1", {}))
@@ -67,7 +68,8 @@ def plan_targets(diag: dict[str, Any], *, round_: int, total: int = 48, envs: in
     chosen = chosen[:envs]
     per = max(1, min(per_env_max, total // len(chosen)))
     reason = f"weak categories {weak_l1[:3]}, families {weak_families}, chain drop at {drop}"
-    return [TargetPlan(env_id, per, weak_families, floor, reason + (f"; {l1}" if l1 else "")) for env_id, l1 in chosen]
+    return [TargetPlan(env_id, per, weak_families, floor, max_steps, reason + (f"; {l1}" if l1 else ""))
+            for env_id, l1 in chosen]
 
 
 def synthesize_targeted(plans: list[TargetPlan], *, round_: int, out: Path) -> tuple[Path, dict[str, Any]]:
@@ -82,8 +84,11 @@ def synthesize_targeted(plans: list[TargetPlan], *, round_: int, out: Path) -> t
         families = [f for f in FAMILIES if not plan.families or f in plan.families] or FAMILIES
         floor = plan.min_difficulty
 
+        def fits(task: dict[str, Any], max_steps=plan.max_steps) -> bool:
+            return max_steps is None or len(task["solution"]) <= max_steps
+
         def accept(task: dict[str, Any], floor=floor) -> bool:
-            return floor is None or task["difficulty"] >= floor
+            return fits(task) and (floor is None or task["difficulty"] >= floor)
 
         tasks, rep = generate_tasks(bundle.spec, bundle.golden, seed=f"target:{round_}:{bundle.name}",
                                     prefix=f"t{round_}", target=plan.n, tools=bundle.tools, accept=accept,
@@ -91,7 +96,7 @@ def synthesize_targeted(plans: list[TargetPlan], *, round_: int, out: Path) -> t
         if len(tasks) < plan.n and floor is not None:   # the floor was too high for this env: relax it
             more, rep2 = generate_tasks(bundle.spec, bundle.golden, seed=f"target:{round_}:{bundle.name}:relaxed",
                                         prefix=f"t{round_}r", target=plan.n - len(tasks), tools=bundle.tools,
-                                        families=families)
+                                        families=families, accept=fits, max_attempts=6 * plan.n + 20)
             tasks += more
             for k, v in rep2["rejected"].items():
                 rep["rejected"][k] = rep["rejected"].get(k, 0) + v
