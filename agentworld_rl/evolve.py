@@ -214,7 +214,5 @@ def register(app) -> None:
         except TrainError as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
-        last = result["rounds"][-1]
-        typer.echo(f"done: {output_dir}/rounds.json, {output_dir}/evolve_report.html "
-                   f"(arena success by round: {', '.join(f'{r['arena_success']:.3f}' for r in result['rounds'])}; "
-                   f"last {last['arena_success']:.3f})")
+        curve = ", ".join(f"{r['arena_success']:.3f}" for r in result["rounds"])
+        typer.echo(f"done: {output_dir}/rounds.json, {output_dir}/evolve_report.html (arena success by round: {curve})")
