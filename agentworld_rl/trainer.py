@@ -26,6 +26,7 @@ import torch
 
 from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
 from .config import TrainConfig, to_yaml
+from .errors import TrainError
 from .evaluate import evaluate, report_markdown
 from .grpo import group_advantages, grpo_loss, token_logprobs
 from .metrics import MetricsLogger, episode_metrics, plot_curves
@@ -35,22 +36,31 @@ from .tasks import TaskSampler, import_env_modules, select_env_ids, task_pairs
 
 
 def load_model_and_tokenizer(model_ref: str, corpus_hint: list[str] | None = None):
-    """Load a causal LM + tokenizer from a local dir or hub id; "tiny" builds the offline tiny model."""
+    """Load a causal LM + tokenizer: "tiny", a packaged name (smollm2-135m), a .gguf file or a local HF dir."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+
+    from .models import resolve_model
 
     if model_ref == "tiny":
         from .tiny_model import build_tiny_chat_model
         model_ref = str(build_tiny_chat_model(extra_corpus=corpus_hint or ()))
-    path = Path(model_ref)
-    if (path / "agentworld_tiny.json").exists():
-        # Locally trained `tokenizers` tokenizers have no tokenizer class AutoTokenizer can resolve.
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
     else:
-        tokenizer = AutoTokenizer.from_pretrained(model_ref)
+        model_ref = resolve_model(model_ref)
+    path = Path(model_ref)
+    try:
+        if (path / "agentworld_tiny.json").exists():
+            # Locally trained `tokenizers` tokenizers have no tokenizer class AutoTokenizer can resolve.
+            tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(model_ref)
+        model = AutoModelForCausalLM.from_pretrained(model_ref, dtype=torch.float32)
+    except (OSError, ValueError) as e:  # unreadable/partial directory: one line, not a traceback
+        raise TrainError(f"cannot load model from {model_ref}: {str(e).splitlines()[0]}") from e
+    if not tokenizer.chat_template:
+        raise TrainError(f"model {model_ref} has no chat template; the trainer needs one that renders tools")
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_ref)
     return model, tokenizer, model_ref
 
 
