@@ -8,12 +8,12 @@ we train cross-entropy on the assistant tokens only.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import Sequence
 
 import gymnasium as gym
 import torch
-import torch.nn.functional as F
 
 from .rollout import Episode, RolloutEngine
 
@@ -62,30 +62,47 @@ def collate(episodes: Sequence[Episode], pad_id: int):
 
 
 def sft_warm_start(model, tokenizer, episodes: Sequence[Episode], steps: int, lr: float, batch_size: int,
-                   seed: int = 0, device=None, log=None) -> list[float]:
-    """Full-weight SFT on the assistant tokens of ``episodes``. Returns per-step losses."""
+                   seed: int = 0, device=None, log=None, micro_batch_size: int = 0, autocast=None,
+                   chunk_size: int = 256) -> list[float]:
+    """Full-weight SFT on the assistant tokens of ``episodes``. Returns per-step losses.
+
+    Each step draws ``batch_size`` episodes and runs them ``micro_batch_size`` at a time
+    (0 = all at once), accumulating gradients. The loss is normalised by the whole batch's
+    trained-token count, so the accumulated gradient equals the one-batch gradient.
+    Sorting a batch by length keeps padding inside each micro-batch small.
+    """
+    from .grpo import token_logprobs
+
     if not episodes:
         raise ValueError("no successful reference trajectories to warm-start from")
     device = device or next(model.parameters()).device
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    autocast = autocast or contextlib.nullcontext
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     rng = random.Random(seed)
     pad = tokenizer.pad_token_id
+    micro = micro_batch_size if micro_batch_size > 0 else batch_size
     losses = []
     model.train()
     for step in range(steps):
         batch = [episodes[rng.randrange(len(episodes))] for _ in range(batch_size)]
-        ids, att, mask, _ = collate(batch, pad)
-        ids, att, mask = ids.to(device), att.to(device), mask.to(device)
-        logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
-        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none")
-        m = mask[:, 1:].reshape(-1)
-        loss = (nll * m).sum() / m.sum().clamp(min=1)
-        opt.zero_grad()
-        loss.backward()
+        batch.sort(key=lambda ep: len(ep.token_ids))
+        n_tok = float(sum(ep.num_policy_tokens for ep in batch)) or 1.0
+        opt.zero_grad(set_to_none=True)
+        total = 0.0
+        for start in range(0, len(batch), micro):
+            ids, att, mask, _ = collate(batch[start:start + micro], pad)
+            ids, att, mask = ids.to(device), att.to(device), mask.to(device)
+            with autocast():
+                lp = token_logprobs(model, ids, att, mask=mask, chunk_size=chunk_size)
+            loss = -(lp.float() * mask).sum() / n_tok
+            loss.backward()
+            total += loss.item()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        losses.append(loss.item())
+        losses.append(total)
         if log is not None:
-            log(step, loss.item())
+            log(step, total)
+    opt.zero_grad(set_to_none=True)
+    del opt  # free the Adam moments before GRPO builds its own optimizer
     model.eval()
     return losses
