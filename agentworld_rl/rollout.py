@@ -232,6 +232,30 @@ class RolloutEngine:
         self.generated_tokens += sum(len(r) for r in ids_out)
         return ids_out, lps_out, out.sequences.cpu(), getattr(out, "past_key_values", None)
 
+    @torch.no_grad()
+    def _shared_prefill(self, seq: torch.Tensor, att: torch.Tensor, group_size: int):
+        """KV cache of every row but its last token, computing each group's prompt once.
+
+        All members of a GRPO group start from the same prompt, so at the first turn
+        the prefill runs on one row per group and the cache is repeated G times. Returns
+        None if the rows of a group differ (then generate prefills normally).
+        """
+        B = seq.shape[0]
+        if B % group_size or not all(torch.equal(seq[g], seq[g + k]) for g in range(0, B, group_size)
+                                     for k in range(1, group_size)):
+            return None
+        uniq, uatt = seq[::group_size, :-1], att[::group_size, :-1]
+        device = next(self.model.parameters()).device
+        # Same positions generate() would use: counted over attended tokens (left padding).
+        pos = (uatt.cumsum(-1) - 1).clamp(min=0)
+        with self.autocast():
+            out = self.model(input_ids=uniq.to(device), attention_mask=uatt.to(device), position_ids=pos.to(device),
+                             use_cache=True, logits_to_keep=1)
+        self.prefilled_tokens += int(uatt.sum())
+        cache = out.past_key_values
+        cache.batch_repeat_interleave(group_size)
+        return cache
+
     @staticmethod
     def _left_pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
         width = max(len(r) for r in rows)
@@ -286,6 +310,8 @@ class RolloutEngine:
                 if cache is None or not self.reuse_cache:
                     seq, att = self._left_pad([episodes[i].token_ids for i in live], self.pad_id)
                     cache = None
+                    if self.reuse_cache and group_size > 1 and len(live) == len(episodes):
+                        cache = self._shared_prefill(seq, att, group_size)
                 gen_ids, gen_lps, sequences, cache = self._generate(seq, att, cache, greedy)
                 # Post-EOS padding generated for finished rows is masked out for later turns.
                 gen_att = torch.zeros((len(live), sequences.shape[1] - seq.shape[1]), dtype=torch.long)

@@ -61,47 +61,56 @@ def collate(episodes: Sequence[Episode], pad_id: int):
     return ids, att, mask, lps
 
 
+def sft_accumulate(model, batch: Sequence[Episode], pad_id: int, micro_batch_size: int = 0, autocast=None,
+                   chunk_size: int = 256, device=None) -> float:
+    """Forward/backward one SFT batch ``micro_batch_size`` episodes at a time (0 = all at once).
+
+    The loss is normalised by the whole batch's trained-token count, so the gradients
+    accumulated in ``.grad`` equal those of a single full-batch pass. Returns the loss.
+    """
+    from .grpo import token_logprobs
+
+    device = device or next(model.parameters()).device
+    autocast = autocast or contextlib.nullcontext
+    micro = micro_batch_size if micro_batch_size > 0 else len(batch)
+    n_tok = float(sum(ep.num_policy_tokens for ep in batch)) or 1.0
+    total = 0.0
+    for start in range(0, len(batch), micro):
+        ids, att, mask, _ = collate(batch[start:start + micro], pad_id)
+        ids, att, mask = ids.to(device), att.to(device), mask.to(device)
+        with autocast():
+            lp = token_logprobs(model, ids, att, mask=mask, chunk_size=chunk_size)
+        loss = -(lp.float() * mask).sum() / n_tok
+        loss.backward()
+        total += loss.item()
+    return total
+
+
 def sft_warm_start(model, tokenizer, episodes: Sequence[Episode], steps: int, lr: float, batch_size: int,
                    seed: int = 0, device=None, log=None, micro_batch_size: int = 0, autocast=None,
                    chunk_size: int = 256) -> list[float]:
     """Full-weight SFT on the assistant tokens of ``episodes``. Returns per-step losses.
 
     Each step draws ``batch_size`` episodes and runs them ``micro_batch_size`` at a time
-    (0 = all at once), accumulating gradients. The loss is normalised by the whole batch's
-    trained-token count, so the accumulated gradient equals the one-batch gradient.
-    Sorting a batch by length keeps padding inside each micro-batch small.
+    (0 = all at once), accumulating gradients (see :func:`sft_accumulate`). Sorting a batch
+    by length keeps padding inside each micro-batch small.
     """
-    from .grpo import token_logprobs
-
     if not episodes:
         raise ValueError("no successful reference trajectories to warm-start from")
-    device = device or next(model.parameters()).device
-    autocast = autocast or contextlib.nullcontext
     opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     rng = random.Random(seed)
-    pad = tokenizer.pad_token_id
-    micro = micro_batch_size if micro_batch_size > 0 else batch_size
     losses = []
     model.train()
     for step in range(steps):
-        batch = [episodes[rng.randrange(len(episodes))] for _ in range(batch_size)]
-        batch.sort(key=lambda ep: len(ep.token_ids))
-        n_tok = float(sum(ep.num_policy_tokens for ep in batch)) or 1.0
+        batch = sorted((episodes[rng.randrange(len(episodes))] for _ in range(batch_size)),
+                       key=lambda ep: len(ep.token_ids))
         opt.zero_grad(set_to_none=True)
-        total = 0.0
-        for start in range(0, len(batch), micro):
-            ids, att, mask, _ = collate(batch[start:start + micro], pad)
-            ids, att, mask = ids.to(device), att.to(device), mask.to(device)
-            with autocast():
-                lp = token_logprobs(model, ids, att, mask=mask, chunk_size=chunk_size)
-            loss = -(lp.float() * mask).sum() / n_tok
-            loss.backward()
-            total += loss.item()
+        loss = sft_accumulate(model, batch, tokenizer.pad_token_id, micro_batch_size, autocast, chunk_size, device)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        losses.append(total)
+        losses.append(loss)
         if log is not None:
-            log(step, total)
+            log(step, loss)
     opt.zero_grad(set_to_none=True)
     del opt  # free the Adam moments before GRPO builds its own optimizer
     model.eval()
