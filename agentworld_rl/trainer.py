@@ -225,6 +225,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
         for step in range(start_step + 1, cfg.steps + 1):
             # 1. Rollouts: this process's slice of the step's prompts, G episodes each.
             t0 = time.time()
+            gen0, pre0 = engine.generated_tokens, engine.prefilled_tokens
             tasks = sampler.take(cfg.batch_size * world)[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
             episodes = engine.collect(tasks, cfg.group_size, seed=(cfg.seed * 1_000_003 + step) * world + rank)
             t_rollout = time.time() - t0
@@ -297,6 +298,11 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 "seconds_rollout": t_rollout,
                 "seconds_update": t_update,
                 "trained_tokens": float(mask.sum()),
+                "generated_tokens": float(engine.generated_tokens - gen0),
+                "prefilled_tokens": float(engine.prefilled_tokens - pre0),  # prompt tokens run through the model
+                "generated_tokens_per_s": (engine.generated_tokens - gen0) / max(t_rollout, 1e-9),
+                "trained_tokens_per_s": float(mask.sum()) / max(t_update, 1e-9),
+                "peak_rss_gb": _peak_rss_gb(),
             })
             metrics = _mean_across_processes(accelerator, metrics)
             last_metrics = metrics
@@ -378,6 +384,14 @@ def _save_model_atomically(model, tokenizer, path: Path) -> None:
     tokenizer.save_pretrained(tmp)
     shutil.rmtree(path, ignore_errors=True)
     tmp.rename(path)
+
+
+def _peak_rss_gb() -> float:
+    """Peak resident memory of this process so far (Linux ru_maxrss is KiB; macOS bytes)."""
+    import resource
+    import sys
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 30) if sys.platform == "darwin" else peak / (1 << 20)
 
 
 def _micro_slices(n: int, size: int):

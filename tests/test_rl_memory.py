@@ -155,10 +155,11 @@ def test_train_with_memory_options(tmp_path, opts):
     cfg = TrainConfig(model="tiny", torch_threads=1, env_ids=[LOOKUP], eval_split="", batch_size=2, group_size=2,
                       max_turns=2, max_new_tokens=8, steps=2, lora_r=4, output_dir=str(tmp_path / "run"),
                       progress=False, **opts)
+    # Accelerate keeps mixed_precision in a process-wide singleton: reset it around this run.
+    AcceleratorState._reset_state()
     try:
         train(cfg)
     finally:
-        # Accelerate keeps mixed_precision in a process-wide singleton; later tests use "no".
         AcceleratorState._reset_state()
     rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
     assert [r["step"] for r in rows] == [1, 2]
