@@ -127,6 +127,9 @@ class TrainConfig:
     sft_batch_size: int = 8
     sft_micro_batch_size: int = 0
     """Episodes per SFT forward/backward; gradients accumulate over sft_batch_size (0 = whole batch)."""
+    sft_context_grad: bool = True
+    """Backpropagate SFT through the task context (exact). False: the context before the first assistant
+    token runs once without gradient (KV cached): ~2x cheaper with long prompts, an approximation."""
 
     # --- bookkeeping
     seed: int = 0

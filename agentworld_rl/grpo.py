@@ -46,7 +46,7 @@ def group_advantages(rewards: torch.Tensor, group_size: int, scale_rewards: bool
 
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
                    temperature: float = 1.0, mask: torch.Tensor | None = None,
-                   chunk_size: int = 256) -> torch.Tensor:
+                   chunk_size: int = 256, **model_kwargs) -> torch.Tensor:
     """Logprob of each token given its prefix: shape ``[B, T]`` fp32, column 0 is 0 (no prefix).
 
     Sequences are right padded, so positions start at 0 like in generation.
@@ -65,12 +65,13 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
         norm = getattr(inner.get_decoder(), "norm", None)
         head = inner.get_output_embeddings()
     if norm is None or head is None:
-        return _full_token_logprobs(model, input_ids, attention_mask, temperature)
+        return _full_token_logprobs(model, input_ids, attention_mask, temperature, **model_kwargs)
 
     captured: list[torch.Tensor] = []
     handle = norm.register_forward_hook(lambda _m, _i, out: captured.append(out))
     try:
-        model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=1, use_cache=False)
+        model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=1,
+              use_cache="past_key_values" in model_kwargs, **model_kwargs)
     finally:
         handle.remove()
     hidden = captured[-1][:, :-1]     # position t predicts token t + 1
@@ -101,9 +102,9 @@ def _chunk_logprobs(head, hidden: torch.Tensor, targets: torch.Tensor, temperatu
     return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
 
 
-def _full_token_logprobs(model, input_ids, attention_mask, temperature: float = 1.0) -> torch.Tensor:
+def _full_token_logprobs(model, input_ids, attention_mask, temperature: float = 1.0, **model_kwargs) -> torch.Tensor:
     """Reference implementation: materialises ``[B, T, V]`` fp32 logits (tests compare against it)."""
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, **model_kwargs).logits[:, :-1].float()
     if temperature != 1.0:
         logits = logits / temperature
     lp = torch.gather(F.log_softmax(logits, dim=-1), 2, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)

@@ -168,7 +168,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 raise TrainError("sft_steps > 0 but no reference trajectory solves its task; set sft_steps 0")
             losses = sft_warm_start(model, tokenizer, demos, cfg.sft_steps, cfg.sft_learning_rate,
                                     cfg.sft_batch_size, seed=cfg.seed, micro_batch_size=cfg.sft_micro_batch_size,
-                                    autocast=accelerator.autocast, chunk_size=cfg.logprob_chunk_size)
+                                    autocast=accelerator.autocast, chunk_size=cfg.logprob_chunk_size,
+                                    context_grad=cfg.sft_context_grad)
             summary["sft"] = {"demos": len(demos), "loss_first": losses[0], "loss_last": losses[-1],
                               "seconds": time.time() - t0}
             if accelerator.is_main_process:

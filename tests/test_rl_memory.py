@@ -115,6 +115,22 @@ def test_sft_micro_batching_gives_the_one_batch_gradient(tiny, micro):
         assert torch.allclose(g1, g2, atol=1e-6, rtol=1e-4), n
 
 
+def test_sft_without_context_grad_same_loss_approximate_gradient(tiny):
+    """sft_context_grad=False: same loss value (the forward is the same computation, split at the
+    first trained token); the gradient drops the path through the context's KV, so it is close to
+    but not equal to the exact one."""
+    from agentworld_rl.sft import sft_accumulate
+    demos = _demos(tiny)
+    exact, cheap = copy.deepcopy(tiny[0]), copy.deepcopy(tiny[0])
+    l1 = sft_accumulate(exact, demos, tiny[1].pad_token_id, micro_batch_size=1)
+    l2 = sft_accumulate(cheap, demos, tiny[1].pad_token_id, context_grad=False)
+    assert l1 == pytest.approx(l2, rel=1e-5)
+    g1 = torch.cat([p.grad.flatten() for p in exact.parameters()])
+    g2 = torch.cat([p.grad.flatten() for p in cheap.parameters()])
+    cos = torch.nn.functional.cosine_similarity(g1, g2, dim=0)
+    assert 0.5 < cos < 0.9999, cos
+
+
 def test_sft_micro_batching_same_params_after_steps(tiny):
     from agentworld_rl.sft import sft_warm_start
     demos = _demos(tiny)
