@@ -125,8 +125,10 @@ def test_kv_cache_reuse_prefills_only_new_tokens(tiny):
     model, tok = tiny
     from agentworld_rl.grpo import token_logprobs
     from agentworld_rl.sft import collate
+    # The bandit episodes end after one turn: their rows leave the cached batch (batch_select_indices).
     tasks = [{"env_id": LOOKUP, "task_id": t} for t in ("find-alpha", "find-beta", "find-gamma")]
-    vec = SlotVectorEnv(6, {"max_turns": 4})
+    tasks.append({"env_id": BANDIT, "task_id": "t1"})
+    vec = SlotVectorEnv(8, {"max_turns": 4})
     try:
         runs = {}
         for reuse in (False, True):
