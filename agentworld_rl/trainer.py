@@ -258,13 +258,23 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
             model.train()
             agg = {"loss": 0.0, "kl_sum": 0.0, "clip_sum": 0.0, "ratio_sum": 0.0, "mask_tokens": 0.0}
             grad_norm = torch.tensor(0.0)
-            slices = list(_micro_slices(n_seq, cfg.micro_batch_size))
+            # A sequence with zero advantage and no KL term has exactly zero loss and gradient, so its
+            # forward/backward is skipped (the normalisers still count the whole batch, so the update is
+            # unchanged; zero-variance groups are common early on). Single process only: under DDP every
+            # rank must run the same number of backward passes.
+            rows = torch.arange(n_seq)
+            if cfg.beta == 0 and world == 1 and SKIP_ZERO_ADVANTAGE:
+                rows = rows[advantages != 0]
+            chunks = [rows[start:start + cfg.micro_batch_size] for start in range(0, len(rows), cfg.micro_batch_size)]
             for _epoch in range(cfg.inner_epochs):
                 optimizer.zero_grad(set_to_none=True)
-                for k, sl in enumerate(slices):
+                if not chunks:  # all-zero gradient: step the optimizer exactly as if it had been computed
+                    for p in params:
+                        p.grad = torch.zeros_like(p)
+                for k, sl in enumerate(chunks):
                     w = int(att[sl].sum(1).max())  # right padded: trim the micro-batch to its width
                     dev = lambda t: t[sl, :w].to(accelerator.device)
-                    sync = k == len(slices) - 1
+                    sync = k == len(chunks) - 1
                     with (contextlib.nullcontext() if sync else accelerator.no_sync(model)):
                         with accelerator.autocast():
                             new_lp = token_logprobs(model, dev(ids), dev(att), cfg.temperature, mask=dev(mask),
@@ -299,6 +309,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 "seconds_rollout": t_rollout,
                 "seconds_update": t_update,
                 "trained_tokens": float(mask.sum()),
+                "updated_sequences": float(len(rows)),
                 "generated_tokens": float(engine.generated_tokens - gen0),
                 "prefilled_tokens": float(engine.prefilled_tokens - pre0),  # prompt tokens run through the model
                 "generated_tokens_per_s": (engine.generated_tokens - gen0) / max(t_rollout, 1e-9),
@@ -334,6 +345,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     summary["output_dir"] = str(out_dir)
     return summary
 
+
+SKIP_ZERO_ADVANTAGE = True  # module switch so a test can compare against the unskipped update
 
 _RUN_FILES = ("metrics.jsonl", "eval_base.json", "eval_before.json", "eval_after.json", "summary.json",
               "report.md", "curves.png", "config.yaml")

@@ -163,3 +163,23 @@ def test_missing_model_package_is_one_line(monkeypatch):
         resolve_model("no/such-model")
     with pytest.raises(TrainError, match="no such GGUF"):
         resolve_model("/nonexistent/model.gguf")
+
+
+def _half_groups_vary(ep):
+    # Group 0 gets reward variance from its tokens, group 1 none: half the sequences have advantage 0.
+    return 0.0 if ep.group == 1 else sum(t for t, m in zip(ep.token_ids, ep.mask) if m) % 5 / 5
+
+
+@pytest.mark.parametrize("reward_fn", [_half_groups_vary, lambda ep: 0.0], ids=["half", "all-zero"])
+def test_skipping_zero_advantage_sequences_does_not_change_the_update(tmp_path, monkeypatch, reward_fn):
+    import agentworld_rl.trainer as trainer_mod
+    results = {}
+    for skip in (True, False):
+        monkeypatch.setattr(trainer_mod, "SKIP_ZERO_ADVANTAGE", skip)
+        out = tmp_path / str(skip)
+        train(_lookup_cfg(out, beta=0.0, steps=2, save_every=0, loss_type="sequence"), reward_fn=reward_fn)
+        results[skip] = (torch.load(out / "checkpoints" / "step-2" / "trainable.pt"), read_jsonl(out / "metrics.jsonl"))
+    (a, rows_a), (b, rows_b) = results[True], results[False]
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert [r["loss"] for r in rows_a] == pytest.approx([r["loss"] for r in rows_b], abs=1e-6)
+    assert rows_a[0]["updated_sequences"] < rows_b[0]["updated_sequences"] == 4
