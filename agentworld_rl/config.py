@@ -199,13 +199,14 @@ PRESETS: dict[str, dict[str, Any]] = {
     # descriptions), tasks solvable in one lookup + submit, a short SFT warm start on
     # reference trajectories (context prefilled without gradient: ~2x cheaper), a few GRPO
     # steps, greedy held-out evaluation before and after. max_new_tokens 60: the longest
-    # reference call of these tasks is 58 SmolLM2 tokens.
+    # reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 1: CPU SDPA keeps
+    # [B, heads, T, T] attention probabilities for backward (peak RSS 11 GB at 4, measured).
     # fp32 on purpose: CPUs without bf16 units run bf16 autocast ~10x slower (measured).
     "smol-cpu": dict(
         model="smollm2-135m", torch_threads=1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
-        batch_size=1, group_size=4, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=2,
+        batch_size=2, group_size=4, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=2,
         max_solution_steps=2, tool_descriptions=False,
-        steps=2, learning_rate=5e-4, micro_batch_size=4, temperature=1.0,
+        steps=3, learning_rate=5e-4, micro_batch_size=1, temperature=1.0,
         sft_steps=12, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
     ),
