@@ -214,3 +214,12 @@ def test_rerun_into_existing_output_dir_refuses_without_overwrite(run_dir):
 def test_overwrite_and_resume_are_exclusive():
     with pytest.raises(TrainError, match="overwrite"):
         TrainConfig(overwrite=True, resume_from="latest")
+
+
+def test_every_preset_passes_validation():
+    from agentworld_rl.config import PRESETS
+    for name in PRESETS:
+        cfg = make_config(name)
+        assert cfg.output_dir.startswith("runs/"), name
+    smol = make_config("smol-gpu")
+    assert smol.batch_size * smol.group_size >= 16 * 8 and smol.steps >= 50 and smol.max_envs >= 64
