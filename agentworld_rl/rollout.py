@@ -300,7 +300,7 @@ class RolloutEngine:
                 if cache is not None and self.reuse_cache:
                     keep = [rows.index(i) for i in live]
                     if len(keep) < len(rows):
-                        cache.batch_select_indices(torch.tensor(keep, device=cache.layers[0].keys.device))
+                        cache.batch_select_indices(torch.tensor(keep, device=next(self.model.parameters()).device))
                         seq, att = seq[keep], att[keep]
                     new_ids, new_att = self._left_pad([episodes[i].token_ids[fed[i]:] for i in live], self.pad_id)
                     seq, att = torch.cat([seq, new_ids], 1), torch.cat([att, new_att], 1)
