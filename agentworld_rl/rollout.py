@@ -8,19 +8,32 @@ batched, left-padded ``generate`` call, and the vector env steps them all.
 
 We keep the exact token ids the policy sampled (never re-tokenise them) and a
 mask that is 1 only on those tokens: system/user/tool text and chat-template
-scaffolding are context, not actions, and must not receive gradient. The
-tokens appended after an assistant turn are found by rendering the chat with
-and without the new messages and tokenising only the difference.
+scaffolding are context, not actions, and must not receive gradient.
+
+Token accounting is incremental and independent of what the policy wrote: the
+text appended after a turn (end of the assistant message, the tool message,
+the next generation prompt) is found by rendering the chat with a fixed
+placeholder in place of every assistant message, with and without the new
+tool message, and tokenising only that difference. Decoding the sampled tokens
+never has to round-trip, so ``retokenized`` stays 0 for any prefix-stable
+template (ChatML/qwen2_5 included); a template that is not gets the whole
+context re-tokenised for that turn, counted in ``retokenized_turns``.
+
+Speed: each turn prefills only the new tokens. The batch's KV cache is kept
+across turns; the next ``generate`` gets the cached sequence plus the new tool
+tokens, with attention-mask holes over post-EOS padding (positions come from
+the attention mask, so holes do not shift them). When holes make the cache
+much wider than the live contexts it is dropped and rebuilt compactly.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Sequence
 
 import torch
-import torch.nn.functional as F
 
 from .vector_env import SlotVectorEnv
 
@@ -42,7 +55,8 @@ class Episode:
     token_ids: list[int] = field(default_factory=list)
     mask: list[int] = field(default_factory=list)          # 1 = policy-generated token (trained)
     logprobs: list[float] = field(default_factory=list)    # behaviour-policy logprob per token (0 where mask=0)
-    context_text: str = ""           # rendered chat matching token_ids (for the suffix diff)
+    context_text: str = ""           # rendered chat (assistant turns as placeholders) matching token_ids
+    template_messages: list[dict] = field(default_factory=list)  # messages with assistant placeholders
     reward: float = 0.0              # env reward (verifier score on submit)
     shaped_reward: float = 0.0       # reward after shaping hooks (what GRPO optimises)
     success: bool = False
@@ -78,6 +92,11 @@ def encode(tokenizer, text: str) -> list[int]:
     return tokenizer(text, add_special_tokens=False)["input_ids"]
 
 
+# Stands in for every assistant message when rendering: the template's text around
+# a message does not depend on its content, so the appended tokens do not either.
+_PLACEHOLDER = "\u2063AGENTWORLD_ASSISTANT_TURN\u2063"
+
+
 class RolloutEngine:
     """Collects GRPO groups of multi-turn episodes.
 
@@ -88,11 +107,14 @@ class RolloutEngine:
         max_new_tokens: per assistant turn.
         max_context_tokens: an episode whose context would exceed this stops (reward 0).
         temperature: sampling temperature (1.0 = the model's distribution).
+        autocast: context-manager factory wrapped around generation (``accelerator.autocast``).
+        reuse_cache: keep the KV cache across turns (prefill only new tokens).
     """
 
     def __init__(self, model, tokenizer, vec_env: SlotVectorEnv, *, max_new_tokens: int = 64,
                  max_context_tokens: int = 4096, temperature: float = 1.0,
-                 system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, tool_descriptions: bool = True):
+                 system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, tool_descriptions: bool = True,
+                 autocast=None, reuse_cache: bool = True):
         self.model = model
         self.tokenizer = tokenizer
         self.vec_env = vec_env
@@ -101,8 +123,13 @@ class RolloutEngine:
         self.temperature = temperature
         self.system_prompt = system_prompt
         self.tool_descriptions = tool_descriptions
+        self.autocast = autocast or contextlib.nullcontext
+        self.reuse_cache = reuse_cache
         self.eos_ids = {tokenizer.eos_token_id}
+        self.eos_text = tokenizer.decode([tokenizer.eos_token_id], skip_special_tokens=False)
         self.pad_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else tokenizer.eos_token_id
+        self.prefilled_tokens = 0   # tokens run through the model as prompt (not generated); for benchmarks
+        self.generated_tokens = 0
 
     # ------------------------------------------------------------------ episode text
     def _begin(self, ep: Episode, obs: str, info: dict) -> None:
@@ -112,6 +139,7 @@ class RolloutEngine:
         if self.system_prompt:
             ep.messages.append({"role": "system", "content": self.system_prompt})
         ep.messages.append({"role": "user", "content": obs})
+        ep.template_messages = list(ep.messages)
         ep.context_text = render(self.tokenizer, ep.messages, ep.tools, add_generation_prompt=True)
         ep.token_ids = encode(self.tokenizer, ep.context_text)
         ep.mask = [0] * len(ep.token_ids)
@@ -126,54 +154,73 @@ class RolloutEngine:
         # Keep added tokens like <tool_call>; the env parses them.
         text = self.tokenizer.decode(ids, skip_special_tokens=False)
         ep.messages.append({"role": "assistant", "content": text})
+        ep.template_messages.append({"role": "assistant", "content": _PLACEHOLDER})
         return text
+
+    def _suffix_text(self, ep: Episode, ended_with_eos: bool) -> str | None:
+        """Text after the sampled tokens up to the next generation prompt, or None if the template
+        is not prefix-stable here. ``ep.template_messages`` already holds the new tool message."""
+        with_assistant = render(self.tokenizer, ep.template_messages[:-1], ep.tools, add_generation_prompt=False)
+        full = render(self.tokenizer, ep.template_messages, ep.tools, add_generation_prompt=True)
+        cut = with_assistant.rfind(_PLACEHOLDER)
+        if cut < 0 or with_assistant[:cut] != ep.context_text or not full.startswith(with_assistant):
+            return None
+        tail = with_assistant[cut + len(_PLACEHOLDER):]  # e.g. "<|im_end|>\n"
+        if ended_with_eos:
+            if not tail.startswith(self.eos_text):
+                return None
+            tail = tail[len(self.eos_text):]  # the sampled EOS token already is this text
+        ep.context_text = full
+        return tail + full[len(with_assistant):]
 
     def _append_tool_result(self, ep: Episode, gen_ids: list[int], obs: str) -> None:
         """Append the tool message and the next generation prompt as masked tokens."""
         ep.messages.append({"role": "tool", "content": obs})
-        full = render(self.tokenizer, ep.messages, ep.tools, add_generation_prompt=True)
-        gen_text = self.tokenizer.decode(gen_ids, skip_special_tokens=False)
-        rest = full[len(ep.context_text):] if full.startswith(ep.context_text) else None
-        if rest is not None and rest.startswith(gen_text):
-            # Exact path: the sampled tokens stay as they are, only the new text is tokenised.
-            suffix_ids = encode(self.tokenizer, rest[len(gen_text):])
+        ep.template_messages.append({"role": "tool", "content": obs})
+        suffix = self._suffix_text(ep, bool(gen_ids) and gen_ids[-1] in self.eos_ids)
+        if suffix is not None:
+            suffix_ids = encode(self.tokenizer, suffix)
         else:
-            # Template not prefix-preserving for this turn: re-tokenise everything after the
-            # last generation prompt; counted so it shows up in metrics.
+            # Template not prefix-stable for this turn: re-tokenise the real chat after the
+            # sampled tokens; counted so it shows up in metrics.
             ep.retokenized += 1
+            full = render(self.tokenizer, ep.messages, ep.tools, add_generation_prompt=True)
             suffix_ids = encode(self.tokenizer, full)[len(ep.token_ids):]
+            ep.context_text = render(self.tokenizer, ep.template_messages, ep.tools, add_generation_prompt=True)
         ep.token_ids += suffix_ids
         ep.mask += [0] * len(suffix_ids)
         ep.logprobs += [0.0] * len(suffix_ids)
-        ep.context_text = full
 
     # ------------------------------------------------------------------ generation
     @torch.no_grad()
-    def _generate(self, contexts: list[list[int]], greedy: bool) -> tuple[list[list[int]], list[list[float]]]:
-        """One batched, left-padded generate. Returns new token ids (through EOS) and their logprobs."""
+    def _generate(self, input_ids: torch.Tensor, attention: torch.Tensor, cache, greedy: bool):
+        """One batched generate over left-padded ``input_ids`` (whose first ``cache`` positions are
+        already in ``cache``). Returns new ids (through EOS), their logprobs, the sequences and the cache."""
         device = next(self.model.parameters()).device
-        width = max(len(c) for c in contexts)
-        input_ids = torch.full((len(contexts), width), self.pad_id, dtype=torch.long)
-        attention = torch.zeros((len(contexts), width), dtype=torch.long)
-        for i, c in enumerate(contexts):
-            input_ids[i, width - len(c):] = torch.tensor(c)
-            attention[i, width - len(c):] = 1
-        out = self.model.generate(
-            input_ids=input_ids.to(device), attention_mask=attention.to(device),
-            max_new_tokens=self.max_new_tokens, do_sample=not greedy,
-            temperature=self.temperature if not greedy else None, top_k=0 if not greedy else None,
-            top_p=1.0 if not greedy else None,
-            eos_token_id=list(self.eos_ids), pad_token_id=self.pad_id,
-            return_dict_in_generate=True, output_logits=True,
-        )
+        past = cache.get_seq_length() if cache is not None else 0
+        self.prefilled_tokens += int(attention[:, past:].sum())
+        with self.autocast():
+            out = self.model.generate(
+                input_ids=input_ids.to(device), attention_mask=attention.to(device), past_key_values=cache,
+                max_new_tokens=self.max_new_tokens, do_sample=not greedy,
+                temperature=self.temperature if not greedy else None, top_k=0 if not greedy else None,
+                top_p=1.0 if not greedy else None,
+                eos_token_id=list(self.eos_ids), pad_token_id=self.pad_id,
+                return_dict_in_generate=True, output_logits=True, use_cache=True,
+            )
+        width = input_ids.shape[1]
         new = out.sequences[:, width:].cpu()
-        # Behaviour-policy logprobs from raw logits at the sampling temperature.
-        logits = torch.stack(out.logits, dim=1).float().cpu()
-        if not greedy:
-            logits = logits / self.temperature
-        lps = torch.gather(F.log_softmax(logits, dim=-1), 2, new[:, : logits.shape[1]].unsqueeze(-1)).squeeze(-1)
+        # Behaviour-policy logprobs from raw logits at the sampling temperature, one step at a
+        # time: never a [B, T, V] fp32 copy.
+        lps = torch.zeros(new.shape, dtype=torch.float32)
+        for t, step_logits in enumerate(out.logits[: new.shape[1]]):
+            logits = step_logits.float()
+            if not greedy:
+                logits = logits / self.temperature
+            lps[:, t] = (logits.gather(1, new[:, t:t + 1].to(logits.device)).squeeze(1)
+                         - torch.logsumexp(logits, dim=-1)).cpu()
         ids_out, lps_out = [], []
-        for i in range(len(contexts)):
+        for i in range(new.shape[0]):
             row = new[i].tolist()
             n = len(row)
             for j, t in enumerate(row):
@@ -182,7 +229,43 @@ class RolloutEngine:
                     break
             ids_out.append(row[:n])
             lps_out.append(lps[i, :n].tolist())
-        return ids_out, lps_out
+        self.generated_tokens += sum(len(r) for r in ids_out)
+        return ids_out, lps_out, out.sequences.cpu(), getattr(out, "past_key_values", None)
+
+    @torch.no_grad()
+    def _shared_prefill(self, seq: torch.Tensor, att: torch.Tensor, group_size: int):
+        """KV cache of every row but its last token, computing each group's prompt once.
+
+        All members of a GRPO group start from the same prompt, so at the first turn
+        the prefill runs on one row per group and the cache is repeated G times. Returns
+        None if the rows of a group differ (then generate prefills normally).
+        """
+        B = seq.shape[0]
+        if B % group_size or not all(torch.equal(seq[g], seq[g + k]) for g in range(0, B, group_size)
+                                     for k in range(1, group_size)):
+            return None
+        uniq, uatt = seq[::group_size, :-1], att[::group_size, :-1]
+        device = next(self.model.parameters()).device
+        # Same positions generate() would use: counted over attended tokens (left padding).
+        pos = (uatt.cumsum(-1) - 1).clamp(min=0)
+        with self.autocast():
+            out = self.model(input_ids=uniq.to(device), attention_mask=uatt.to(device), position_ids=pos.to(device),
+                             use_cache=True, logits_to_keep=1)
+        self.prefilled_tokens += int(uatt.sum())
+        cache = out.past_key_values
+        cache.batch_repeat_interleave(group_size)
+        return cache
+
+    @staticmethod
+    def _left_pad(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+        width = max(len(r) for r in rows)
+        ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
+        att = torch.zeros((len(rows), width), dtype=torch.long)
+        for i, r in enumerate(rows):
+            if r:
+                ids[i, width - len(r):] = torch.tensor(r)
+                att[i, width - len(r):] = 1
+        return ids, att
 
     # ------------------------------------------------------------------ main loop
     def collect(self, tasks: Sequence[dict], group_size: int, seed: int, greedy: bool = False) -> list[Episode]:
@@ -196,6 +279,11 @@ class RolloutEngine:
             ep.task_id = info.get("task_id", ep.task_id)
             self._begin(ep, obs, info)
 
+        # Batch state carried across turns: row r of seq/att/cache belongs to episodes[rows[r]];
+        # fed[i] = how many of episode i's tokens are already in seq.
+        rows: list[int] = []
+        seq = att = cache = None
+        fed = [0] * len(episodes)
         was_training = self.model.training
         self.model.eval()
         try:
@@ -209,10 +297,31 @@ class RolloutEngine:
                         # Leave the env slot: the next episode batch resets it.
                 if not live:
                     break
-                gen_ids, gen_lps = self._generate([episodes[i].token_ids for i in live], greedy)
+                if cache is not None and self.reuse_cache:
+                    keep = [rows.index(i) for i in live]
+                    if len(keep) < len(rows):
+                        cache.batch_select_indices(torch.tensor(keep, device=next(self.model.parameters()).device))
+                        seq, att = seq[keep], att[keep]
+                    new_ids, new_att = self._left_pad([episodes[i].token_ids[fed[i]:] for i in live], self.pad_id)
+                    seq, att = torch.cat([seq, new_ids], 1), torch.cat([att, new_att], 1)
+                    longest = max(len(episodes[i].token_ids) for i in live)
+                    if seq.shape[1] > 2 * longest:  # mostly holes: cheaper to prefill compactly
+                        cache = None
+                if cache is None or not self.reuse_cache:
+                    seq, att = self._left_pad([episodes[i].token_ids for i in live], self.pad_id)
+                    cache = None
+                    if self.reuse_cache and group_size > 1 and len(live) == len(episodes):
+                        cache = self._shared_prefill(seq, att, group_size)
+                gen_ids, gen_lps, sequences, cache = self._generate(seq, att, cache, greedy)
+                # Post-EOS padding generated for finished rows is masked out for later turns.
+                gen_att = torch.zeros((len(live), sequences.shape[1] - seq.shape[1]), dtype=torch.long)
+                for r, ids in enumerate(gen_ids):
+                    gen_att[r, :len(ids)] = 1
+                seq, att, rows = sequences, torch.cat([att, gen_att], 1), list(live)
                 actions = {}
                 for i, ids, lps in zip(live, gen_ids, gen_lps):
                     actions[i] = self._append_generation(episodes[i], ids, lps)
+                    fed[i] = len(episodes[i].token_ids)
                 results = self.vec_env.step(actions)
                 for i, ids in zip(live, gen_ids):
                     ep, res = episodes[i], results[i]

@@ -8,12 +8,12 @@ we train cross-entropy on the assistant tokens only.
 
 from __future__ import annotations
 
+import contextlib
 import random
 from typing import Sequence
 
 import gymnasium as gym
 import torch
-import torch.nn.functional as F
 
 from .rollout import Episode, RolloutEngine
 
@@ -61,31 +61,79 @@ def collate(episodes: Sequence[Episode], pad_id: int):
     return ids, att, mask, lps
 
 
+def sft_accumulate(model, batch: Sequence[Episode], pad_id: int, micro_batch_size: int = 0, autocast=None,
+                   chunk_size: int = 256, device=None, context_grad: bool = True) -> float:
+    """Forward/backward one SFT batch ``micro_batch_size`` episodes at a time (0 = all at once).
+
+    The loss is normalised by the whole batch's trained-token count, so the gradients
+    accumulated in ``.grad`` equal those of a single full-batch pass. Returns the loss.
+
+    ``context_grad=False`` (an approximation, for long prompts on small machines): each
+    episode's context before its first assistant token runs once without gradient and only
+    its KV cache is kept; the rest runs with gradient on top. The gradient then misses the
+    path through the context's keys/values, and the backward pass covers the episode's
+    tail instead of the whole prompt (about half the cost with ~700-token prompts).
+    """
+    from .grpo import token_logprobs
+
+    device = device or next(model.parameters()).device
+    autocast = autocast or contextlib.nullcontext
+    micro = micro_batch_size if micro_batch_size > 0 else len(batch)
+    n_tok = float(sum(ep.num_policy_tokens for ep in batch)) or 1.0
+    total = 0.0
+    if not context_grad:
+        for ep in batch:
+            ids = torch.tensor([ep.token_ids], device=device)
+            mask = torch.tensor([ep.mask], dtype=torch.float32, device=device)
+            # Position cut predicts the first trained token, so the tail starts there.
+            cut = max(ep.mask.index(1) - 1, 1) if 1 in ep.mask else ids.shape[1] - 1
+            with torch.no_grad(), autocast():
+                past = model(input_ids=ids[:, :cut], use_cache=True, logits_to_keep=1).past_key_values
+            with autocast():
+                lp = token_logprobs(model, ids[:, cut:], torch.ones_like(ids), mask=mask[:, cut:],
+                                    chunk_size=chunk_size, past_key_values=past)
+            loss = -(lp.float() * mask[:, cut:]).sum() / n_tok
+            loss.backward()
+            total += loss.item()
+        return total
+    for start in range(0, len(batch), micro):
+        ids, att, mask, _ = collate(batch[start:start + micro], pad_id)
+        ids, att, mask = ids.to(device), att.to(device), mask.to(device)
+        with autocast():
+            lp = token_logprobs(model, ids, att, mask=mask, chunk_size=chunk_size)
+        loss = -(lp.float() * mask).sum() / n_tok
+        loss.backward()
+        total += loss.item()
+    return total
+
+
 def sft_warm_start(model, tokenizer, episodes: Sequence[Episode], steps: int, lr: float, batch_size: int,
-                   seed: int = 0, device=None, log=None) -> list[float]:
-    """Full-weight SFT on the assistant tokens of ``episodes``. Returns per-step losses."""
+                   seed: int = 0, device=None, log=None, micro_batch_size: int = 0, autocast=None,
+                   chunk_size: int = 256, context_grad: bool = True) -> list[float]:
+    """Full-weight SFT on the assistant tokens of ``episodes``. Returns per-step losses.
+
+    Each step draws ``batch_size`` episodes and runs them ``micro_batch_size`` at a time
+    (0 = all at once), accumulating gradients (see :func:`sft_accumulate`). Sorting a batch
+    by length keeps padding inside each micro-batch small.
+    """
     if not episodes:
         raise ValueError("no successful reference trajectories to warm-start from")
-    device = device or next(model.parameters()).device
-    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
     rng = random.Random(seed)
-    pad = tokenizer.pad_token_id
     losses = []
     model.train()
     for step in range(steps):
-        batch = [episodes[rng.randrange(len(episodes))] for _ in range(batch_size)]
-        ids, att, mask, _ = collate(batch, pad)
-        ids, att, mask = ids.to(device), att.to(device), mask.to(device)
-        logits = model(input_ids=ids, attention_mask=att).logits[:, :-1].float()
-        nll = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1), reduction="none")
-        m = mask[:, 1:].reshape(-1)
-        loss = (nll * m).sum() / m.sum().clamp(min=1)
-        opt.zero_grad()
-        loss.backward()
+        batch = sorted((episodes[rng.randrange(len(episodes))] for _ in range(batch_size)),
+                       key=lambda ep: len(ep.token_ids))
+        opt.zero_grad(set_to_none=True)
+        loss = sft_accumulate(model, batch, tokenizer.pad_token_id, micro_batch_size, autocast, chunk_size, device,
+                              context_grad)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        losses.append(loss.item())
+        losses.append(loss)
         if log is not None:
-            log(step, loss.item())
+            log(step, loss)
+    opt.zero_grad(set_to_none=True)
+    del opt  # free the Adam moments before GRPO builds its own optimizer
     model.eval()
     return losses

@@ -15,6 +15,8 @@ from typing import Sequence
 
 import gymnasium as gym
 
+from .errors import TrainError
+
 
 def import_env_modules(modules: Sequence[str]) -> list[str]:
     """Import env-registering modules; ``agentworld_envs`` is tried too. Returns those imported."""
@@ -42,7 +44,11 @@ def select_env_ids(env_ids: Sequence[str] = (), l1: Sequence[str] = (), split: s
     """Gym ids to use: explicit ``env_ids`` win; otherwise the registry filtered by l1/split,
     then (``max_envs``) a seeded sample of that many, in catalogue order."""
     if env_ids:
-        return [_full_id(e) for e in env_ids]
+        ids = [_full_id(e) for e in env_ids]
+        unknown = [e for e in ids if e not in gym.registry]
+        if unknown:
+            raise TrainError(f"unknown env ids {unknown[:5]}" + (f" (+{len(unknown) - 5} more)" if len(unknown) > 5 else ""))
+        return ids
     try:
         import env_registry
         rows = env_registry.select(ids=None, l1=list(l1) or None, split=split or None)
@@ -53,7 +59,7 @@ def select_env_ids(env_ids: Sequence[str] = (), l1: Sequence[str] = (), split: s
         # Seeded order; task_pairs() keeps the first max_envs envs that actually have tasks.
         random.Random(seed).shuffle(ids)
     if not ids:
-        raise ValueError(f"no envs selected (l1={list(l1)}, split={split!r}); pass env_ids or install agentworld_envs")
+        raise TrainError(f"no envs selected (l1={list(l1)}, split={split!r}); pass env_ids or install agentworld_envs")
     return ids
 
 
@@ -119,5 +125,5 @@ class TaskSampler:
 
     def load_state_dict(self, state: dict) -> None:
         if state["num_pairs"] != len(self.pairs):
-            raise ValueError("task set changed since the checkpoint was written")
+            raise TrainError("the task set changed since the checkpoint was written (different env/task filters?)")
         self.position, self.seed = state["position"], state["seed"]

@@ -19,13 +19,15 @@ import contextlib
 import dataclasses
 import json
 import random
+import shutil
 import time
 from pathlib import Path
 
 import torch
 
-from .checkpoint import latest_checkpoint, load_checkpoint, save_checkpoint
+from .checkpoint import CheckpointError, apply_checkpoint, read_checkpoint, resume_candidates, save_checkpoint
 from .config import TrainConfig, to_yaml
+from .errors import TrainError
 from .evaluate import evaluate, report_markdown
 from .grpo import group_advantages, grpo_loss, token_logprobs
 from .metrics import MetricsLogger, episode_metrics, plot_curves
@@ -35,22 +37,31 @@ from .tasks import TaskSampler, import_env_modules, select_env_ids, task_pairs
 
 
 def load_model_and_tokenizer(model_ref: str, corpus_hint: list[str] | None = None):
-    """Load a causal LM + tokenizer from a local dir or hub id; "tiny" builds the offline tiny model."""
+    """Load a causal LM + tokenizer: "tiny", a packaged name (smollm2-135m), a .gguf file or a local HF dir."""
     from transformers import AutoModelForCausalLM, AutoTokenizer, PreTrainedTokenizerFast
+
+    from .models import resolve_model
 
     if model_ref == "tiny":
         from .tiny_model import build_tiny_chat_model
         model_ref = str(build_tiny_chat_model(extra_corpus=corpus_hint or ()))
-    path = Path(model_ref)
-    if (path / "agentworld_tiny.json").exists():
-        # Locally trained `tokenizers` tokenizers have no tokenizer class AutoTokenizer can resolve.
-        tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
     else:
-        tokenizer = AutoTokenizer.from_pretrained(model_ref)
+        model_ref = resolve_model(model_ref)
+    path = Path(model_ref)
+    try:
+        if (path / "agentworld_tiny.json").exists():
+            # Locally trained `tokenizers` tokenizers have no tokenizer class AutoTokenizer can resolve.
+            tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(model_ref)
+        model = AutoModelForCausalLM.from_pretrained(model_ref, dtype=torch.float32)
+    except (OSError, ValueError) as e:  # unreadable/partial directory: one line, not a traceback
+        raise TrainError(f"cannot load model from {model_ref}: {str(e).splitlines()[0]}") from e
+    if not tokenizer.chat_template:
+        raise TrainError(f"model {model_ref} has no chat template; the trainer needs one that renders tools")
     tokenizer.padding_side = "left"
     if tokenizer.pad_token_id is None:
         tokenizer.pad_token = tokenizer.eos_token
-    model = AutoModelForCausalLM.from_pretrained(model_ref)
     return model, tokenizer, model_ref
 
 
@@ -94,9 +105,13 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
 
     if cfg.torch_threads:
         torch.set_num_threads(cfg.torch_threads)  # on small CPUs extra threads make torch slower
-    accelerator = Accelerator(mixed_precision=cfg.mixed_precision)
+    try:
+        accelerator = Accelerator(mixed_precision=cfg.mixed_precision)
+    except ValueError as e:  # e.g. fp16 requested on a CPU-only machine
+        raise TrainError(f"mixed_precision={cfg.mixed_precision!r}: {str(e).splitlines()[0]}") from e
     rank, world = accelerator.process_index, accelerator.num_processes
     out_dir = Path(cfg.output_dir)
+    resume_ckpt, resume = _choose_resume(cfg, out_dir, rank, accelerator.is_main_process)
     out_dir.mkdir(parents=True, exist_ok=True)
     set_seed(cfg.seed)
 
@@ -104,6 +119,9 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     import_modules = import_env_modules(cfg.env_import_modules)
     train_ids = select_env_ids(cfg.env_ids, cfg.l1, cfg.split, cfg.max_envs, cfg.seed)
     train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps)
+    if not train_pairs:
+        raise TrainError(f"no training tasks left after filtering ({len(train_ids)} envs, "
+                         f"max_solution_steps={cfg.max_solution_steps}, max_turns={cfg.max_turns})")
     eval_pairs: list[dict] = []
     if cfg.eval_env_ids or cfg.eval_split:
         eval_ids = select_env_ids(cfg.eval_env_ids, cfg.l1, cfg.eval_split, cfg.max_envs, cfg.seed)
@@ -115,14 +133,17 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     # ---------------------------------------------------------------- model
     hint = _corpus_hint(train_pairs, cfg.env_kwargs()) if cfg.model == "tiny" else None
     model, tokenizer, model_path = load_model_and_tokenizer(cfg.model, hint)
+    if cfg.gradient_checkpointing:
+        # Non-reentrant: works with frozen base weights (LoRA) without enable_input_require_grads.
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     from .vector_env import SlotVectorEnv
     vec_env = SlotVectorEnv(max(cfg.batch_size * cfg.group_size, len(eval_pairs) and min(len(eval_pairs), 16)),
                             cfg.env_kwargs(), asynchronous=cfg.async_envs, import_modules=import_modules)
     engine = RolloutEngine(model, tokenizer, vec_env, max_new_tokens=cfg.max_new_tokens,
                            max_context_tokens=cfg.max_context_tokens, temperature=cfg.temperature,
                            system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT,
-                           tool_descriptions=cfg.tool_descriptions)
-    resume = latest_checkpoint(out_dir) if cfg.resume_from == "latest" else (Path(cfg.resume_from) if cfg.resume_from else None)
+                           tool_descriptions=cfg.tool_descriptions, autocast=accelerator.autocast,
+                           reuse_cache=cfg.reuse_kv_cache)
 
     summary: dict = {"config": dataclasses.asdict(cfg), "model_path": model_path}
     if resume is not None and (out_dir / "eval_base.json").exists():
@@ -131,7 +152,9 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
         sft_dir = out_dir / "sft-model"
         if resume is not None and (sft_dir / "config.json").exists():
             from transformers import AutoModelForCausalLM
-            model = AutoModelForCausalLM.from_pretrained(sft_dir)
+            model = AutoModelForCausalLM.from_pretrained(sft_dir, dtype=torch.float32)
+            if cfg.gradient_checkpointing:
+                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
         else:
             model = model.to(accelerator.device)
             engine.model = model
@@ -141,13 +164,16 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                     (out_dir / "eval_base.json").write_text(json.dumps(summary["eval_base"], indent=2))
             demos = reference_episodes(engine, train_pairs, cfg.env_kwargs())
             t0 = time.time()
+            if not demos:
+                raise TrainError("sft_steps > 0 but no reference trajectory solves its task; set sft_steps 0")
             losses = sft_warm_start(model, tokenizer, demos, cfg.sft_steps, cfg.sft_learning_rate,
-                                    cfg.sft_batch_size, seed=cfg.seed)
+                                    cfg.sft_batch_size, seed=cfg.seed, micro_batch_size=cfg.sft_micro_batch_size,
+                                    autocast=accelerator.autocast, chunk_size=cfg.logprob_chunk_size,
+                                    context_grad=cfg.sft_context_grad)
             summary["sft"] = {"demos": len(demos), "loss_first": losses[0], "loss_last": losses[-1],
                               "seconds": time.time() - t0}
             if accelerator.is_main_process:
-                model.save_pretrained(sft_dir)
-                tokenizer.save_pretrained(sft_dir)
+                _save_model_atomically(model, tokenizer, sft_dir)
             set_seed(cfg.seed)  # GRPO starts from the same RNG state with or without resume
 
     ref_model = None
@@ -166,10 +192,15 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     engine.model = policy
 
     start_step = 0
-    if resume is not None:
-        state = load_checkpoint(accelerator, model, optimizer, scheduler, resume)
+    if resume_ckpt is not None:
+        try:
+            state = apply_checkpoint(accelerator, model, optimizer, scheduler, resume_ckpt, resume.name)
+            sampler.load_state_dict(state["sampler"])
+        except (CheckpointError, ValueError, KeyError) as e:
+            raise TrainError(f"cannot resume from {resume}: {e}") from e
         start_step = state["step"]
-        sampler.load_state_dict(state["sampler"])
+        del resume_ckpt
+        accelerator.print(f"resumed from {resume} (step {start_step})")
     logger = MetricsLogger(out_dir, cfg.tensorboard and accelerator.is_main_process,
                            resume_step=start_step if resume is not None else None) if accelerator.is_main_process else None
     if accelerator.is_main_process:
@@ -195,6 +226,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
         for step in range(start_step + 1, cfg.steps + 1):
             # 1. Rollouts: this process's slice of the step's prompts, G episodes each.
             t0 = time.time()
+            gen0, pre0 = engine.generated_tokens, engine.prefilled_tokens
             tasks = sampler.take(cfg.batch_size * world)[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
             episodes = engine.collect(tasks, cfg.group_size, seed=(cfg.seed * 1_000_003 + step) * world + rank)
             t_rollout = time.time() - t0
@@ -218,23 +250,35 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                         with ctx, accelerator.autocast():
                             ref = token_logprobs(policy if cfg.use_lora else ref_model,
                                                  ids[sl, :w].to(accelerator.device), att[sl, :w].to(accelerator.device),
-                                                 cfg.temperature)
+                                                 cfg.temperature, mask=mask[sl, :w].to(accelerator.device),
+                                                 chunk_size=cfg.logprob_chunk_size)
                         ref_lp[sl, :w] = ref.float().cpu()
 
             # 4. Inner epochs over micro-batches; gradients accumulate to exactly the full-batch gradient.
             model.train()
             agg = {"loss": 0.0, "kl_sum": 0.0, "clip_sum": 0.0, "ratio_sum": 0.0, "mask_tokens": 0.0}
             grad_norm = torch.tensor(0.0)
-            slices = list(_micro_slices(n_seq, cfg.micro_batch_size))
+            # A sequence with zero advantage and no KL term has exactly zero loss and gradient, so its
+            # forward/backward is skipped (the normalisers still count the whole batch, so the update is
+            # unchanged; zero-variance groups are common early on). Single process only: under DDP every
+            # rank must run the same number of backward passes.
+            rows = torch.arange(n_seq)
+            if cfg.beta == 0 and world == 1 and SKIP_ZERO_ADVANTAGE:
+                rows = rows[advantages != 0]
+            chunks = [rows[start:start + cfg.micro_batch_size] for start in range(0, len(rows), cfg.micro_batch_size)]
             for _epoch in range(cfg.inner_epochs):
                 optimizer.zero_grad(set_to_none=True)
-                for k, sl in enumerate(slices):
+                if not chunks:  # all-zero gradient: step the optimizer exactly as if it had been computed
+                    for p in params:
+                        p.grad = torch.zeros_like(p)
+                for k, sl in enumerate(chunks):
                     w = int(att[sl].sum(1).max())  # right padded: trim the micro-batch to its width
                     dev = lambda t: t[sl, :w].to(accelerator.device)
-                    sync = k == len(slices) - 1
+                    sync = k == len(chunks) - 1
                     with (contextlib.nullcontext() if sync else accelerator.no_sync(model)):
                         with accelerator.autocast():
-                            new_lp = token_logprobs(model, dev(ids), dev(att), cfg.temperature)
+                            new_lp = token_logprobs(model, dev(ids), dev(att), cfg.temperature, mask=dev(mask),
+                                                    chunk_size=cfg.logprob_chunk_size)
                         loss, st = grpo_loss(new_lp.float(), dev(old_lp), advantages[sl].to(accelerator.device),
                                              dev(mask), ref_lp=dev(ref_lp) if ref_lp is not None else None,
                                              beta=cfg.beta, clip_eps_low=cfg.clip_eps_low,
@@ -265,6 +309,12 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 "seconds_rollout": t_rollout,
                 "seconds_update": t_update,
                 "trained_tokens": float(mask.sum()),
+                "updated_sequences": float(len(rows)),
+                "generated_tokens": float(engine.generated_tokens - gen0),
+                "prefilled_tokens": float(engine.prefilled_tokens - pre0),  # prompt tokens run through the model
+                "generated_tokens_per_s": (engine.generated_tokens - gen0) / max(t_rollout, 1e-9),
+                "trained_tokens_per_s": float(mask.sum()) / max(t_update, 1e-9),
+                "peak_rss_gb": _peak_rss_gb(),
             })
             metrics = _mean_across_processes(accelerator, metrics)
             last_metrics = metrics
@@ -294,6 +344,68 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     vec_env.close()
     summary["output_dir"] = str(out_dir)
     return summary
+
+
+SKIP_ZERO_ADVANTAGE = True  # module switch so a test can compare against the unskipped update
+
+_RUN_FILES = ("metrics.jsonl", "eval_base.json", "eval_before.json", "eval_after.json", "summary.json",
+              "report.md", "curves.png", "config.yaml")
+_RUN_DIRS = ("checkpoints", "sft-model", "tensorboard")
+
+
+def _choose_resume(cfg: TrainConfig, out_dir: Path, rank: int, main: bool) -> tuple[dict | None, Path | None]:
+    """Decide how this run uses ``out_dir``: resume (from which checkpoint) or start afresh.
+
+    * no resume_from: an ``out_dir`` holding a previous run is refused unless ``overwrite``
+      (never silently delete someone's metrics); with ``overwrite`` its run files are removed.
+    * ``resume_from: latest``: the newest checkpoint that reads back completely; damaged ones
+      (truncated files, missing optimizer.pt, a killed save) are skipped with a message.
+      None at all: start afresh (the previous run died before its first checkpoint).
+    * an explicit path: that checkpoint, or a one-line error.
+    """
+    if cfg.resume_from and cfg.resume_from != "latest":
+        try:
+            return read_checkpoint(cfg.resume_from, rank), Path(cfg.resume_from)
+        except CheckpointError as e:
+            raise TrainError(f"cannot resume: {e}") from e
+    if cfg.resume_from == "latest":
+        for cand in resume_candidates(out_dir):
+            try:
+                return read_checkpoint(cand, rank), cand
+            except CheckpointError as e:
+                if main:
+                    print(f"resume: skipping checkpoint {e}; falling back to an older one")
+        if main:
+            print(f"resume: no usable checkpoint in {out_dir / 'checkpoints'}; starting from scratch")
+    else:
+        previous = [n for n in ("metrics.jsonl", "checkpoints") if (out_dir / n).exists()]
+        if previous and not cfg.overwrite:
+            raise TrainError(f"{out_dir} already holds a run ({', '.join(previous)}); pass --resume-from latest "
+                             f"to continue it, --overwrite to replace it, or another --output-dir")
+    if main and out_dir.exists():  # fresh start: clear what a previous run left
+        for name in _RUN_FILES:
+            (out_dir / name).unlink(missing_ok=True)
+        for name in _RUN_DIRS:
+            shutil.rmtree(out_dir / name, ignore_errors=True)
+    return None, None
+
+
+def _save_model_atomically(model, tokenizer, path: Path) -> None:
+    """save_pretrained into a temp dir, then rename: a kill never leaves a half-written model that resume loads."""
+    tmp = path.with_name(path.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    model.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    shutil.rmtree(path, ignore_errors=True)
+    tmp.rename(path)
+
+
+def _peak_rss_gb() -> float:
+    """Peak resident memory of this process so far (Linux ru_maxrss is KiB; macOS bytes)."""
+    import resource
+    import sys
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return peak / (1 << 30) if sys.platform == "darwin" else peak / (1 << 20)
 
 
 def _micro_slices(n: int, size: int):

