@@ -60,20 +60,24 @@ def _read(path: str, size: int, mtime_ns: int) -> dict[str, list[dict[str, Any]]
     return envs
 
 
-def overlay_tasks(path: str | os.PathLike, env_name: str) -> list[dict[str, Any]]:
-    """The overlay's tasks for ``env_name`` (empty if it has none)."""
+def overlay_tasks(path: str | os.PathLike, env_name: str) -> list[dict[str, Any]] | None:
+    """The overlay's tasks for ``env_name`` (None if the overlay does not cover that env)."""
     p = Path(path)
     try:
         st = p.stat()
     except OSError:
         raise OverlayError(f"task overlay {p}: no such file") from None
-    return list(_read(str(p.resolve()), st.st_size, st.st_mtime_ns).get(_key(env_name), []))
+    tasks = _read(str(p.resolve()), st.st_size, st.st_mtime_ns).get(_key(env_name))
+    return None if tasks is None else list(tasks)
 
 
-def merge_tasks(base: list[dict[str, Any]], extra: list[dict[str, Any]], mode: str) -> list[dict[str, Any]]:
-    """The task list of an env with an overlay: ``add`` appends new ids, ``only`` uses the overlay alone."""
+def merge_tasks(base: list[dict[str, Any]], extra: list[dict[str, Any]] | None, mode: str) -> list[dict[str, Any]]:
+    """The task list of an env with an overlay: ``add`` appends new ids, ``only`` uses the overlay's
+    tasks alone; an env the overlay does not cover (``extra`` None) keeps its own tasks."""
     if mode not in OVERLAY_MODES:
         raise OverlayError(f"overlay_mode must be one of {OVERLAY_MODES}, not {mode!r}")
+    if extra is None:
+        return list(base)
     if mode == "only":
         return list(extra)
     seen = {t["id"] for t in base}

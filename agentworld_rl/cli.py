@@ -84,6 +84,9 @@ def register(app: typer.Typer) -> None:
                                         default=typer.Option(None, *decl, help=help_text, show_default=False)))
     train_command.__signature__ = inspect.Signature(params)
     app.command("train", help="Train a policy with multi-turn GRPO on agentworld envs.")(train_command)
+    from .evolve import register as register_evolve
+
+    register_evolve(app)
 
 
 def main() -> None:  # pragma: no cover - convenience for `python -m agentworld_rl.cli`

@@ -75,6 +75,10 @@ class TrainConfig:
     """Use only tasks whose reference solution has at most this many calls, submit included (0 = all)."""
     max_tools: int = 0
     """Show each episode at most this many tools: the reference solution's plus distractors (0 = all)."""
+    task_overlay: str = ""
+    """Task overlay file (agentworld_envs.overlay) every env process reads: extra tasks, e.g. targeted ones."""
+    overlay_mode: str = "add"
+    """add: the overlay's tasks join each env's own; only: they replace them."""
     async_envs: bool = False
     """Step envs in worker processes (AsyncVectorEnv) instead of in-process."""
     env_import_modules: list[str] = field(default_factory=lambda: ["agentworld_rl.toy_envs"])
@@ -140,6 +144,8 @@ class TrainConfig:
     """Checkpoint dir to resume, or "latest" for the newest complete one in output_dir."""
     overwrite: bool = False
     """Start afresh in an output_dir that already holds a run (its metrics/checkpoints are deleted)."""
+    save_final_model: bool = False
+    """Save the trained policy (LoRA merged into the weights) to output_dir/final-model, loadable as --model."""
     tensorboard: bool = False
     progress: bool = True
     """Show rich progress bars."""
@@ -174,12 +180,15 @@ class TrainConfig:
         need(bool(self.output_dir.strip()), "output_dir", "a directory")
         need(self.max_context_tokens > self.max_new_tokens, "max_context_tokens", "> max_new_tokens")
         need(not (self.resume_from and self.overwrite), "overwrite", "false when resume_from is set")
+        need(self.overlay_mode in ("add", "only"), "overlay_mode", "one of ['add', 'only']")
 
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for every ``gym.make`` of this run."""
         kwargs: dict[str, Any] = {"max_turns": self.max_turns}
         if self.max_tools:
             kwargs["max_tools"] = self.max_tools
+        if self.task_overlay:
+            kwargs.update(task_overlay=self.task_overlay, overlay_mode=self.overlay_mode)
         return kwargs
 
 

@@ -43,6 +43,10 @@ class EvolveConfig:
     """Targeted train tasks synthesised each round."""
     target_envs: int = 8
     """Train environments the targeted tasks are spread over."""
+    train_steps: int = 0
+    """GRPO steps per round (0: the preset's)."""
+    sft_steps: int = -1
+    """SFT warm-start steps in round 1 (-1: the preset's; later rounds continue with RL only)."""
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -52,6 +56,8 @@ class EvolveConfig:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise TrainError(f"evolve {name}: expected an integer >= 1, got {value!r}")
+        if self.train_steps < 0 or self.sft_steps < -1:
+            raise TrainError("evolve train_steps must be >= 0 and sft_steps >= -1")
 
 
 def _arena_envs(cfg: EvolveConfig) -> list[str]:
@@ -108,7 +114,7 @@ def _targets(diag: dict[str, Any], base: TrainConfig, cfg: EvolveConfig, round_:
     return overlay, report
 
 
-def _train(model: str, overlay: Path, report: dict, preset: str, round_: int, rd: Path) -> str:
+def _train(model: str, overlay: Path, report: dict, cfg: EvolveConfig, round_: int, rd: Path) -> str:
     """Phase 4: GRPO from ``model`` on the targeted tasks; returns π(r+1)'s model directory."""
     from .trainer import train
 
@@ -120,11 +126,17 @@ def _train(model: str, overlay: Path, report: dict, preset: str, round_: int, rd
     fields = {f.name for f in dataclasses.fields(TrainConfig)}
     overrides = dict(model=model, env_ids=envs, split="train", max_envs=0, max_tasks_per_env=0,
                      task_overlay=str(overlay), overlay_mode="only", eval_split="", eval_env_ids=[],
-                     output_dir=str(out), save_final_model=True, resume=out.exists(), overwrite=False)
+                     output_dir=str(out), save_final_model=True,
+                     # an interrupted round continues from its newest complete checkpoint
+                     resume_from="latest" if (out / "checkpoints").exists() else "", overwrite=(out / "metrics.jsonl").exists()
+                     and not (out / "checkpoints").exists())
+    if cfg.train_steps:
+        overrides["steps"] = cfg.train_steps
     if round_ > 1:
         overrides["sft_steps"] = 0   # π(r) already imitates; continue with RL only
-    cfg = TrainConfig(**{k: v for k, v in {**PRESETS[preset], **overrides}.items() if k in fields})
-    train(cfg)
+    elif cfg.sft_steps >= 0:
+        overrides["sft_steps"] = cfg.sft_steps
+    train(TrainConfig(**{k: v for k, v in {**PRESETS[cfg.preset], **overrides}.items() if k in fields}))
     return str(final)
 
 
@@ -186,7 +198,7 @@ def evolve(cfg: EvolveConfig) -> dict[str, Any]:
         if r <= cfg.rounds:
             overlay, report = _targets(diag, base, cfg, r, rd)
             row["targeted_tasks"] = report["kept"]
-            model = _train(model, overlay, report, cfg.preset, r, rd)
+            model = _train(model, overlay, report, cfg, r, rd)
         rounds.append(row)
         _report(rounds, out)   # after every round, so an interrupted run still has its report so far
     return {"rounds": rounds, "output_dir": str(out)}
@@ -204,12 +216,14 @@ def register(app) -> None:
                        eval_tasks_per_env: int = typer.Option(2, help="fresh round tasks per arena environment"),
                        target_tasks: int = typer.Option(16, help="targeted train tasks per round"),
                        target_envs: int = typer.Option(8, help="train environments they are spread over"),
+                       train_steps: int = typer.Option(0, help="GRPO steps per round (0: the preset's)"),
+                       sft_steps: int = typer.Option(-1, help="round-1 SFT steps (-1: the preset's)"),
                        seed: int = typer.Option(0)) -> None:
         """The self-evolving loop: arena eval -> diagnosis -> targeted tasks -> continued GRPO, N rounds."""
         try:
             cfg = EvolveConfig(rounds=rounds, preset=preset, output_dir=output_dir, eval_envs=eval_envs,
                                eval_tasks_per_env=eval_tasks_per_env, target_tasks=target_tasks,
-                               target_envs=target_envs, seed=seed)
+                               target_envs=target_envs, train_steps=train_steps, sft_steps=sft_steps, seed=seed)
             result = evolve(cfg)
         except TrainError as e:
             typer.echo(f"error: {e}", err=True)

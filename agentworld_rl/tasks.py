@@ -63,10 +63,13 @@ def select_env_ids(env_ids: Sequence[str] = (), l1: Sequence[str] = (), split: s
     return ids
 
 
-def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0, max_solution_steps: int = 0) -> list[str]:
-    """Task ids of ``env_id``; with ``max_solution_steps``, only tasks whose reference trajectory
-    (``solution_actions()``, submit included) is at most that long."""
-    kwargs = {"max_turns": max_turns} if max_turns else {}
+def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0, max_solution_steps: int = 0,
+              env_kwargs: dict | None = None) -> list[str]:
+    """Task ids of ``env_id`` (made with ``env_kwargs``, e.g. a task overlay); with ``max_solution_steps``,
+    only tasks whose reference trajectory (``solution_actions()``, submit included) is at most that long."""
+    kwargs = dict(env_kwargs or {})
+    if max_turns:
+        kwargs["max_turns"] = max_turns
     env = gym.make(env_id, **kwargs)
     try:
         ids = list(env.unwrapped.task_ids)
@@ -83,11 +86,11 @@ def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0, max
 
 
 def task_pairs(env_ids: Sequence[str], max_turns: int | None = None, max_tasks_per_env: int = 0,
-               max_envs: int = 0, max_solution_steps: int = 0) -> list[dict]:
+               max_envs: int = 0, max_solution_steps: int = 0, env_kwargs: dict | None = None) -> list[dict]:
     """(env, task) pairs of the first ``max_envs`` envs (0 = all) that have at least one task."""
     pairs, used = [], 0
     for e in env_ids:
-        tasks = env_tasks(e, max_turns, max_tasks_per_env, max_solution_steps)
+        tasks = env_tasks(e, max_turns, max_tasks_per_env, max_solution_steps, env_kwargs)
         if not tasks:  # envs without tasks contribute nothing
             continue
         pairs += [{"env_id": e, "task_id": t} for t in tasks]

@@ -118,14 +118,16 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     # ---------------------------------------------------------------- tasks
     import_modules = import_env_modules(cfg.env_import_modules)
     train_ids = select_env_ids(cfg.env_ids, cfg.l1, cfg.split, cfg.max_envs, cfg.seed)
-    train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps)
+    train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps,
+                             cfg.env_kwargs())
     if not train_pairs:
         raise TrainError(f"no training tasks left after filtering ({len(train_ids)} envs, "
                          f"max_solution_steps={cfg.max_solution_steps}, max_turns={cfg.max_turns})")
     eval_pairs: list[dict] = []
     if cfg.eval_env_ids or cfg.eval_split:
         eval_ids = select_env_ids(cfg.eval_env_ids, cfg.l1, cfg.eval_split, cfg.max_envs, cfg.seed)
-        eval_pairs = task_pairs(eval_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps)
+        eval_pairs = task_pairs(eval_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps,
+                                cfg.env_kwargs())
         random.Random(cfg.seed).shuffle(eval_pairs)
         eval_pairs = sorted(eval_pairs[: cfg.max_eval_tasks], key=lambda p: (p["env_id"], p["task_id"]))
     sampler = TaskSampler(train_pairs, seed=cfg.seed)
@@ -340,6 +342,11 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
         if (out_dir / "metrics.jsonl").exists():
             plot_curves(out_dir / "metrics.jsonl", out_dir / "curves.png")
         (out_dir / "report.md").write_text(_report(cfg, summary))
+        if cfg.save_final_model:
+            # One loadable model directory (LoRA merged), so the next run (e.g. an evolve round) starts from it.
+            final = policy.merge_and_unload() if cfg.use_lora else policy
+            _save_model_atomically(final, tokenizer, out_dir / "final-model")
+            summary["final_model"] = str(out_dir / "final-model")
         (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     vec_env.close()
     summary["output_dir"] = str(out_dir)
@@ -350,7 +357,7 @@ SKIP_ZERO_ADVANTAGE = True  # module switch so a test can compare against the un
 
 _RUN_FILES = ("metrics.jsonl", "eval_base.json", "eval_before.json", "eval_after.json", "summary.json",
               "report.md", "curves.png", "config.yaml")
-_RUN_DIRS = ("checkpoints", "sft-model", "tensorboard")
+_RUN_DIRS = ("checkpoints", "sft-model", "tensorboard", "final-model")
 
 
 def _choose_resume(cfg: TrainConfig, out_dir: Path, rank: int, main: bool) -> tuple[dict | None, Path | None]:
