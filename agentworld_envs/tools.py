@@ -345,17 +345,33 @@ def _make_runner(impl: dict[str, Any], parameters: dict[str, Any]) -> Callable[[
         return run_python
 
     if kind == "get":
+        # Everything that does not depend on the call is built once here: the statements (so
+        # sqlite3's statement cache finds them by identity of text) and their column names, which
+        # are fixed by the spec's tables (read from the first result, then reused).
         sql = f"SELECT {_projection(impl)} FROM {q(table)} WHERE {q(impl['key']['column'])} = ?"
+        key_param, key_col = impl["key"]["param"], impl["key"]["column"]
+        includes = []
+        for inc in impl.get("include", []):
+            lim = f" LIMIT {int(inc['limit'])}" if inc.get("limit") else ""
+            includes.append((inc.get("as", inc["table"]),
+                             f"SELECT * FROM {q(inc['table'])} WHERE {q(inc['column'])} = ? ORDER BY rowid{lim}", []))
+        main_cols: list[str] = []
 
         def run_get(ctx: ToolContext, args: dict[str, Any]) -> Any:
-            key = args[impl["key"]["param"]]
-            row = ctx.one(sql, key)
-            if row is None:
-                raise ToolError("not_found", f"no {_entity(table)} with {impl['key']['column']} {key!r}")
-            for inc in impl.get("include", []):
-                lim = f" LIMIT {int(inc['limit'])}" if inc.get("limit") else ""
-                row[inc.get("as", inc["table"])] = ctx.all(
-                    f"SELECT * FROM {q(inc['table'])} WHERE {q(inc['column'])} = ? ORDER BY rowid{lim}", key)
+            key = args[key_param]
+            cur = ctx.conn.execute(sql, (key,))
+            found = cur.fetchone()
+            if found is None:
+                raise ToolError("not_found", f"no {_entity(table)} with {key_col} {key!r}")
+            if not main_cols:
+                main_cols.extend(d[0] for d in cur.description)
+            row = dict(zip(main_cols, found))
+            for name, inc_sql, cols in includes:
+                cur = ctx.conn.execute(inc_sql, (key,))
+                rows = cur.fetchall()
+                if not cols and cur.description:
+                    cols.extend(d[0] for d in cur.description)
+                row[name] = [dict(zip(cols, r)) for r in rows]
             return row
 
         return run_get
