@@ -14,7 +14,7 @@ import os
 import sqlite3
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -67,10 +67,11 @@ class EnvBundle:
     def __post_init__(self) -> None:
         self.set_tasks(self.tasks)
         self._initial: sqlite3.Connection | None = None
-        self._table_hashes: dict[str, str] | None = None
+        self._table_hashes: Mapping[str, str] | None = None
         #: Competing-value sets the verifiers read from the golden state, shared by this env's episodes.
         self.verifier_memo: dict[Any, Any] = {}
         self._value_pool: dict[str, dict[str, list[Any]]] | None = None
+        self._shown: dict[bool, list[dict[str, Any]]] = {}
         #: Size of the spec and tasks as JSON text, for the bundle cache's memory estimate.
         self.json_bytes = 0
 
@@ -96,13 +97,58 @@ class EnvBundle:
         return self._value_pool
 
     @property
-    def initial_table_hashes(self) -> dict[str, str]:
+    def initial_table_hashes(self) -> Mapping[str, str]:
+        """Content hash of each golden table, computed when a verifier first asks for that table.
+
+        Hashing every table up front cost ~14 ms per env (the ``footprint`` check reads only the
+        few tables an episode touched), which dominated one-episode-per-env sweeps of the registry.
+        """
         if self._table_hashes is None:
-            self._table_hashes = {t: state.table_hash(self.initial, t) for t in state.user_tables(self.initial)}
+            self._table_hashes = _LazyTableHashes(lambda: self.initial)
         return self._table_hashes
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [t.openai_schema() for t in self.tools.values()]
+
+    def shown_schemas(self, obscure: bool) -> list[dict[str, Any]]:
+        """OpenAI schemas of every tool as an env shows them (``tool_01``… when ``obscure``).
+
+        Built once per bundle and shared by its env instances, like the bundle's spec (a new list
+        each call; the schema dicts are shared and must not be edited)."""
+        schemas = self._shown.get(obscure)
+        if schemas is None:
+            schemas = [t.openai_schema(f"tool_{i + 1:02d}" if obscure else n)
+                       for i, (n, t) in enumerate(self.tools.items())]
+            self._shown[obscure] = schemas
+        return list(schemas)
+
+
+class _LazyTableHashes(Mapping):
+    """``{table: state.table_hash(golden, table)}`` for the golden user tables, filled on first access."""
+
+    def __init__(self, conn: Callable[[], sqlite3.Connection]):
+        self._conn = conn
+        self._hashes: dict[str, str] = {}
+        self._tables: list[str] | None = None
+
+    def _names(self) -> list[str]:
+        if self._tables is None:
+            self._tables = state.user_tables(self._conn())
+        return self._tables
+
+    def __getitem__(self, table: str) -> str:
+        value = self._hashes.get(table)
+        if value is None:
+            if table not in self._names():
+                raise KeyError(table)
+            value = self._hashes[table] = state.table_hash(self._conn(), table)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
 
 
 _INLINE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}

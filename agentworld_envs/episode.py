@@ -45,6 +45,7 @@ except ImportError:  # pragma: no cover - depends on the installation
     _orjson = None
 
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_PLAIN = frozenset({str, int, bool, type(None)})
 
 
 def _orjson_safe(obj: Any, depth: int = 0) -> bool:
@@ -63,11 +64,13 @@ def _orjson_safe(obj: Any, depth: int = 0) -> bool:
         values = obj
     else:
         return _orjson_safe([obj])
+    if _PLAIN.issuperset(map(type, values)):  # the common row of str/int/None: one C-level pass
+        return True
     if depth > 64:
         return False
     for v in values:
         tv = type(v)
-        if tv is str or tv is int or v is None or tv is bool:
+        if tv in _PLAIN:
             continue
         if tv is float:
             a = v if v >= 0.0 else -v

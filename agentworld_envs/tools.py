@@ -161,9 +161,19 @@ def _too_long(value: Any, depth: int = 0) -> bool:
     if depth > 8:
         return True
     if isinstance(value, dict):
-        return any(_too_long(v, depth + 1) for v in value.values())
-    if isinstance(value, list):
-        return len(value) > 1000 or any(_too_long(v, depth + 1) for v in value)
+        items: Any = value.values()
+    elif isinstance(value, list):
+        if len(value) > 1000:
+            return True
+        items = value
+    else:
+        return False
+    for v in items:  # inline the common scalar cases: one call per argument showed up in read profiles
+        if type(v) is str:
+            if len(v) > MAX_ARG_STRING:
+                return True
+        elif isinstance(v, (dict, list, str)) and _too_long(v, depth + 1):
+            return True
     return False
 
 
@@ -324,6 +334,9 @@ def _apply_effects(ctx: ToolContext, effects: list[dict[str, Any]], env: dict[st
 
 def _projection(impl: dict[str, Any]) -> str:
     return ", ".join(map(q, impl["columns"])) if impl.get("columns") else "*"
+
+
+_KINDS = frozenset({"python", "get", "list", "search", "aggregate"}) | WRITE_KINDS
 
 
 def _make_runner(impl: dict[str, Any], parameters: dict[str, Any]) -> Callable[[ToolContext, dict[str, Any]], Any]:
@@ -499,5 +512,24 @@ def compile_tool(tool_spec: dict[str, Any]) -> Tool:
     writes = impl["kind"] in WRITE_KINDS or (impl["kind"] == "python" and "read" not in tool_spec.get("tags", []))
     return Tool(
         name=tool_spec["name"], description=tool_spec["description"], parameters=params, impl=impl,
-        writes=writes, run=_make_runner(impl, params), dates=dates,
+        writes=writes, run=_lazy_runner(impl, params), dates=dates,
     )
+
+
+def _lazy_runner(impl: dict[str, Any], parameters: dict[str, Any]) -> Callable[[ToolContext, dict[str, Any]], Any]:
+    """The tool's runner, built by :func:`_make_runner` on its first call.
+
+    An env has ~70 tools and an episode calls a handful: building every runner at load was a
+    third of loading a synthesised env. A spec with an unknown kind still fails at load
+    (checked here), not in the middle of an episode.
+    """
+    if impl["kind"] not in _KINDS:
+        raise ValueError(f"unknown tool kind {impl['kind']!r}")
+    built: list[Callable[[ToolContext, dict[str, Any]], Any]] = []
+
+    def run(ctx: ToolContext, args: dict[str, Any]) -> Any:
+        if not built:
+            built.append(_make_runner(impl, parameters))
+        return built[0](ctx, args)
+
+    return run
