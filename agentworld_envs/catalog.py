@@ -104,7 +104,7 @@ class EnvBundle:
         few tables an episode touched), which dominated one-episode-per-env sweeps of the registry.
         """
         if self._table_hashes is None:
-            self._table_hashes = _LazyTableHashes(lambda: self.initial)
+            self._table_hashes = _LazyTableHashes(self.initial)  # the connection, not self: no reference cycle
         return self._table_hashes
 
     def tool_schemas(self) -> list[dict[str, Any]]:
@@ -126,14 +126,14 @@ class EnvBundle:
 class _LazyTableHashes(Mapping):
     """``{table: state.table_hash(golden, table)}`` for the golden user tables, filled on first access."""
 
-    def __init__(self, conn: Callable[[], sqlite3.Connection]):
+    def __init__(self, conn: sqlite3.Connection):
         self._conn = conn
         self._hashes: dict[str, str] = {}
         self._tables: list[str] | None = None
 
     def _names(self) -> list[str]:
         if self._tables is None:
-            self._tables = state.user_tables(self._conn())
+            self._tables = state.user_tables(self._conn)
         return self._tables
 
     def __getitem__(self, table: str) -> str:
@@ -141,7 +141,7 @@ class _LazyTableHashes(Mapping):
         if value is None:
             if table not in self._names():
                 raise KeyError(table)
-            value = self._hashes[table] = state.table_hash(self._conn(), table)
+            value = self._hashes[table] = state.table_hash(self._conn, table)
         return value
 
     def __iter__(self) -> Iterator[str]:

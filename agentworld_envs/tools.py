@@ -126,12 +126,21 @@ class Tool:
     parameters: dict[str, Any]
     impl: dict[str, Any]
     writes: bool
-    run: Callable[[ToolContext, dict[str, Any]], Any] = field(repr=False)
     dates: dict[str, str] = field(default_factory=dict)   # parameter -> "date" | "date-time"
 
     def __post_init__(self) -> None:
         self._validator: jsonschema.protocols.Validator | None = None
         self._accept: Callable[[Any], bool] | None | bool = False   # False: not compiled yet
+        self._run: Callable[[ToolContext, dict[str, Any]], Any] | None = None
+
+    @property
+    def run(self) -> Callable[[ToolContext, dict[str, Any]], Any]:
+        """The executor, built on first call: an env has ~70 tools and an episode calls a handful
+        (building them all was a third of loading a synthesised env, and their closures were
+        thousands of objects per env for the garbage collector to scan)."""
+        if self._run is None:
+            self._run = _make_runner(self.impl, self.parameters)
+        return self._run
 
     @property
     def accept(self) -> Callable[[Any], bool] | None:
@@ -509,27 +518,12 @@ def compile_tool(tool_spec: dict[str, Any]) -> Tool:
     if dates:
         params["properties"] = props
     impl = tool_spec["impl"]
+    if impl["kind"] not in _KINDS:  # fail at load, not in the middle of an episode
+        raise ValueError(f"unknown tool kind {impl['kind']!r}")
     writes = impl["kind"] in WRITE_KINDS or (impl["kind"] == "python" and "read" not in tool_spec.get("tags", []))
     return Tool(
         name=tool_spec["name"], description=tool_spec["description"], parameters=params, impl=impl,
-        writes=writes, run=_lazy_runner(impl, params), dates=dates,
+        writes=writes, dates=dates,
     )
 
 
-def _lazy_runner(impl: dict[str, Any], parameters: dict[str, Any]) -> Callable[[ToolContext, dict[str, Any]], Any]:
-    """The tool's runner, built by :func:`_make_runner` on its first call.
-
-    An env has ~70 tools and an episode calls a handful: building every runner at load was a
-    third of loading a synthesised env. A spec with an unknown kind still fails at load
-    (checked here), not in the middle of an episode.
-    """
-    if impl["kind"] not in _KINDS:
-        raise ValueError(f"unknown tool kind {impl['kind']!r}")
-    built: list[Callable[[ToolContext, dict[str, Any]], Any]] = []
-
-    def run(ctx: ToolContext, args: dict[str, Any]) -> Any:
-        if not built:
-            built.append(_make_runner(impl, parameters))
-        return built[0](ctx, args)
-
-    return run
