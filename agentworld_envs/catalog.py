@@ -11,6 +11,7 @@ import functools
 import hashlib
 import json
 import os
+import re
 import sqlite3
 import threading
 from collections import OrderedDict
@@ -260,10 +261,32 @@ def _load_bundle(name: str) -> EnvBundle:
         path, key = bundle_path(entry)
         payload = {"spec": spec, "tasks": tasks, "golden_key": golden_key}
         cachefile.store_json(path, key, BUNDLE_KIND, payload)
+        _prune_bundles(path, entry["name"])
         bundle.json_bytes = len(json.dumps(payload, ensure_ascii=False))
     else:
         bundle.json_bytes = len(json.dumps({"spec": spec, "tasks": tasks}, ensure_ascii=False, default=str))
     return bundle
+
+
+def _prune_bundles(current: Path, name: str) -> None:
+    """Delete this env's bundles built by other code versions.
+
+    Every edit of the package gives every env a new bundle key, so without this a developer's
+    cache would keep one stale ~100 KB bundle per env per edit. Bundles are cheap to rebuild from
+    the content-keyed spec, golden and task artefacts, which are never pruned here. (Two
+    checkouts sharing one cache therefore rebuild each other's bundles, costing ~20-50 ms per env.)
+    """
+    pattern = re.compile(re.escape(name) + r"-[0-9a-f]{24}\.json(?:\.meta)?")
+    try:
+        names = os.listdir(current.parent)
+    except OSError:
+        return
+    for other in names:
+        if pattern.fullmatch(other) and not other.startswith(current.name):
+            try:
+                os.unlink(current.parent / other)
+            except OSError:
+                pass  # another process pruned it, or the cache is read-only: harmless
 
 
 def bundle_key(entry: dict[str, Any]) -> str:

@@ -179,3 +179,18 @@ def test_bundle_cache_is_bounded_by_memory(private_cache, monkeypatch, toy_env_i
     a = catalog.load_bundle("retail")
     assert catalog.load_bundle("agentworld/retail-v0") is a   # names and ids share one entry
     assert catalog.load_bundle.cache_info()["currsize"] == 2
+
+
+def test_rebuilding_a_bundle_prunes_only_that_envs_stale_bundles(private_cache):
+    folder = private_cache / "bundles"
+    folder.mkdir(parents=True)
+    stale = folder / ("retail-" + "0" * 24 + ".json")
+    neighbour = folder / ("retail-pharmacy-prescription-fills-" + "0" * 24 + ".json")
+    for path in (stale, neighbour):
+        path.write_text("{}")
+        path.with_name(path.name + ".meta").write_text("{}")
+    catalog.load_bundle("retail")
+    names = sorted(p.name for p in folder.iterdir())
+    assert stale.name not in names and stale.name + ".meta" not in names
+    assert neighbour.name in names and neighbour.name + ".meta" in names
+    assert sum(n.startswith("retail-") and n.endswith(".json") and "pharmacy" not in n for n in names) == 1
