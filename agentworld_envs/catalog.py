@@ -23,6 +23,7 @@ from typing import Any
 import env_registry
 
 from . import cachefile, state
+from .errors import CacheError
 from .registry import Registry
 from .spec import SpecError, content_hash, validate_spec
 from .tools import Tool, compile_tool
@@ -260,8 +261,12 @@ def _load_bundle(name: str) -> EnvBundle:
         _, golden_key = state.golden_path(spec)
         path, key = bundle_path(entry)
         payload = {"spec": spec, "tasks": tasks, "golden_key": golden_key}
-        cachefile.store_json(path, key, BUNDLE_KIND, payload)
-        _prune_bundles(path, entry["name"])
+        try:
+            cachefile.store_json(path, key, BUNDLE_KIND, payload)
+        except CacheError:
+            pass  # a read-only or full cache still serves its artefacts: the bundle only saves time
+        else:
+            _prune_bundles(path, entry["name"])
         bundle.json_bytes = len(json.dumps(payload, ensure_ascii=False))
     else:
         bundle.json_bytes = len(json.dumps({"spec": spec, "tasks": tasks}, ensure_ascii=False, default=str))

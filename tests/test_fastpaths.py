@@ -16,6 +16,7 @@ from hypothesis import strategies as st
 
 import env_registry
 from agentworld_envs import argcheck, cachefile, catalog, episode
+from agentworld_envs.errors import CacheError
 
 # ------------------------------------------------------------------ argument checks
 
@@ -194,3 +195,16 @@ def test_rebuilding_a_bundle_prunes_only_that_envs_stale_bundles(private_cache):
     assert stale.name not in names and stale.name + ".meta" not in names
     assert neighbour.name in names and neighbour.name + ".meta" in names
     assert sum(n.startswith("retail-") and n.endswith(".json") and "pharmacy" not in n for n in names) == 1
+
+
+def test_an_unwritable_cache_still_loads_when_only_the_bundle_is_missing(private_cache, monkeypatch):
+    first = catalog.load_bundle("retail")
+    for path in (private_cache / "bundles").iterdir():
+        path.unlink()
+    catalog.load_bundle.cache_clear()
+
+    def refuse(path, *args, **kwargs):
+        raise CacheError(path, "cannot write (read-only)", "make it writable")
+
+    monkeypatch.setattr(cachefile, "store_json", refuse)
+    assert catalog.load_bundle("retail").tasks == first.tasks
