@@ -6,16 +6,37 @@ Gymnasium as ``agentworld/<name>-v0``::
     import gymnasium as gym, agentworld_envs
     env = gym.make("agentworld/retail-v0")
     obs, info = env.reset(seed=0)
+
+Importing it stays cheap (registration only): the engine, jsonschema, Faker and SQLite
+helpers load on first use. ``register_spec``, ``validate_spec`` and ``SpecError`` are
+resolved on first access (PEP 562), because they pull in the spec validator.
 """
 
 from __future__ import annotations
 
-from .plugins import register_spec
+from typing import TYPE_CHECKING, Any
+
 from .registration import register_all
-from .spec import SpecError, validate_spec
+
+if TYPE_CHECKING:
+    from .plugins import register_spec
+    from .spec import SpecError, validate_spec
 
 __all__ = ["register_spec", "validate_spec", "SpecError"]
 
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "register_spec":
+        from .plugins import register_spec
+
+        return register_spec
+    if name in ("validate_spec", "SpecError"):
+        from . import spec
+
+        return getattr(spec, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 register_all()

@@ -79,7 +79,8 @@ def check_finite(value: Any, depth: int = 0) -> None:
     elif depth < 64 and isinstance(value, dict):
         for k, v in value.items():
             check_finite(k, depth + 1)
-            check_finite(v, depth + 1)
+            if type(v) is not int and v is not None:  # ints and null are always fine: skip the call
+                check_finite(v, depth + 1)
     elif depth < 64 and isinstance(value, list):
         for v in value:
             check_finite(v, depth + 1)

@@ -198,8 +198,9 @@ class Candidates:
     def __post_init__(self) -> None:
         mentioned = runs(words(self.instruction), 64)
         for v in self.values:
-            n = len(words(as_text(v)))
-            key = value_key(v)
+            tokens = words(as_text(v))   # once per value: value_key(v) is exactly "".join of these
+            n = len(tokens)
+            key = "".join(tokens)
             if key and key not in mentioned:
                 self._keys.setdefault(key, as_text(v))
                 self.longest = max(self.longest, n)

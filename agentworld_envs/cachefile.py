@@ -30,6 +30,11 @@ from typing import Any, TypeVar
 
 from .errors import CacheError
 
+try:  # optional (the ``fast`` extra): parses cached JSON ~5x faster, e.g. retail's bundle 6 ms -> 1.3 ms
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the installation
+    _orjson = None
+
 FORMAT = 1
 META_SUFFIX = ".meta"
 T = TypeVar("T")
@@ -173,13 +178,35 @@ def store(path: Path, key: str, kind: str, data: bytes) -> None:
                 _unlink(tmp)
 
 
+def loads(data: bytes) -> Any:
+    """``json.loads``, through orjson when it is installed (anything orjson rejects goes to json)."""
+    if _orjson is not None:
+        try:
+            return _orjson.loads(data)
+        except _orjson.JSONDecodeError:
+            pass  # e.g. NaN or a huge integer, which json accepts: let json decide
+    return json.loads(data)
+
+
 def load_json(path: Path, key: str, kind: str, parse: Callable[[Any], T]) -> T | None:
     """A JSON artefact, checked by hash and then by ``parse`` (which raises on the wrong shape)."""
     data = load(path, key, kind)
     if data is None:
         return None
     try:
-        return parse(json.loads(data))
+        return parse(loads(data))
+    except (ValueError, KeyError, TypeError) as exc:  # includes CorruptCacheFile and JSON errors
+        _rebuild_warning(path, kind, f"has the wrong shape ({str(exc)[:120]})")
+        return None
+
+
+def load_json_sized(path: Path, key: str, kind: str, parse: Callable[[Any], T]) -> tuple[T, int] | None:
+    """:func:`load_json`, also returning the payload's size in bytes (a cheap memory estimate for callers)."""
+    data = load(path, key, kind)
+    if data is None:
+        return None
+    try:
+        return parse(loads(data)), len(data)
     except (ValueError, KeyError, TypeError) as exc:  # includes CorruptCacheFile and JSON errors
         _rebuild_warning(path, kind, f"has the wrong shape ({str(exc)[:120]})")
         return None

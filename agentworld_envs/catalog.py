@@ -8,14 +8,22 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
+import json
+import os
+import re
 import sqlite3
-from collections.abc import Callable
+import threading
+from collections import OrderedDict
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import env_registry
 
-from . import state
+from . import cachefile, state
+from .errors import CacheError
 from .registry import Registry
 from .spec import SpecError, content_hash, validate_spec
 from .tools import Tool, compile_tool
@@ -61,10 +69,13 @@ class EnvBundle:
     def __post_init__(self) -> None:
         self.set_tasks(self.tasks)
         self._initial: sqlite3.Connection | None = None
-        self._table_hashes: dict[str, str] | None = None
+        self._table_hashes: Mapping[str, str] | None = None
         #: Competing-value sets the verifiers read from the golden state, shared by this env's episodes.
         self.verifier_memo: dict[Any, Any] = {}
         self._value_pool: dict[str, dict[str, list[Any]]] | None = None
+        self._shown: dict[bool, list[dict[str, Any]]] = {}
+        #: Size of the spec and tasks as JSON text, for the bundle cache's memory estimate.
+        self.json_bytes = 0
 
     def set_tasks(self, tasks: list[dict[str, Any]]) -> None:
         self.tasks = tasks
@@ -88,13 +99,58 @@ class EnvBundle:
         return self._value_pool
 
     @property
-    def initial_table_hashes(self) -> dict[str, str]:
+    def initial_table_hashes(self) -> Mapping[str, str]:
+        """Content hash of each golden table, computed when a verifier first asks for that table.
+
+        Hashing every table up front cost ~14 ms per env (the ``footprint`` check reads only the
+        few tables an episode touched), which dominated one-episode-per-env sweeps of the registry.
+        """
         if self._table_hashes is None:
-            self._table_hashes = {t: state.table_hash(self.initial, t) for t in state.user_tables(self.initial)}
+            self._table_hashes = _LazyTableHashes(self.initial)  # the connection, not self: no reference cycle
         return self._table_hashes
 
     def tool_schemas(self) -> list[dict[str, Any]]:
         return [t.openai_schema() for t in self.tools.values()]
+
+    def shown_schemas(self, obscure: bool) -> list[dict[str, Any]]:
+        """OpenAI schemas of every tool as an env shows them (``tool_01``… when ``obscure``).
+
+        Built once per bundle and shared by its env instances, like the bundle's spec (a new list
+        each call; the schema dicts are shared and must not be edited)."""
+        schemas = self._shown.get(obscure)
+        if schemas is None:
+            schemas = [t.openai_schema(f"tool_{i + 1:02d}" if obscure else n)
+                       for i, (n, t) in enumerate(self.tools.items())]
+            self._shown[obscure] = schemas
+        return list(schemas)
+
+
+class _LazyTableHashes(Mapping):
+    """``{table: state.table_hash(golden, table)}`` for the golden user tables, filled on first access."""
+
+    def __init__(self, conn: sqlite3.Connection):
+        self._conn = conn
+        self._hashes: dict[str, str] = {}
+        self._tables: list[str] | None = None
+
+    def _names(self) -> list[str]:
+        if self._tables is None:
+            self._tables = state.user_tables(self._conn)
+        return self._tables
+
+    def __getitem__(self, table: str) -> str:
+        value = self._hashes.get(table)
+        if value is None:
+            if table not in self._names():
+                raise KeyError(table)
+            value = self._hashes[table] = state.table_hash(self._conn, table)
+        return value
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._names())
+
+    def __len__(self) -> int:
+        return len(self._names())
 
 
 _INLINE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
@@ -163,14 +219,32 @@ def build_spec(name: str) -> dict[str, Any]:
     return SPEC_BUILDERS.get(entry["source"])(entry)
 
 
-@functools.lru_cache(maxsize=64)
-def load_bundle(name: str) -> EnvBundle:
-    """Spec, golden bytes, compiled tools and tasks of ``name``; built into the cache on first use."""
+#: Sources whose bundle is cached as one artefact: their inputs are the manifest entry, the
+#: catalogue data and this package's code, all covered by :func:`code_fingerprint`. Inline specs
+#: live in memory, and third-party sources run code this fingerprint does not see.
+BUNDLED_SOURCES = frozenset({"synth", "handbuilt"})
+BUNDLE_KIND = "env bundle"
+#: Default bound of the in-process bundle cache (``AGENTWORLD_BUNDLE_CACHE_MB`` overrides it).
+DEFAULT_BUNDLE_CACHE_MB = 256
+
+
+def _load_bundle(name: str) -> EnvBundle:
+    """Spec, golden bytes, compiled tools and tasks of ``name``; built into the cache on first use.
+
+    A built catalogue env is one cached artefact (``bundles/<name>-<key>.json``: its validated
+    spec, its sealed task list and the name of its golden file), so loading it reads two
+    integrity-checked files and compiles tools, instead of rebuilding the spec in Python,
+    re-validating it, recomputing content keys and re-sealing tasks. Trust comes from the
+    artefact's SHA-256 record; its key covers everything that built it (:func:`bundle_key`).
+    """
     entry = _entry(name)
+    cached = _cached_bundle(entry)
+    if cached is not None:
+        return cached
     spec = build_spec(name)
+    golden = state.golden_bytes(spec)
     bundle = EnvBundle(
-        name=entry["name"], env_id=entry["id"], split=entry["split"], spec=spec,
-        golden=state.golden_bytes(spec),
+        name=entry["name"], env_id=entry["id"], split=entry["split"], spec=spec, golden=golden,
         tools={t["name"]: compile_tool(t) for t in spec["tools"]},
     )
     source = TASK_SOURCES.get(entry["source"]) if entry["source"] in TASK_SOURCES else None
@@ -183,4 +257,197 @@ def load_bundle(name: str) -> EnvBundle:
 
         tasks = seal_all(spec, bundle.golden, list(spec.get("tasks", [])), bundle.tools)
     bundle.set_tasks(tasks)
+    if entry["source"] in BUNDLED_SOURCES:
+        _, golden_key = state.golden_path(spec)
+        path, key = bundle_path(entry)
+        payload = {"spec": spec, "tasks": tasks, "golden_key": golden_key}
+        try:
+            cachefile.store_json(path, key, BUNDLE_KIND, payload)
+        except CacheError:
+            pass  # a read-only or full cache still serves its artefacts: the bundle only saves time
+        else:
+            _prune_bundles(path, entry["name"])
+        bundle.json_bytes = len(json.dumps(payload, ensure_ascii=False))
+    else:
+        bundle.json_bytes = len(json.dumps({"spec": spec, "tasks": tasks}, ensure_ascii=False, default=str))
     return bundle
+
+
+def _prune_bundles(current: Path, name: str) -> None:
+    """Delete this env's bundles built by other code versions.
+
+    Every edit of the package gives every env a new bundle key, so without this a developer's
+    cache would keep one stale ~100 KB bundle per env per edit. Bundles are cheap to rebuild from
+    the content-keyed spec, golden and task artefacts, which are never pruned here. (Two
+    checkouts sharing one cache therefore rebuild each other's bundles, costing ~20-50 ms per env.)
+    """
+    pattern = re.compile(re.escape(name) + r"-[0-9a-f]{24}\.json(?:\.meta)?")
+    try:
+        names = os.listdir(current.parent)
+    except OSError:
+        return
+    for other in names:
+        if pattern.fullmatch(other) and not other.startswith(current.name):
+            try:
+                os.unlink(current.parent / other)
+            except OSError:
+                pass  # another process pruned it, or the cache is read-only: harmless
+
+
+def bundle_key(entry: dict[str, Any]) -> str:
+    """Cache key of a built bundle: its manifest entry, the code and data that build it, the LLM switch."""
+    # The switch of agentworld_envs.tasks.llm.enabled(), read here directly: importing that module
+    # would import the whole task package (networkx) on every env's first use.
+    llm = bool(os.environ.get("AGENTWORLD_LLM_BASE_URL"))
+    return content_hash({"entry": entry, "code": code_fingerprint(), "llm": llm})[:24]
+
+
+def bundle_path(entry: dict[str, Any]) -> tuple[Path, str]:
+    key = f"{entry['name']}-{bundle_key(entry)}"
+    return state.cache_dir() / "bundles" / f"{key}.json", key
+
+
+@functools.cache
+def code_fingerprint() -> str:
+    """Identity of everything that builds a catalogue env: this package's and the catalogue's files, and Faker.
+
+    Files are identified by path, size and modification time (what Python's own bytecode cache
+    trusts), so this costs one ``stat`` per file, not a read: editing any engine, domain or
+    catalogue file, or upgrading Faker, gives new bundle keys and so a rebuild through the
+    content-keyed spec, golden and task artefacts.
+    """
+    import importlib.util
+
+    roots = [os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.abspath(env_registry.__file__))]
+    parts: list[str] = []
+    for root in roots:
+        _stat_files(root, parts)
+    faker = importlib.util.find_spec("faker")
+    if faker is not None and faker.origin:
+        st = os.stat(faker.origin)
+        parts.append(f"faker:{faker.origin}:{st.st_size}:{st.st_mtime_ns}")
+    return hashlib.sha256("\n".join(sorted(parts)).encode()).hexdigest()
+
+
+def _stat_files(root: str, out: list[str]) -> None:
+    with os.scandir(root) as entries:
+        for item in entries:
+            if item.is_dir(follow_symlinks=False):
+                if item.name != "__pycache__" and not item.name.startswith("."):
+                    _stat_files(item.path, out)
+            elif item.name.endswith((".py", ".json", ".sql")):
+                st = item.stat()
+                out.append(f"{item.path}:{st.st_size}:{st.st_mtime_ns}")
+
+
+def _parse_bundle(payload: Any) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """Shape check of a cached bundle (the hash already vouches for its content)."""
+    if not isinstance(payload, dict) or not isinstance(payload.get("spec"), dict) \
+            or not isinstance(payload.get("tasks"), list) or not isinstance(payload.get("golden_key"), str):
+        raise cachefile.CorruptCacheFile("expected {'spec': {...}, 'tasks': [...], 'golden_key': '...'}")
+    spec = payload["spec"]
+    for name in ("id", "tables", "tools", "now", "policy"):
+        if name not in spec:
+            raise cachefile.CorruptCacheFile(f"spec has no {name!r}")
+    for i, task in enumerate(payload["tasks"]):
+        if not isinstance(task, dict) or not all(f in task for f in ("id", "instruction", "solution", "checks")):
+            raise cachefile.CorruptCacheFile(f"tasks[{i}] is not a complete task")
+    return spec, payload["tasks"], payload["golden_key"]
+
+
+def _cached_bundle(entry: dict[str, Any]) -> EnvBundle | None:
+    if entry["source"] not in BUNDLED_SOURCES:
+        return None
+    path, key = bundle_path(entry)
+    cached = cachefile.load_json_sized(path, key, BUNDLE_KIND, _parse_bundle)
+    if cached is None:
+        return None
+    (spec, tasks, golden_key), size = cached
+    golden = cachefile.load(state.cache_dir() / "golden" / f"{golden_key}.sqlite", golden_key, state.GOLDEN_KIND)
+    if golden is None:  # evicted or corrupt: the slow path rebuilds it (and this bundle)
+        return None
+    bundle = EnvBundle(name=entry["name"], env_id=entry["id"], split=entry["split"], spec=spec, golden=golden,
+                       tools={t["name"]: compile_tool(t) for t in spec["tools"]}, tasks=tasks)
+    bundle.json_bytes = size
+    return bundle
+
+
+class BundleCache:
+    """The per-process bundle cache, bounded by (estimated) memory rather than by a count.
+
+    A thousand instances of one env share its bundle; the least recently used bundles are
+    dropped once the estimated total passes the budget (``AGENTWORLD_BUNDLE_CACHE_MB``, default
+    256). The newest bundle always stays, however large. Envs that still hold a dropped bundle
+    keep using it; the next ``make`` of that id loads it again (from the bundle artefact).
+    """
+
+    def __init__(self, load: Callable[[str], EnvBundle]):
+        self._load = load
+        self._items: OrderedDict[str, tuple[EnvBundle, int]] = OrderedDict()
+        self._bytes = 0
+        self._lock = threading.Lock()
+        self.hits = self.misses = 0
+        functools.update_wrapper(self, load)
+
+    @staticmethod
+    def budget() -> int:
+        raw = os.environ.get("AGENTWORLD_BUNDLE_CACHE_MB")
+        try:
+            mb = float(raw) if raw else DEFAULT_BUNDLE_CACHE_MB
+        except ValueError:
+            mb = DEFAULT_BUNDLE_CACHE_MB
+        return int(max(mb, 0) * 2**20)
+
+    def __call__(self, name: str) -> EnvBundle:
+        key = _entry(name)["id"]  # "retail", "retail-v0" and the full id share one bundle
+        with self._lock:
+            item = self._items.get(key)
+            if item is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+                return item[0]
+            self.misses += 1
+        bundle = self._load(name)
+        size = bundle_size(bundle)
+        with self._lock:
+            old = self._items.pop(key, None)
+            if old is not None:  # another thread built it meanwhile: keep theirs, shared by every caller
+                self._items[key] = old
+                return old[0]
+            self._items[key] = (bundle, size)
+            self._bytes += size
+            budget = self.budget()
+            while self._bytes > budget and len(self._items) > 1:
+                _, (_, dropped) = self._items.popitem(last=False)
+                self._bytes -= dropped
+        return bundle
+
+    def cache_clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._bytes = 0
+            self.hits = self.misses = 0
+
+    def cache_info(self) -> dict[str, int]:
+        with self._lock:
+            return {"hits": self.hits, "misses": self.misses, "currsize": len(self._items), "bytes": self._bytes,
+                    "budget": self.budget()}
+
+
+def bundle_size(bundle: EnvBundle) -> int:
+    """Estimated bytes a cached bundle keeps alive (an estimate, not an exact count).
+
+    The golden bytes, plus the same again for the read-only connection verifiers open on them,
+    plus the parsed spec, tasks and compiled tools at :data:`JSON_OBJECT_FACTOR` times their JSON size.
+    """
+    return 2 * len(bundle.golden) + JSON_OBJECT_FACTOR * bundle.json_bytes
+
+
+#: Python objects parsed from JSON take several times the text's size: tracemalloc measured 4.8-5.9x
+#: for loaded bundles (retail and synthesised envs); 8 also covers what use adds (tool schemas,
+#: argument checks, verifier memos).
+JSON_OBJECT_FACTOR = 8
+
+
+#: ``load_bundle(name)`` → the shared :class:`EnvBundle` (``cache_clear()`` / ``cache_info()`` as before).
+load_bundle = BundleCache(_load_bundle)

@@ -123,7 +123,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         names = list(self.bundle.tools)
         self._display = {n: (f"tool_{i + 1:02d}" if obscure_tools else n) for i, n in enumerate(names)}
         self._all_real = {d: n for n, d in self._display.items()}
-        self._all_schemas = [t.openai_schema(self._display[n]) for n, t in self.bundle.tools.items()] + [SUBMIT_TOOL]
+        self._all_schemas = self.bundle.shown_schemas(obscure_tools) + [SUBMIT_TOOL]
         self.max_tools = max_tools
         self._real, self._tool_schemas = self._all_real, self._all_schemas
         self._interpreter = Interpreter(self.bundle.tools, spec["now"], self._real)

@@ -39,9 +39,60 @@ SUBMIT_TOOL = {
 }
 
 
+try:  # optional (the ``fast`` extra): encodes observations ~10x faster than json
+    import orjson as _orjson
+except ImportError:  # pragma: no cover - depends on the installation
+    _orjson = None
+
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), default=str)
+_PLAIN = frozenset({str, int, bool, type(None)})
+
+
+def _orjson_safe(obj: Any, depth: int = 0) -> bool:
+    """True when orjson writes exactly what json would for ``obj``.
+
+    They agree on lists, dicts, str, bool, None, ints and floats that Python prints without an
+    exponent. They differ on NaN/Infinity (orjson writes null), on exponents (``1e+16`` vs
+    ``1e16``) and on types orjson encodes natively but json through ``default=str`` (datetime,
+    dataclasses, enums): those make this False, so json writes them. Non-str keys and ints
+    beyond 64 bits make orjson raise, which also falls back to json.
+    """
+    t = type(obj)
+    if t is dict:
+        values: Any = obj.values()
+    elif t is list:
+        values = obj
+    else:
+        return _orjson_safe([obj])
+    if _PLAIN.issuperset(map(type, values)):  # the common row of str/int/None: one C-level pass
+        return True
+    if depth > 64:
+        return False
+    for v in values:
+        tv = type(v)
+        if tv in _PLAIN:
+            continue
+        if tv is float:
+            a = v if v >= 0.0 else -v
+            if a == 0.0 or 1e-4 <= a < 1e16:  # False for NaN too (every comparison is False)
+                continue
+            return False
+        if (tv is dict or tv is list) and _orjson_safe(v, depth + 1):
+            continue
+        return False
+    return True
+
+
 def dumps(obj: Any) -> str:
     """Observation text: compact JSON, cut at the observation space's limit."""
-    text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    text = None
+    if _orjson is not None and _orjson_safe(obj):
+        try:
+            text = _orjson.dumps(obj).decode()
+        except (TypeError, _orjson.JSONEncodeError):  # non-str keys, huge ints, lone surrogates: json decides
+            text = None
+    if text is None:
+        text = _ENCODER.encode(obj)
     if len(text) > MAX_TEXT_LENGTH:
         text = text[: MAX_TEXT_LENGTH - 40] + "…[truncated: narrow the query]"
     return text

@@ -20,11 +20,12 @@ import json
 import re
 import string
 from importlib import resources
-from typing import Any
-
-import jsonschema
+from typing import TYPE_CHECKING, Any
 
 from .sqlcheck import UnsafeExpression, check_expression
+
+if TYPE_CHECKING:  # jsonschema costs ~60 ms to import: loaded when a spec is validated, not with the package
+    import jsonschema
 
 SPEC_VERSION = 1
 
@@ -59,19 +60,23 @@ def spec_schema() -> dict[str, Any]:
 
 
 @functools.cache
-def _validator() -> jsonschema.protocols.Validator:
+def _validator() -> "jsonschema.protocols.Validator":
+    import jsonschema
+
     schema = spec_schema()
     # The schema itself is checked against its metaschema by the tests; doing it here cost ~0.7 s per process.
     return jsonschema.validators.validator_for(schema)(schema)
 
 
-def _json_path(error: jsonschema.ValidationError) -> str:
+def _json_path(error: "jsonschema.ValidationError") -> str:
     # best_match descends into oneOf branches; its absolute_path is the data location.
     return error.json_path
 
 
 def validate_spec(spec: dict[str, Any]) -> dict[str, Any]:
     """Validate ``spec`` structurally and referentially; return it unchanged or raise :class:`SpecError`."""
+    import jsonschema
+
     error = jsonschema.exceptions.best_match(_validator().iter_errors(spec))
     if error is not None:
         raise SpecError(_json_path(error), error.message)

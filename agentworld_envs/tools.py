@@ -24,11 +24,13 @@ import re
 import sqlite3
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import jsonschema
-
+from .argcheck import compile_accept
 from .registry import Registry, load_domain_of
+
+if TYPE_CHECKING:
+    import jsonschema
 
 WRITE_KINDS = frozenset({"create", "update", "delete", "transition"})
 #: Longest string accepted inside tool arguments (the agent's text, not our data).
@@ -112,16 +114,50 @@ class ToolContext:
 
 @dataclass
 class Tool:
-    """One compiled tool: schema validator plus an executor."""
+    """One compiled tool: an argument check plus an executor.
+
+    ``accept`` is the compiled conservative check (:mod:`agentworld_envs.argcheck`) that decides
+    valid calls without jsonschema; the jsonschema ``validator`` is built only when a call fails
+    that check (to decide edge cases and word the error) or for a schema outside its subset.
+    """
 
     name: str
     description: str
     parameters: dict[str, Any]
     impl: dict[str, Any]
     writes: bool
-    validator: jsonschema.protocols.Validator = field(repr=False)
-    run: Callable[[ToolContext, dict[str, Any]], Any] = field(repr=False)
     dates: dict[str, str] = field(default_factory=dict)   # parameter -> "date" | "date-time"
+
+    def __post_init__(self) -> None:
+        self._validator: jsonschema.protocols.Validator | None = None
+        self._accept: Callable[[Any], bool] | None | bool = False   # False: not compiled yet
+        self._run: Callable[[ToolContext, dict[str, Any]], Any] | None = None
+
+    @property
+    def run(self) -> Callable[[ToolContext, dict[str, Any]], Any]:
+        """The executor, built on first call: an env has ~70 tools and an episode calls a handful
+        (building them all was a third of loading a synthesised env, and their closures were
+        thousands of objects per env for the garbage collector to scan)."""
+        if self._run is None:
+            self._run = _make_runner(self.impl, self.parameters)
+        return self._run
+
+    @property
+    def accept(self) -> Callable[[Any], bool] | None:
+        """The compiled accept-check (None: the schema is outside its subset), compiled on first call."""
+        if self._accept is False:
+            self._accept = compile_accept(self.parameters)
+        return self._accept  # type: ignore[return-value]
+
+    @property
+    def validator(self) -> "jsonschema.protocols.Validator":
+        """The full jsonschema validator of ``parameters`` (built on first need: it costs ~15 ms)."""
+        if self._validator is None:
+            import jsonschema
+
+            cls = jsonschema.validators.validator_for(self.parameters, default=jsonschema.Draft202012Validator)
+            self._validator = cls(self.parameters)
+        return self._validator
 
     def openai_schema(self, name: str | None = None) -> dict[str, Any]:
         return {"type": "function", "function": {
@@ -134,9 +170,19 @@ def _too_long(value: Any, depth: int = 0) -> bool:
     if depth > 8:
         return True
     if isinstance(value, dict):
-        return any(_too_long(v, depth + 1) for v in value.values())
-    if isinstance(value, list):
-        return len(value) > 1000 or any(_too_long(v, depth + 1) for v in value)
+        items: Any = value.values()
+    elif isinstance(value, list):
+        if len(value) > 1000:
+            return True
+        items = value
+    else:
+        return False
+    for v in items:  # inline the common scalar cases: one call per argument showed up in read profiles
+        if type(v) is str:
+            if len(v) > MAX_ARG_STRING:
+                return True
+        elif isinstance(v, (dict, list, str)) and _too_long(v, depth + 1):
+            return True
     return False
 
 
@@ -144,7 +190,8 @@ def validate_arguments(tool: Tool, args: Any) -> None:
     """Raise ``invalid_arguments`` naming the offending argument, before anything runs."""
     if not isinstance(args, dict):
         raise ToolError("invalid_arguments", f"arguments for {tool.name} must be a JSON object")
-    if tool.validator.is_valid(args):
+    accept = tool.accept
+    if (accept is not None and accept(args)) or tool.validator.is_valid(args):
         if _too_long(args):
             raise ToolError("invalid_arguments", f"an argument is longer than {MAX_ARG_STRING} characters or nested too deeply")
         for name, fmt in tool.dates.items():
@@ -153,6 +200,8 @@ def validate_arguments(tool: Tool, args: Any) -> None:
                 example = "2026-03-15" if fmt == "date" else "2026-03-15T09:30:00Z"
                 raise ToolError("invalid_arguments", f"{name}: {value[:40]!r} is not a valid {fmt} (use ISO 8601, e.g. {example})")
         return
+    import jsonschema
+
     err = jsonschema.exceptions.best_match(tool.validator.iter_errors(args))
     where = err.json_path.replace("$.", "", 1) if err.json_path != "$" else "arguments"
     message = err.message if len(err.message) <= 300 else err.message[:300] + "…"
@@ -296,27 +345,55 @@ def _projection(impl: dict[str, Any]) -> str:
     return ", ".join(map(q, impl["columns"])) if impl.get("columns") else "*"
 
 
+_KINDS = frozenset({"python", "get", "list", "search", "aggregate"}) | WRITE_KINDS
+
+
 def _make_runner(impl: dict[str, Any], parameters: dict[str, Any]) -> Callable[[ToolContext, dict[str, Any]], Any]:
     kind = impl["kind"]
     table = impl.get("table", "")
     param_names = list(parameters.get("properties", {}))
 
     if kind == "python":
-        fn = get_python_tool(impl["function"])
-        return lambda ctx, args: fn(ctx, **args)
+        # Resolved on first call: resolving imports the hand-built domain's module (~30 ms for
+        # retail), which a reset never needs. Specs registered at run time had their names
+        # resolved already (plugins.check_plugins), so a typo still fails at registration.
+        resolved: list[PythonTool] = []
+
+        def run_python(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            if not resolved:
+                resolved.append(get_python_tool(impl["function"]))
+            return resolved[0](ctx, **args)
+
+        return run_python
 
     if kind == "get":
+        # Everything that does not depend on the call is built once here: the statements (so
+        # sqlite3's statement cache finds them by identity of text) and their column names, which
+        # are fixed by the spec's tables (read from the first result, then reused).
         sql = f"SELECT {_projection(impl)} FROM {q(table)} WHERE {q(impl['key']['column'])} = ?"
+        key_param, key_col = impl["key"]["param"], impl["key"]["column"]
+        includes = []
+        for inc in impl.get("include", []):
+            lim = f" LIMIT {int(inc['limit'])}" if inc.get("limit") else ""
+            includes.append((inc.get("as", inc["table"]),
+                             f"SELECT * FROM {q(inc['table'])} WHERE {q(inc['column'])} = ? ORDER BY rowid{lim}", []))
+        main_cols: list[str] = []
 
         def run_get(ctx: ToolContext, args: dict[str, Any]) -> Any:
-            key = args[impl["key"]["param"]]
-            row = ctx.one(sql, key)
-            if row is None:
-                raise ToolError("not_found", f"no {_entity(table)} with {impl['key']['column']} {key!r}")
-            for inc in impl.get("include", []):
-                lim = f" LIMIT {int(inc['limit'])}" if inc.get("limit") else ""
-                row[inc.get("as", inc["table"])] = ctx.all(
-                    f"SELECT * FROM {q(inc['table'])} WHERE {q(inc['column'])} = ? ORDER BY rowid{lim}", key)
+            key = args[key_param]
+            cur = ctx.conn.execute(sql, (key,))
+            found = cur.fetchone()
+            if found is None:
+                raise ToolError("not_found", f"no {_entity(table)} with {key_col} {key!r}")
+            if not main_cols:
+                main_cols.extend(d[0] for d in cur.description)
+            row = dict(zip(main_cols, found))
+            for name, inc_sql, cols in includes:
+                cur = ctx.conn.execute(inc_sql, (key,))
+                rows = cur.fetchall()
+                if not cols and cur.description:
+                    cols.extend(d[0] for d in cur.description)
+                row[name] = [dict(zip(cols, r)) for r in rows]
             return row
 
         return run_get
@@ -441,9 +518,12 @@ def compile_tool(tool_spec: dict[str, Any]) -> Tool:
     if dates:
         params["properties"] = props
     impl = tool_spec["impl"]
+    if impl["kind"] not in _KINDS:  # fail at load, not in the middle of an episode
+        raise ValueError(f"unknown tool kind {impl['kind']!r}")
     writes = impl["kind"] in WRITE_KINDS or (impl["kind"] == "python" and "read" not in tool_spec.get("tags", []))
-    validator_cls = jsonschema.validators.validator_for(params, default=jsonschema.Draft202012Validator)
     return Tool(
         name=tool_spec["name"], description=tool_spec["description"], parameters=params, impl=impl,
-        writes=writes, validator=validator_cls(params), run=_make_runner(impl, params), dates=dates,
+        writes=writes, dates=dates,
     )
+
+

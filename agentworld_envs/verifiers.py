@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -65,7 +65,7 @@ class VerifierContext:
 
     final: sqlite3.Connection
     initial: sqlite3.Connection
-    initial_table_hashes: dict[str, str]
+    initial_table_hashes: Mapping[str, str]   # may compute each table's hash on first access
     memo: dict[Any, Any] = field(default_factory=dict)
 
     def column_values(self, source: str) -> list[Any]:

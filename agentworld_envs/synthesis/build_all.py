@@ -44,6 +44,14 @@ def env_summary(name: str) -> dict[str, Any]:
                golden_bytes=len(golden), schema=content_hash(schema_signature(spec["tables"]))[:16])
     extra = _task_summary(entry["name"])
     out.update(extra)
+    if "task_error" not in extra:
+        # The one-file bundle (spec + sealed tasks + golden name) that makes later loads cheap.
+        try:
+            catalog.load_bundle(entry["name"])
+        except CacheError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - reported in the summary like a task error
+            out["bundle_error"] = f"{type(exc).__name__}: {exc}"[:300]
     return out
 
 

@@ -1,0 +1,210 @@
+"""The fast paths never change a verdict or a byte: compiled argument checks agree with jsonschema,
+orjson observations equal json's, registration and bundles behave like the slow paths they replace."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import warnings
+
+import gymnasium as gym
+import jsonschema
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+import env_registry
+from agentworld_envs import argcheck, cachefile, catalog, episode
+from agentworld_envs.errors import CacheError
+
+# ------------------------------------------------------------------ argument checks
+
+SCHEMAS = [
+    {"type": "object", "properties": {"id": {"type": "integer", "minimum": 1}}, "required": ["id"],
+     "additionalProperties": False},
+    {"type": "object", "properties": {"s": {"type": "string", "minLength": 2, "maxLength": 5, "pattern": "^[a-c]+$"},
+                                      "e": {"type": "string", "enum": ["x", "y"]},
+                                      "n": {"type": ["number", "null"], "maximum": 10, "exclusiveMinimum": -1},
+                                      "b": {"type": "boolean"},
+                                      "ids": {"type": "array", "items": {"type": "integer", "minimum": 0},
+                                              "minItems": 1, "maxItems": 3}},
+     "additionalProperties": False},
+    {"type": "object", "properties": {"k": {"enum": [1, True, "1", None, 2.5]}}},
+    {"type": "object", "properties": {"a": {"type": "integer"}}, "patternProperties": {"^x": {"type": "string"}}},
+]
+values = st.recursive(
+    st.one_of(st.none(), st.booleans(), st.integers(-5, 20), st.floats(allow_nan=True), st.sampled_from(
+        ["", "a", "ab", "abc", "abcdef", "x", "y", "1", "zz"])),
+    lambda inner: st.one_of(st.lists(inner, max_size=4), st.dictionaries(st.sampled_from(
+        ["id", "s", "e", "n", "b", "ids", "k", "a", "x1", "other"]), inner, max_size=5)),
+    max_leaves=10)
+
+
+@pytest.mark.parametrize("schema", SCHEMAS)
+@settings(max_examples=300, deadline=None)
+@given(instance=values)
+def test_accept_check_never_accepts_what_jsonschema_rejects(schema, instance):
+    accept = argcheck.compile_accept(schema)
+    valid = jsonschema.Draft202012Validator(schema).is_valid(instance)
+    if accept is not None and accept(instance):
+        assert valid, (schema, instance)
+
+
+def test_accept_check_decides_common_calls_itself():
+    accept = argcheck.compile_accept(SCHEMAS[1])
+    assert accept is not None
+    assert accept({"s": "abc", "e": "x", "n": 3.5, "b": True, "ids": [0, 2]})
+    assert not accept({"s": "abc", "zzz": 1})      # unknown argument
+    assert not accept({"ids": []})                 # too few items
+    assert argcheck.compile_accept(SCHEMAS[3]) is None   # patternProperties: jsonschema alone
+
+
+def test_tool_errors_still_come_from_jsonschema(toy_env_id):
+    env = gym.make(toy_env_id).unwrapped
+    env.reset(seed=0)
+    tool = next(iter(env.bundle.tools.values()))
+    args = {"no_such_argument": 1}
+    obs, *_, info = env.step(json.dumps({"name": tool.name, "arguments": args}))
+    best = jsonschema.exceptions.best_match(jsonschema.Draft202012Validator(tool.parameters).iter_errors(args))
+    assert info["error"] == "invalid_arguments" and json.loads(obs)["error"]["message"].endswith(best.message)
+
+
+# ------------------------------------------------------------------ observations
+
+scalars = st.one_of(st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(), st.text(max_size=12))
+json_like = st.recursive(scalars, lambda inner: st.one_of(
+    st.lists(inner, max_size=4), st.dictionaries(st.one_of(st.text(max_size=6), st.integers(0, 3)), inner, max_size=4)),
+    max_leaves=15)
+
+
+@settings(max_examples=500, deadline=None)
+@given(obj=json_like)
+def test_observation_text_is_jsons_whichever_encoder_ran(obj):
+    expected = json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+    if len(expected) <= episode.MAX_TEXT_LENGTH:
+        assert episode.dumps(obj) == expected
+
+
+def test_observation_of_other_types_uses_json_default():
+    import datetime as dt
+
+    obj = {"when": dt.date(2026, 3, 1), "big": 1e20, "small": 1e-7, "nan": float("nan"), "t": (1, 2)}
+    assert episode.dumps(obj) == json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str)
+
+
+# ------------------------------------------------------------------ registration and bundles
+
+
+def test_every_manifest_id_is_registered_like_gymnasium_register():
+    import agentworld_envs  # noqa: F401
+
+    for e in env_registry.manifest():
+        spec = gym.spec(e["id"])
+        assert spec.entry_point == "agentworld_envs.env:AgentWorldEnv" and spec.kwargs == {"env_name": e["name"]}
+        assert (spec.namespace, spec.name, spec.version) == ("agentworld", e["name"], 0)
+
+
+def test_package_import_loads_no_heavy_module():
+    code = ("import sys, agentworld_envs; heavy = [m for m in ('jsonschema', 'networkx', 'faker', 'sqlite3', "
+            "'agentworld_envs.env', 'agentworld_envs.catalog') if m in sys.modules]; print(heavy)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_lazy_package_attributes_resolve():
+    import agentworld_envs
+
+    assert agentworld_envs.SpecError.__name__ == "SpecError" and callable(agentworld_envs.register_spec)
+    with pytest.raises(AttributeError):
+        agentworld_envs.no_such_thing  # noqa: B018
+
+
+@pytest.fixture()
+def private_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("AGENTWORLD_CACHE", str(tmp_path))
+    catalog.load_bundle.cache_clear()
+    yield tmp_path
+    catalog.load_bundle.cache_clear()
+
+
+def test_bundle_artefact_round_trip_gives_the_same_env(private_cache):
+    built = catalog.load_bundle("retail")
+    assert list((private_cache / "bundles").glob("retail-*.json.meta"))
+    catalog.load_bundle.cache_clear()
+    loaded = catalog.load_bundle("retail")
+    assert loaded is not built
+    assert loaded.spec == built.spec and loaded.tasks == built.tasks and loaded.golden == built.golden
+    assert list(loaded.tools) == list(built.tools)
+    # An episode on the loaded bundle solves its task exactly as before.
+    env = gym.make("agentworld/retail-v0").unwrapped
+    env.reset(options={"task_index": 0})
+    for action in env.solution_actions():
+        _, reward, terminated, _, info = env.step(action)
+    assert terminated and reward == 1.0, info
+
+
+def test_corrupt_bundle_is_rebuilt_with_a_warning(private_cache):
+    catalog.load_bundle("retail")
+    catalog.load_bundle.cache_clear()
+    path = next((private_cache / "bundles").glob("retail-*.json"))
+    path.write_bytes(path.read_bytes()[:-10])
+    with pytest.warns(cachefile.CacheWarning, match="retail"):
+        bundle = catalog.load_bundle("retail")
+    assert bundle.tasks
+    catalog.load_bundle.cache_clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cachefile.CacheWarning)   # repaired: loads cleanly now
+        assert catalog.load_bundle("retail").tasks == bundle.tasks
+
+
+def test_bundle_key_covers_code_and_llm_switch(monkeypatch):
+    entry = env_registry.entry("retail")
+    key = catalog.bundle_key(entry)
+    monkeypatch.setenv("AGENTWORLD_LLM_BASE_URL", "http://127.0.0.1:9")
+    assert catalog.bundle_key(entry) != key
+    monkeypatch.delenv("AGENTWORLD_LLM_BASE_URL")
+    monkeypatch.setattr(catalog, "code_fingerprint", lambda: "edited")
+    assert catalog.bundle_key(entry) != key
+
+
+def test_bundle_cache_is_bounded_by_memory(private_cache, monkeypatch, toy_env_id):
+    monkeypatch.setenv("AGENTWORLD_BUNDLE_CACHE_MB", "0")   # every new bundle evicts the others
+    first = catalog.load_bundle(toy_env_id)
+    assert catalog.load_bundle(toy_env_id) is first
+    catalog.load_bundle("retail")
+    info = catalog.load_bundle.cache_info()
+    assert info["currsize"] == 1 and info["bytes"] > 0
+    assert catalog.load_bundle(toy_env_id) is not first    # evicted, then loaded again
+    monkeypatch.setenv("AGENTWORLD_BUNDLE_CACHE_MB", "512")
+    a = catalog.load_bundle("retail")
+    assert catalog.load_bundle("agentworld/retail-v0") is a   # names and ids share one entry
+    assert catalog.load_bundle.cache_info()["currsize"] == 2
+
+
+def test_rebuilding_a_bundle_prunes_only_that_envs_stale_bundles(private_cache):
+    folder = private_cache / "bundles"
+    folder.mkdir(parents=True)
+    stale = folder / ("retail-" + "0" * 24 + ".json")
+    neighbour = folder / ("retail-pharmacy-prescription-fills-" + "0" * 24 + ".json")
+    for path in (stale, neighbour):
+        path.write_text("{}")
+        path.with_name(path.name + ".meta").write_text("{}")
+    catalog.load_bundle("retail")
+    names = sorted(p.name for p in folder.iterdir())
+    assert stale.name not in names and stale.name + ".meta" not in names
+    assert neighbour.name in names and neighbour.name + ".meta" in names
+    assert sum(n.startswith("retail-") and n.endswith(".json") and "pharmacy" not in n for n in names) == 1
+
+
+def test_an_unwritable_cache_still_loads_when_only_the_bundle_is_missing(private_cache, monkeypatch):
+    first = catalog.load_bundle("retail")
+    for path in (private_cache / "bundles").iterdir():
+        path.unlink()
+    catalog.load_bundle.cache_clear()
+
+    def refuse(path, *args, **kwargs):
+        raise CacheError(path, "cannot write (read-only)", "make it writable")
+
+    monkeypatch.setattr(cachefile, "store_json", refuse)
+    assert catalog.load_bundle("retail").tasks == first.tasks
