@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import state
-from ..tools import Tool, ToolError, compile_tool, invoke, q
+from ..tools import Tool, ToolError, compile_tool, date_format, invoke, q
 
 NOW = "2026-06-15T12:00:00Z"
 
@@ -154,7 +154,7 @@ def _cases(tool: dict[str, Any], conn: sqlite3.Connection) -> list[_Case]:
         if row is None:
             return cases
         col = next(iter(impl["set"]))
-        new = other.get(col) if other and other.get(col) not in (None, row[col]) else _bump(row[col], props[col])
+        new = other.get(col) if other and other.get(col) not in (None, row[col]) else _bump(row[col], props[col], col)
         new = _arg(new, props[col])
         if new is not None and not _is_unique(conn, table, col):
             cases.append(_Case(f"update {col}", {key["param"]: row["id"], col: new},
@@ -211,7 +211,16 @@ def _fresh(conn: sqlite3.Connection, table: str, column: str, value: Any) -> Any
     return candidate
 
 
-def _bump(value: Any, schema: dict[str, Any]) -> Any:
+def _bump(value: Any, schema: dict[str, Any], name: str = "") -> Any:
+    fmt = date_format(name, schema)
+    if fmt:   # a date parameter gets a valid, different date (the tool rejects anything else)
+        import datetime as dt
+
+        try:
+            day = dt.date.fromisoformat(str(value)[:10]) + dt.timedelta(days=1)
+        except ValueError:
+            day = dt.date(2026, 1, 15)
+        return day.isoformat() if fmt == "date" else day.isoformat() + "T09:00:00Z"
     if "enum" in schema:
         others = [v for v in schema["enum"] if v != value]
         return others[0] if others else None
