@@ -315,7 +315,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 "generated_tokens": float(engine.generated_tokens - gen0),
                 "prefilled_tokens": float(engine.prefilled_tokens - pre0),  # prompt tokens run through the model
                 "generated_tokens_per_s": (engine.generated_tokens - gen0) / max(t_rollout, 1e-9),
-                "trained_tokens_per_s": float(mask.sum()) / max(t_update, 1e-9),
+                "trained_tokens_per_s": float(mask[rows].sum()) / max(t_update, 1e-9),  # tokens actually updated
                 "peak_rss_gb": _peak_rss_gb(),
             })
             metrics = _mean_across_processes(accelerator, metrics)
