@@ -9,9 +9,12 @@ from typing import Optional
 
 import typer
 
-#: Environments a model / endpoint policy evaluates when none are named (a CPU-sized default;
-#: scripted policies are cheap and evaluate every selected env).
-MODEL_DEFAULT_ENVS = 24
+#: Defaults for model / endpoint policies, sized for a CPU (scripted policies are cheap: they evaluate
+#: every selected env and task with the env's own turn limit). Every one is a flag.
+MODEL_DEFAULT_ENVS = 12
+MODEL_DEFAULT_TASKS = 2
+MODEL_DEFAULT_TURNS = 6
+SCRIPTED_ROUND_TASKS = 6
 
 
 def _select(ids: list[str] | None, split: str | None, l1: str | None, limit: int, seed: int) -> list[str]:
@@ -63,20 +66,22 @@ def register_arena_commands(app: typer.Typer) -> None:
               l1: Optional[str] = typer.Option(None, help="first-level category"),
               envs: int = typer.Option(-1, help=f"evaluate at most this many envs of the selection, a seeded sample "
                                                 f"(-1: all for scripted policies, {MODEL_DEFAULT_ENVS} for model/openai)"),
-              tasks_per_env: int = typer.Option(0, help="tasks per env (0: all; with --round: 6)"),
+              tasks_per_env: int = typer.Option(-1, help=f"tasks per env (-1: all, or {SCRIPTED_ROUND_TASKS} fresh ones "
+                                                         f"with --round; {MODEL_DEFAULT_TASKS} for model/openai)"),
               round_: Optional[int] = typer.Option(None, "--round", help="evaluate tasks freshly synthesised for round R"),
               seed: int = typer.Option(0),
-              max_turns: int = typer.Option(0, help="turn limit (0: the env's)"),
+              max_turns: int = typer.Option(-1, help=f"turn limit (0: the env's; -1: the env's for scripted "
+                                                     f"policies, {MODEL_DEFAULT_TURNS} for model/openai)"),
               max_tools: int = typer.Option(0, help="tools shown per episode (0: all)"),
-              batch_size: int = typer.Option(8, help="episodes played at once (batched generation)"),
-              max_new_tokens: int = typer.Option(256, help="tokens generated per turn (model/openai)"),
+              batch_size: int = typer.Option(16, help="episodes played at once (batched generation)"),
+              max_new_tokens: int = typer.Option(128, help="tokens generated per turn (model/openai)"),
               out: Optional[Path] = typer.Option(None, help="run directory for records.jsonl and summary.json"),
               as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object")) -> None:
         """Evaluate a policy on held-out environments: one JSON record per episode plus a summary."""
         import agentworld_envs  # noqa: F401
         from .evaluation import EvaluationError, evaluate, select_tasks, summarize, write_run
 
-        for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, 0), ("--max-turns", max_turns, 0),
+        for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, -1), ("--max-turns", max_turns, -1),
                                 ("--max-tools", max_tools, 0), ("--batch-size", batch_size, 1),
                                 ("--max-new-tokens", max_new_tokens, 1), ("--round", round_ or 0, 0)):
             if value < lo:
@@ -84,7 +89,12 @@ def register_arena_commands(app: typer.Typer) -> None:
         if split not in ("arena", "train"):
             raise typer.BadParameter(f"--split must be arena or train, not {split!r}")
         pol = _policy(policy, model, base_url, adapter, api_key, batch_size, max_new_tokens)
-        limit = envs if envs >= 0 else (0 if policy in ("reference", "noop", "random") else MODEL_DEFAULT_ENVS)
+        scripted = policy in ("reference", "noop", "random")
+        limit = envs if envs >= 0 else (0 if scripted else MODEL_DEFAULT_ENVS)
+        if tasks_per_env < 0:
+            tasks_per_env = (SCRIPTED_ROUND_TASKS if round_ is not None else 0) if scripted else MODEL_DEFAULT_TASKS
+        if max_turns < 0:
+            max_turns = 0 if scripted else MODEL_DEFAULT_TURNS
         env_ids = _select(ids, split, l1, limit, seed)
         run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
         try:
