@@ -26,3 +26,12 @@ def toy_env_id() -> str:
     from toy_spec import toy_spec
 
     return agentworld_envs.register_spec(toy_spec())
+
+
+@pytest.fixture(scope="module")
+def private_cache(tmp_path_factory):
+    """A throwaway artefact cache for one test module (the tiny models and runs it builds)."""
+    mp = pytest.MonkeyPatch()
+    mp.setenv("AGENTWORLD_CACHE", str(tmp_path_factory.mktemp("aw-cache")))
+    yield
+    mp.undo()

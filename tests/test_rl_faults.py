@@ -23,12 +23,8 @@ from agentworld_rl.trainer import train
 torch.set_num_threads(1)
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("AGENTWORLD_CACHE", str(tmp_path_factory.mktemp("aw-cache")))
-    yield
-    mp.undo()
+# Tiny models and runs built here go to a throwaway cache, not the user's.
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 def _app():

@@ -17,12 +17,8 @@ torch.set_num_threads(1)
 LOOKUP = "agentworld_rl/toy-lookup-v0"
 
 
-@pytest.fixture(autouse=True, scope="module")
-def _cache(tmp_path_factory):
-    mp = pytest.MonkeyPatch()
-    mp.setenv("AGENTWORLD_CACHE", str(tmp_path_factory.mktemp("aw-cache")))
-    yield
-    mp.undo()
+# Tiny models and runs built here go to a throwaway cache, not the user's.
+pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.fixture(scope="module")
