@@ -66,8 +66,9 @@ class ModelPolicy:
             prompts = [self._prompt(s) for s in states[start:start + self.batch_size]]
             enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False,
                       truncation=True, max_length=self.max_context_tokens).to(self.device)
+            # A turn is one tool call: stop a row at its closing tag instead of running on to the token limit.
             gen = self.model.generate(**enc, max_new_tokens=self.max_new_tokens, do_sample=False,
-                                      pad_token_id=tok.pad_token_id)
+                                      pad_token_id=tok.pad_token_id, stop_strings=["</tool_call>"], tokenizer=tok)
             new = gen[:, enc["input_ids"].shape[1]:]
             out += [tok.decode(row, skip_special_tokens=True).strip() for row in new]
         return out

@@ -182,3 +182,12 @@ def test_targeted_synthesis_plans_from_a_diagnosis_and_gates_every_task(tmp_path
         finally:
             runner.close()
             env.close()
+
+
+def test_model_policy_plays_arena_episodes_with_a_local_model():
+    from agentworld_rl.policy import ModelPolicy
+
+    pairs, _ = select_tasks(ARENA[:1], tasks_per_env=2)
+    records = evaluate(ModelPolicy("tiny", batch_size=2, max_new_tokens=8), pairs, max_turns=2)
+    assert len(records) == 2 and all(r.turns == 2 or r.submitted for r in records)
+    assert all(r.calls for r in records)   # every action reached the env (as a call or a parse error)
