@@ -3,16 +3,14 @@
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import time
-from contextlib import asynccontextmanager
 
 import anyio
 import pytest
 
 from agentworld_envs.mcp_server import EpisodeHost
+from mcp_http import http_server
 
 TIMEOUT = 120
 
@@ -43,47 +41,13 @@ def test_host_episode_over_says_how_to_start_again(toy_env_id):
     assert "reset()" not in error["message"] and "new MCP session" in error["message"]
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@asynccontextmanager
-async def _server(*args: str):
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agentworld_envs.mcp_server", *args, "--transport", "http",
-                             "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"server exited: {proc.stderr.read().decode()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("HTTP server did not start listening within 60 s")
-                await anyio.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        proc.stderr.close()
-
-
 def test_http_session_cap_evicts_explicitly():
     """Three live sessions against --max-sessions 2: the oldest is told it was evicted, over HTTP."""
     from mcp import Client
 
     async def main():
         with anyio.fail_after(TIMEOUT):
-            async with _server("agentworld/retail-v0", "--max-sessions", "2") as url:
+            async with http_server("agentworld/retail-v0", "--max-sessions", "2") as url:
                 async with Client(url, read_timeout_seconds=60) as a, Client(url, read_timeout_seconds=60) as b, \
                         Client(url, read_timeout_seconds=60) as c:
                     assert not (await a.call_tool("get_task", {})).is_error

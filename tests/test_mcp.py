@@ -8,11 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
-from contextlib import asynccontextmanager
 
 import anyio
 import gymnasium as gym
@@ -21,6 +17,7 @@ import pytest
 import agentworld_envs  # noqa: F401
 from agentworld_envs.actions import format_call, parse_action
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
+from mcp_http import http_server
 
 RETAIL = "agentworld/retail-v0"
 TIMEOUT = 90  # seconds for one whole client conversation (includes server start-up)
@@ -108,38 +105,8 @@ def test_stdio_episode_matches_gym_env(plan):
     anyio.run(main)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-@asynccontextmanager
-async def _http_server(task_id: str):
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, *_server_args(task_id, "--transport", "http", "--port", str(port))],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"server exited: {proc.stderr.read().decode()[-2000:]}")
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=1).close()
-                break
-            except OSError:
-                if time.monotonic() > deadline:
-                    pytest.fail("HTTP server did not start listening within 60 s")
-                await anyio.sleep(0.2)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
-        proc.stderr.close()
+def _http_server(task_id: str):
+    return http_server(RETAIL, "--task", task_id)
 
 
 def test_http_episode_matches_gym_env(plan):
