@@ -226,6 +226,46 @@ def build(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Op
 
 
 @app.command()
+def lint(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
+         l1: Optional[str] = typer.Option(None, help="lint every env of a first-level category"),
+         jobs: int = typer.Option(0, min=0, help="worker processes (0: one per core)"),
+         as_json: bool = typer.Option(False, "--json", help="one JSON summary")) -> None:
+    """Check that environments make sense: key names, vocabularies, value ranges, dates, tool names, instructions."""
+    from .lint import RULES
+    from .synthesis.build_all import build_many
+
+    names = [env_registry.entry(i)["name"] for i in _ids(ids, all_, None, l1)]
+    summaries = build_many(names, jobs=jobs or None)
+    by_rule: dict[str, int] = {r: 0 for r in RULES}
+    envs_with, broken, examples = [], [], []
+    for s in summaries:
+        if "lint" not in s:
+            broken.append({"env": s["name"], "error": s.get("rejected") or s.get("bundle_error") or s.get("task_error")})
+            continue
+        for rule, n in s["lint"]["by_rule"].items():
+            by_rule[rule] = by_rule.get(rule, 0) + n
+        if s["lint"]["violations"]:
+            envs_with.append(s["name"])
+            for rule_examples in s["lint"]["examples"].values():
+                examples += [{"env": s["name"], **e} for e in rule_examples[:1]]
+    result = {"envs": len(names), "envs_linted": len(names) - len(broken), "violations": sum(by_rule.values()),
+              "envs_with_violations": len(envs_with), "by_rule": by_rule, "examples": examples[:50], "not_linted": broken}
+    if as_json:
+        print(json.dumps(result))
+    else:
+        console.print(f"linted {result['envs_linted']} of {len(names)} environments: {result['violations']} violations "
+                      f"in {len(envs_with)} environments", highlight=False)
+        for rule, n in by_rule.items():
+            if n:
+                console.print(f"  {rule}: {n}", highlight=False)
+        for e in examples[:20]:
+            console.print(f"  [red]{e['rule']}[/] {e['env']} {e['where']}: {e['detail']}", highlight=False)
+        for b in broken[:20]:
+            console.print(f"  [red]not linted[/] {b['env']}: {b['error']}", highlight=False)
+    raise typer.Exit(1 if result["violations"] or broken else 0)
+
+
+@app.command()
 def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Option(0, min=0)) -> None:
     """Registry totals (builds whatever is not in the cache yet)."""
     from .synthesis.build_all import build_many, registry_stats

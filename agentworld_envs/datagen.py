@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .registry import Registry, load_domain_of
+from .textgen import text_drawer
 
 
 DataGenerator = Callable[[sqlite3.Connection, dict[str, Any]], None]
@@ -124,7 +125,61 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
     if kind == "pick":
         values = g["values"]
         return (lambda i, row: values[i % len(values)]) if g.get("cycle") else (lambda i, row: rng.choice(values))
+    # Row-dependent kinds: they read columns generated earlier in the same row, which is how paired
+    # and dependent values stay consistent (an end after its start, a timestamp only once a status
+    # is reached, a reading's range set by its metric, a MIME type matching the file's extension).
+    if kind == "after":
+        of, lo, hi = g["of"], *g.get("days", [0, 30])
+        lo_s, hi_s, cap = int(lo * 86400), int(hi * 86400), g.get("not_after_now", False)
+        fallback = _compile({"gen": g.get("kind", "datetime"), "days": g.get("else_days", [-365, 0])}, rng, now, locale, existing)
+
+        def draw_after(i: int, row: dict[str, Any]) -> Any:
+            base = row.get(of)
+            if base is None:
+                return fallback(i, row)
+            start = parse_when(base)
+            when = start + dt.timedelta(seconds=rng.randint(lo_s, hi_s))
+            if cap and when > now:
+                when = start + (now - start) * rng.random() if start <= now else start
+            return when.date().isoformat() if g.get("kind") == "date" else when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        return draw_after
+    if kind == "when":
+        column, states = g["column"], set(g["in"])
+        then = _compile(g["then"], rng, now, locale, existing)
+        return lambda i, row: then(i, row) if row.get(column) in states else None
+    if kind == "by":
+        column = g["column"]
+        cases = {k: _compile(v, rng, now, locale, existing) for k, v in g["cases"].items()}
+        default = _compile(g["default"], rng, now, locale, existing)
+        return lambda i, row: cases.get(str(row.get(column)), default)(i, row)
+    if kind == "text":
+        return text_drawer(g, rng)
+    if kind == "mime_of":
+        of = g["of"]
+        return lambda i, row: mime_type(row.get(of))
     raise ValueError(f"unknown generator kind {kind!r}")
+
+
+#: MIME types by file extension (the extensions synthesised file names use).
+MIME_TYPES = {"pdf": "application/pdf", "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+              "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "csv": "text/csv",
+              "txt": "text/plain", "png": "image/png", "jpg": "image/jpeg", "json": "application/json",
+              "zip": "application/zip", "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+              "mp4": "video/mp4", "mp3": "audio/mpeg", "dwg": "image/vnd.dwg", "xml": "application/xml"}
+
+
+def mime_type(file_name: Any) -> str | None:
+    if not isinstance(file_name, str) or "." not in file_name:
+        return None
+    return MIME_TYPES.get(file_name.rsplit(".", 1)[1].lower(), "application/octet-stream")
+
+
+def parse_when(value: str) -> dt.datetime:
+    """An ISO date or ``YYYY-MM-DDTHH:MM:SSZ`` timestamp as a naive UTC datetime."""
+    if len(value) == 10:
+        return dt.datetime.strptime(value, "%Y-%m-%d")
+    return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
 
 
 def _uniquify(value: Any, attempt: int) -> Any:

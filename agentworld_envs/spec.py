@@ -23,6 +23,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from .sqlcheck import UnsafeExpression, check_expression
+from .textgen import TEXT_KINDS
 
 if TYPE_CHECKING:  # jsonschema costs ~60 ms to import: loaded when a spec is validated, not with the package
     import jsonschema
@@ -39,7 +40,7 @@ TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000, "enum": 256, "checks": 16,
           "words": 50, "days": 36500, "pattern": 32, "template": 500, "pool": 4096, "choices": 1000}
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
-                        "date", "datetime", "faker", "words", "pick"})
+                        "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of"})
 
 
 class SpecError(ValueError):
@@ -127,6 +128,11 @@ def _check_references(spec: dict[str, Any]) -> None:
             for col in impl.get(field, {}):
                 if col not in tables[table]:
                     raise SpecError(f"$.tools[{i}].impl.{field}.{col}", f"unknown column {col!r} in {table!r}")
+    for i, rule in enumerate(spec.get("rules", [])):
+        if rule["tool"] not in tool_names:
+            raise SpecError(f"$.rules[{i}].tool", f"unknown tool {rule['tool']!r}")
+        if rule["column"] not in tables.get(rule["table"], ()):
+            raise SpecError(f"$.rules[{i}].column", f"unknown column {rule['column']!r} in {rule['table']!r}")
     task_ids: set[str] = set()
     for i, task in enumerate(spec.get("tasks", [])):
         if task["id"] in task_ids:
@@ -378,6 +384,37 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
     elif kind == "words":
         if "count" in g:
             pair("count", 0, LIMITS["words"], integer=True)
+    elif kind in ("after", "mime_of"):
+        if g.get("of") not in earlier:
+            raise bad("of", "must name an earlier column of the row")
+        if kind == "after":
+            for key in ("days", "else_days"):
+                if key in g:
+                    pair(key, -LIMITS["days"], LIMITS["days"])
+            if g.get("kind", "datetime") not in ("date", "datetime"):
+                raise bad("kind", "must be 'date' or 'datetime'")
+    elif kind in ("when", "by"):
+        if g.get("column") not in earlier:
+            raise bad("column", "must name an earlier column of the row")
+        if kind == "when":
+            if not isinstance(g.get("in"), list) or not isinstance(g.get("then"), dict) or "gen" not in g["then"]:
+                raise bad("then", "a 'when' generator needs 'in' (a list) and 'then' (a generator)")
+            _check_generator(g["then"], f"{path}.then", columns_of, earlier)
+        else:
+            cases = g.get("cases")
+            if not isinstance(cases, dict) or not isinstance(g.get("default"), dict) or "gen" not in g["default"]:
+                raise bad("cases", "a 'by' generator needs 'cases' ({value: generator}) and 'default' (a generator)")
+            for key, sub in cases.items():
+                if not isinstance(sub, dict) or "gen" not in sub:
+                    raise bad(f"cases.{key}", "must be a generator")
+                _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
+            _check_generator(g["default"], f"{path}.default", columns_of, earlier)
+    elif kind == "text":
+        if g.get("kind") not in TEXT_KINDS:
+            raise bad("kind", f"must be one of {', '.join(TEXT_KINDS)}")
+        for key in ("subject", "service"):
+            if key in g and not (isinstance(g[key], str) and len(g[key]) <= LIMITS["template"]):
+                raise bad(key, f"must be a string of at most {LIMITS['template']} characters")
 
 
 def canonical_json(obj: Any) -> str:

@@ -165,7 +165,10 @@ def builder_source_hash() -> str:
     """Hash of the code that turns a spec into a database, so editing it invalidates golden files."""
     import inspect
 
-    parts = [datagen.faker_pool, datagen._code_maker, datagen._compile, datagen._uniquify, datagen.column_generator,
+    from . import textgen
+
+    parts = [datagen.faker_pool, datagen._code_maker, datagen._compile, datagen._uniquify, datagen.column_generator, datagen.mime_type,
+             datagen.parse_when, textgen,
              datagen._table_order, datagen.generate, table_ddl, _change_triggers, build_database]
     return hashlib.sha256("".join(inspect.getsource(p) for p in parts).encode()).hexdigest()
 

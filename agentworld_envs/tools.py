@@ -26,6 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from .language import singular
 from .argcheck import compile_accept
 from .registry import Registry, load_domain_of
 
@@ -295,7 +296,7 @@ def _where(filters: list[dict[str, Any]], args: dict[str, Any]) -> tuple[str, li
 
 
 def _entity(table: str) -> str:
-    return table[:-1] if table.endswith("s") and not table.endswith("ss") else table
+    return singular(table)
 
 
 def _fetch_target(ctx: ToolContext, impl: dict[str, Any], args: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

@@ -6,6 +6,8 @@ All functions drive the public Gymnasium API of :class:`~agentworld_envs.env.Age
 
 from __future__ import annotations
 
+import env_registry
+
 import json
 import random
 import warnings
@@ -126,10 +128,16 @@ def validate_env(env_id: str, *, thorough: bool = True, max_tasks: int | None = 
             record["failures"].append(failure)
     if runner is not None:
         runner.close()
+    from .lint import lint_env, summarise
+
+    lint = summarise(lint_env(env_registry.entry(env_id)["name"]))
+    record["lint_violations"] = lint["violations"]
+    if lint["violations"]:
+        record["lint"] = lint
     if not thorough:
         del record["random_fail"], record["nearmiss_fail"], record["hack_fail"], record["paraphrase_pass"]
     n = len(tasks)
-    record["ok"] = bool(ok and record["deterministic"] and record["solution_pass"] == n == record["noop_fail"]
+    record["ok"] = bool(ok and record["deterministic"] and not record["lint_violations"] and record["solution_pass"] == n == record["noop_fail"]
                         and (not thorough or record["random_fail"] == n == record["hack_fail"] == record["paraphrase_pass"]))
     env.close()
     return record

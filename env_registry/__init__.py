@@ -110,6 +110,24 @@ def entity_modules() -> dict[str, dict[str, Any]]:
 
 
 @functools.cache
+def vocabularies() -> dict[str, dict[str, Any]]:
+    """Where each ``module.column`` fits, and the values it takes elsewhere (``library/vocabularies/*.json``).
+
+    ``{"device.device_type": {"fits": ["iot-smart-home"], "variants": [{"for": ["sports-fitness"],
+    "values": [...]}]}}``: a theme whose L1 or L2 slug is in ``fits`` (or ``fits`` has ``"*"``) uses the
+    module's own values; otherwise the first variant naming its L2, then its L1; otherwise the column is
+    not generated in that theme. Columns without an entry fit everywhere.
+    """
+    out: dict[str, dict[str, Any]] = {}
+    root = resources.files(__name__).joinpath("library/vocabularies")
+    if root.is_dir():
+        for path in sorted(root.iterdir(), key=lambda p: p.name):
+            if path.name.endswith(".json"):
+                out.update(json.loads(path.read_text(encoding="utf-8")))
+    return out
+
+
+@functools.cache
 def workflows() -> dict[str, dict[str, Any]]:
     """Workflow modules (state machines) of the domain library."""
     return _read("library/workflows.json")

@@ -48,6 +48,9 @@ def env_summary(name: str) -> dict[str, Any]:
         # The one-file bundle (spec + sealed tasks + golden name) that makes later loads cheap.
         try:
             catalog.load_bundle(entry["name"])
+            from ..lint import lint_env, summarise
+
+            out["lint"] = summarise(lint_env(entry["name"]))
         except CacheError:
             raise
         except Exception as exc:  # noqa: BLE001 - reported in the summary like a task error
@@ -113,6 +116,9 @@ def registry_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "splits": {sp: sum(1 for s in ok if s["split"] == sp) for sp in env_registry.SPLITS},
         "cache_bytes_golden": sum(s["golden_bytes"] for s in ok),
     }
+    linted = [s for s in ok if "lint" in s]
+    if linted:
+        stats["lint_violations"] = sum(s["lint"]["violations"] for s in linted)
     if any("tasks" in s for s in ok):
         from ..tasks.store import merge_task_stats
 

@@ -18,12 +18,13 @@ import env_registry
 from .. import cachefile, state
 from ..spec import content_hash, validate_spec
 from .naming import title
+from .policies import Rule, plan_rules
 from .schema import build_entities, data_recipe, schema_signature, tables_of
 from .toolcheck import NOW, check_tool
 from .toolgen import generate_tools
 
 #: Bump when synthesis output changes for the same registry, so cached specs are rebuilt.
-SYNTH_VERSION = "1"
+SYNTH_VERSION = "2"
 #: An environment whose surviving tools are fewer than this is rejected.
 MIN_TOOLS = 15
 
@@ -46,11 +47,12 @@ class EnvRejected(RuntimeError):
     pass
 
 
-def _policy(theme: dict[str, Any], entities) -> str:
+def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = ()) -> str:
     rules = []
     for ent in entities:
         if ent.workflow:
             rules.append(f"- {title(ent.singular).capitalize()} records: {ent.workflow['description']}")
+    rules += [f"- {rule.text}" for rule in enforced]
     rules += [
         "- Identify records by the codes, names or e-mails the user gives; look up internal ids with the tools, never guess them.",
         "- Make only the changes the request asks for; leave every other record untouched.",
@@ -58,7 +60,9 @@ def _policy(theme: dict[str, Any], entities) -> str:
         "for that part and say why in your final answer.",
         "- Finish by calling submit; put any requested value in `answer`.",
     ]
-    return (f"You are the operations assistant for {theme['title']}. {theme['description']}\n\nRules:\n" + "\n".join(rules))
+    # The theme's description is background; only the rules below are enforced by the tools.
+    return (f"You are the operations assistant for {theme['title']}.\n\nAbout the service: {theme['description']}\n\n"
+            "Rules (the tools enforce the status and business rules):\n" + "\n".join(rules))
 
 
 def _seed(slug: str) -> int:
@@ -86,6 +90,14 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
     golden = state.golden_bytes(spec)
     report.rows = sum(e.rows for e in entities)
     candidates = generate_tools(entities, theme["title"])
+    # Business rules become preconditions of their tools before the tools are tested, so the tool
+    # tests exercise them (an allowed row passes, a row breaking the rule is refused).
+    rules = plan_rules(theme, entities, candidates)
+    by_name = {t["name"]: t for t in candidates}
+    for rule in rules:
+        tool = by_name[rule.tool]
+        tool["impl"].setdefault("preconditions", []).append(rule.precondition())
+        tool["description"] += f" Policy: {rule.text}"
     report.tools_generated = len(candidates)
     conn = state.episode_connection(golden)
     for tool in candidates:
@@ -96,6 +108,11 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
             report.dropped[tool["name"]] = result.failed[:3]
     conn.close()
     report.tools_kept = len(spec["tools"])
+    kept = {t["name"] for t in spec["tools"]}
+    rules = [r for r in rules if r.tool in kept]
+    spec["policy"] = _policy(theme, entities, rules)
+    if rules:
+        spec["rules"] = [r.to_json() for r in rules]
     if report.tools_kept < MIN_TOOLS:
         report.rejected = f"only {report.tools_kept} tools passed their tests"
     return spec, report
@@ -104,11 +121,13 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
 @functools.cache
 def _registry_hash() -> str:
     """Library data + the synthesis code + the data-generation code: any change rebuilds cached specs."""
-    from . import naming, schema, toolcheck, toolgen
+    from .. import language, rules
+    from . import naming, policies, schema, semantics, toolcheck, toolgen
 
-    code = "".join(inspect.getsource(m) for m in (naming, schema, toolgen, toolcheck)) + inspect.getsource(synthesize) \
-        + inspect.getsource(compose_spec)
+    code = "".join(inspect.getsource(m) for m in (naming, schema, toolgen, toolcheck, semantics, policies, language, rules)) \
+        + inspect.getsource(synthesize) + inspect.getsource(compose_spec) + inspect.getsource(_policy)
     return content_hash({"modules": env_registry.entity_modules(), "workflows": env_registry.workflows(),
+                         "vocabularies": env_registry.vocabularies(),
                          "version": SYNTH_VERSION, "code": code, "datagen": state.builder_source_hash()})[:16]
 
 

@@ -32,8 +32,16 @@ CREATE_VERBS = {
 }
 
 
-def create_verb(roles: list[str]) -> str:
+def create_verb(roles: list[str], singular: str = "") -> str:
+    last = singular.rsplit("_", 1)[-1]
+    if "account" in roles and last != "account":
+        return "add"     # "open" fits accounts, not members or payment methods
+    if "record" in roles and last not in ("reading", "entry", "log", "event", "record", "measurement", "observation"):
+        return "add"
     for role in roles:
         if role in CREATE_VERBS:
             return CREATE_VERBS[role]
     return "create"
+
+
+from ..language import VERB_PHRASES, participle, verb_phrase  # noqa: E402,F401 - re-exported for synthesis

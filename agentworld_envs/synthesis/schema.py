@@ -14,6 +14,7 @@ from typing import Any
 
 import env_registry
 
+from . import semantics
 from .naming import plural
 
 
@@ -78,14 +79,13 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
                 if target is None:
                     continue
                 depends.add_edge(ent.table, target.table)
-                name = col["name"]
-                generic = name in (f"{col['ref']}_id", "person_id", "customer_id", "item_id", "owner_id")
-                if generic and f"{target.singular}_id" not in names:
-                    name = f"{target.singular}_id"
+                name = semantics.fk_name(col["name"], target.singular)
                 if name in names:
                     continue
+                role = name[: -len(f"{target.singular}_id")].strip("_").replace("_", " ")
+                what = f"The {target.singular.replace('_', ' ')}" + (f" ({role})" if role else "")
                 spec_col = {"name": name, "type": "INTEGER", "references": f"{target.table}.id",
-                            "description": f"The {target.singular.replace('_', ' ')} this {ent.singular.replace('_', ' ')} belongs to."}
+                            "description": f"{what} of this {ent.singular.replace('_', ' ')}."}
                 if col.get("nullable") is False:
                     spec_col["nullable"] = False
                 cols.append(spec_col)
@@ -98,10 +98,18 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
                 continue
             if col["name"] in names:
                 continue
+            fits, values = semantics.vocabulary_for(theme, ent.key, col["name"])
+            if not fits and col["name"] != ent.module["label"]:
+                continue  # a column from another domain (a commuter's frequent-flyer number) is not generated
             spec_col = {k: col[k] for k in ("name", "type", "unique", "nullable", "check", "enum", "description") if k in col}
             if spec_col.get("type") not in ("INTEGER", "REAL", "TEXT", "BOOLEAN"):
                 spec_col["type"] = "TEXT"
             gen = dict(col["gen"])
+            if values and gen.get("gen") == "choice":
+                gen = {k: v for k, v in gen.items() if k != "weights"}
+                gen["values"] = values
+                if "enum" in spec_col:
+                    spec_col["enum"] = list(values)
             if col.get("unique"):
                 gen["unique"] = True
             if gen.get("unique"):
@@ -122,6 +130,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
                 cols.append({"name": "status_reason", "type": "TEXT"})
                 ent.gens["status_reason"] = {"gen": "const", "value": None}
         ent.columns = cols
+        semantics.apply_value_semantics(theme, ent)
         base = int(ent.module.get("rows", 200))
         ent.rows = max(20, min(900, int(base * rng.uniform(0.5, 1.2))))
         # Unique code generators need room; shrink tables whose unique pools are small.

@@ -180,10 +180,19 @@ def _cases(tool: dict[str, Any], conn: sqlite3.Connection) -> list[_Case]:
         key, col = impl["key"], impl["column"]
         marks = ", ".join("?" * len(impl["from"]))
         extra = {"reason": "requested by the customer"} if "reason" in props else {}
-        row = _sample(conn, table, f"{q(col)} IN ({marks})", tuple(impl["from"]))
+        # Policy preconditions (thresholds, time windows) are SQL over the row with :now bound.
+        rules = " AND ".join(f"({p['expr']})" for p in impl.get("preconditions", []) if "expr" in p)
+        rule_sql = rules.replace(":now", f"'{NOW}'")
+        allowed_sql = f"{q(col)} IN ({marks})" + (f" AND {rule_sql}" if rules else "")
+        row = _sample(conn, table, allowed_sql, tuple(impl["from"]))
         if row is not None:
             cases.append(_Case("allowed transition", {key["param"]: row["id"], **extra},
                                lambda res, c: res["updated"][col] == impl["to"]))
+        if rules:
+            broken = _sample(conn, table, f"{q(col)} IN ({marks}) AND NOT ({rule_sql})", tuple(impl["from"]))
+            if broken is not None:
+                cases.append(_Case("policy refused", {key["param"]: broken["id"], **extra}, lambda res, c: True,
+                                   error="precondition_failed"))
         bad = _sample(conn, table, f"{q(col)} NOT IN ({marks})", tuple(impl["from"]))
         if bad is not None:
             cases.append(_Case("forbidden transition", {key["param"]: bad["id"], **extra}, lambda res, c: True,

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ..language import indefinite, verb_phrase
 from .naming import create_verb, title
 from .schema import Entity
+from .semantics import status_stamps
 
 _JSON_TYPES = {"INTEGER": "integer", "REAL": "number", "TEXT": "string", "BOOLEAN": "boolean"}
 _SKIP_ON_CREATE = {"id", "status", "status_changed_at", "status_reason"}
@@ -43,14 +45,15 @@ def entity_tools(ent: Entity, entities: list[Entity], service: str) -> list[dict
 
     # get by id, with a few related child rows
     include = [{"table": t, "column": fk, "as": t, "limit": 5} for t, fk in children[:3]]
-    related = f" Includes up to 5 related {', '.join(title(t) for t, _ in children[:3])}." if include else ""
-    tools.append(_tool(f"get_{s}", f"Get one {words} in {service} by its internal id.{related}",
+    related = "".join(f" Includes up to 5 related {title(t)} (use search_{t} with {fk} to list them all)."
+                      for t, fk in children[:3])
+    tools.append(_tool(f"get_{s}", f"Get one {words} in {service} by its internal id. Returns all its fields.{related}",
                        _obj({id_param: {"type": "integer", "description": f"Internal id of the {words}"}}, [id_param]),
                        {"kind": "get", "table": p, "key": {"param": id_param, "column": "id"}, **({"include": include} if include else {})}))
 
     label = ent.column(ent.label)
     if label is not None and label.get("unique"):
-        tools.append(_tool(f"find_{s}_by_{ent.label}", f"Find a {words} by its {title(ent.label)} (exact match); returns the record with its id.",
+        tools.append(_tool(f"find_{s}_by_{ent.label}", f"Find {indefinite(words)} by its {title(ent.label)} (exact match). Returns the record with all its fields and its id.",
                            _obj({ent.label: _param(label)}, [ent.label]),
                            {"kind": "get", "table": p, "key": {"param": ent.label, "column": ent.label}}))
 
@@ -83,26 +86,28 @@ def entity_tools(ent: Entity, entities: list[Entity], service: str) -> list[dict
     props["limit"] = {"type": "integer", "minimum": 1, "maximum": 50, "description": "Page size (default 10, max 50)"}
     props["offset"] = {"type": "integer", "minimum": 0, "description": "Rows to skip, for paging"}
     sort_col = next((c["name"] for c in ent.module["columns"] if c.get("sort") and ent.column(c["name"])), "id")
-    tools.append(_tool(f"search_{p}", f"Search {plural_words} in {service} with optional filters; paginated, ordered by {title(sort_col)}.",
+    tools.append(_tool(f"search_{p}", f"Search {plural_words} in {service} with optional filters, ordered by {title(sort_col)}. "
+                       f"Returns one page of matching records (limit: default 10, at most 50) and the total number of "
+                       f"matches; use offset to read further pages.",
                        _obj(props), {"kind": "search", "table": p, "filters": filters, "order_by": [[sort_col, "asc"], ["id", "asc"]],
                                      "limit": {"param": "limit", "default": 10, "max": 50}, "offset_param": "offset"}))
 
     # aggregates
     agg_filters = [f for f in filters if f["op"] == "eq"]
     agg_props = {f["param"]: props[f["param"]] for f in agg_filters}
-    tools.append(_tool(f"count_{p}", f"Count {plural_words} matching optional filters.", _obj(agg_props),
+    tools.append(_tool(f"count_{p}", f"Count {plural_words} matching optional filters. Returns the number as value.", _obj(agg_props),
                        {"kind": "aggregate", "table": p, "func": "count", "filters": agg_filters}))
     group = "status" if ent.workflow else next((c["name"] for c in ent.columns if c.get("enum") and c["name"] != "status"), None)
     if group:
-        tools.append(_tool(f"count_{p}_by_{group}", f"Number of {plural_words} per {title(group)}.", _obj({}),
+        tools.append(_tool(f"count_{p}_by_{group}", f"Number of {plural_words} per {title(group)}. Returns one group per {title(group)} with its count.", _obj({}),
                            {"kind": "aggregate", "table": p, "func": "count", "group_by": group}))
     numeric = [c for c in ent.module["columns"] if c.get("aggregate") and ent.column(c["name"]) and c.get("type") in ("INTEGER", "REAL")]
     for col in numeric[:2]:
-        tools.append(_tool(f"total_{col['name']}_of_{p}", f"Sum of {title(col['name'])} over {plural_words} matching optional filters.",
+        tools.append(_tool(f"total_{col['name']}_of_{p}", f"Sum of {title(col['name'])} over {plural_words} matching optional filters. Returns the total as value.",
                            _obj(agg_props), {"kind": "aggregate", "table": p, "func": "sum", "column": col["name"], "filters": agg_filters}))
     if numeric:
         col = numeric[0]
-        tools.append(_tool(f"average_{col['name']}_of_{p}", f"Average {title(col['name'])} of {plural_words} matching optional filters.",
+        tools.append(_tool(f"average_{col['name']}_of_{p}", f"Average {title(col['name'])} of {plural_words} matching optional filters. Returns the average as value.",
                            _obj(agg_props), {"kind": "aggregate", "table": p, "func": "avg", "column": col["name"], "filters": agg_filters}))
 
     # create
@@ -118,7 +123,9 @@ def entity_tools(ent: Entity, entities: list[Entity], service: str) -> list[dict
     if ent.workflow:
         values["status"] = ent.workflow["states"][0]
         values["status_changed_at"] = "$now"
-    verb = create_verb(ent.roles)
+    verb = create_verb(ent.roles, s)
+    if ent.workflow and any(t["verb"] == verb for t in ent.workflow["transitions"]):
+        verb = "create"  # "start" or "publish" already name a status change of this record
     tools.append(_tool(f"{verb}_{s}", f"{verb.capitalize()} a new {words} in {service}. Returns the created record with its id.",
                        _obj(create_props, required), {"kind": "create", "table": p, "values": values}))
 
@@ -127,30 +134,41 @@ def entity_tools(ent: Entity, entities: list[Entity], service: str) -> list[dict
     if editable:
         up_props = {id_param: {"type": "integer", "description": f"Internal id of the {words}"}}
         up_props.update({c: _param(ent.column(c), f"New {title(c)}") for c in editable})
-        tools.append(_tool(f"update_{s}", f"Change the {', '.join(title(c) for c in editable)} of a {words}; only the fields given are changed.",
+        tools.append(_tool(f"update_{s}", f"Change the {', '.join(title(c) for c in editable)} of {indefinite(words)}; only the fields given are changed. "
+                       f"Returns the updated record.",
                            _obj(up_props, [id_param]),
                            {"kind": "update", "table": p, "key": {"param": id_param, "column": "id"}, "set": {c: f"$param:{c}" for c in editable}}))
 
     # delete (records without a lifecycle); rows still referenced elsewhere cannot be deleted
     if not ent.workflow:
-        tools.append(_tool(f"delete_{s}", f"Permanently delete a {words}. Fails while other records still reference it.",
+        tools.append(_tool(f"delete_{s}", f"Permanently delete {indefinite(words)}. Fails while other records still reference it. Returns the deleted record.",
                            _obj({id_param: {"type": "integer", "description": f"Internal id of the {words}"}}, [id_param]),
                            {"kind": "delete", "table": p, "key": {"param": id_param, "column": "id"}}))
 
     # workflow transitions
     if ent.workflow:
+        stamps = status_stamps([c["name"] for c in ent.columns], ent.workflow)
         for tr in ent.workflow["transitions"]:
             tprops = {id_param: {"type": "integer", "description": f"Internal id of the {words}"}}
             tset: dict[str, Any] = {"status_changed_at": "$now"}
+            for col, reached in stamps.items():
+                # A status timestamp is set on reaching its status and cleared on leaving for an earlier one.
+                nullable = (ent.column(col) or {}).get("nullable", True) is not False
+                if tr["to"] == col.rsplit("_", 1)[0]:
+                    tset[col] = "$today" if col.endswith(("_on", "_date")) else "$now"
+                elif tr["to"] not in reached and nullable:
+                    tset[col] = None
             treq = [id_param]
             if tr.get("reason"):
                 tprops["reason"] = {"type": "string", "minLength": 3, "description": "Why (recorded on the record)"}
                 tset["status_reason"] = "$param:reason"
                 treq.append("reason")
             allowed = " or ".join(tr["from"])
+            act = verb_phrase(tr["verb"], indefinite(words))
             tools.append(_tool(f"{tr['verb']}_{s}",
-                               f"{title(tr['verb']).capitalize()} a {words}: moves it from {allowed} to {tr['to']}. "
-                               f"Refused for a {words} in any other status." + (" A reason is required." if tr.get("reason") else ""),
+                               f"{act[0].upper() + act[1:]}: moves it from {allowed} to {tr['to']}. "
+                               f"Refused for {indefinite(words)} in any other status." + (" A reason is required." if tr.get("reason") else "")
+                               + " Returns the updated record.",
                                _obj(tprops, treq),
                                {"kind": "transition", "table": p, "key": {"param": id_param, "column": "id"}, "column": "status",
                                 "from": list(tr["from"]), "to": tr["to"], "set": tset}))
@@ -163,8 +181,12 @@ def generate_tools(entities: list[Entity], service: str) -> list[dict[str, Any]]
     for ent in entities:
         for tool in entity_tools(ent, entities, service):
             name = tool["name"]
-            while name in seen or name == "submit":
-                name = (name + "_2")[:63]
+            if name in seen or name == "submit":
+                # Two records sharing a word ("open" a ticket, "open" a case): name the table instead.
+                name = f"{name}_in_{ent.table}"[:63]
+            n = 2
+            while name in seen:
+                name, n = f"{tool['name']}_{ent.table}_{n}"[:63], n + 1
             tool["name"] = name
             seen.add(name)
             tools.append(tool)

@@ -10,7 +10,7 @@ from typing import Any, Iterable
 import re
 
 from .. import state
-from . import llm
+from . import llm, shapes
 from ..spec import canonical_json
 from .generate import BYES, HELLOS, NOISE, Generator, Part, Skip, fmt_value
 from .model import EnvModel
@@ -19,11 +19,20 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "3"
+GEN_VERSION = "4"
 TARGET = 12
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
-            "graph_any", "prog_bulk", "graph_mixed", "graph_write"]
+            "graph_any", "prog_bulk", "graph_mixed", "graph_write",
+            "rule_threshold", "rule_threshold_trap", "time_window", "time_window_trap", "multi_constraint",
+            "compare_act", "create_record", "rule_threshold_trap", "time_window_trap", "multi_constraint"]
+#: The shape of every family, for per-shape counts (``agentworld stats``).
+SHAPES = {"graph_read": "lookup", "graph_write": "write", "graph_any": "lookup_or_write", "graph_trap": "status_trap",
+          "graph_mixed": "status_trap", "graph_compound": "compound", "prog_bulk": "bulk_write",
+          "prog_cond": "conditional_bulk", "prog_mixed": "status_trap", "prog_agg": "aggregate",
+          "prog_argmax": "aggregate", "rule_threshold": "rule_threshold", "rule_threshold_trap": "rule_threshold",
+          "time_window": "time_window", "time_window_trap": "time_window", "multi_constraint": "multi_constraint",
+          "compare_act": "compare_then_act", "create_record": "create_record"}
 STRUCT = {"linear": 0.0, "branching": 1.0, "aggregation": 1.0, "conditional": 1.5}
 
 
@@ -56,6 +65,14 @@ def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
         return [gen.p_aggregate()], "programmatic"
     if family == "prog_argmax":
         return [gen.p_argmax()], "programmatic"
+    if family in ("rule_threshold", "rule_threshold_trap", "time_window", "time_window_trap"):
+        return [shapes.rule_task(gen, family.removesuffix("_trap"), trap=family.endswith("_trap"))], "graph"
+    if family == "multi_constraint":
+        return [shapes.multi_constraint(gen)], "graph"
+    if family == "compare_act":
+        return [shapes.compare_then_act(gen)], "programmatic"
+    if family == "create_record":
+        return [shapes.create_record(gen)], "graph"
     raise ValueError(family)
 
 
@@ -97,8 +114,9 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
                     extra_checks.append(check)
             except Skip:
                 pass
+        noise = ""
         if gen.rng.random() < 0.15:
-            texts.insert(0, gen.rng.choice(NOISE))
+            noise = gen.rng.choice(NOISE) + " "   # chatter before the request, never a numbered item
             distractors += 1
         steps = [s for p in parts for s in p.steps]
         changed = sorted(state.changed_tables(r.conn))
@@ -134,7 +152,12 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
             body = "Several requests: " + body
     else:
         body = " ".join(texts)
-    instruction = gen.rng.choice(HELLOS) + body + gen.rng.choice(BYES)
+    hello = gen.rng.choice(HELLOS)
+    if hello.endswith(", ") and noise:
+        noise = noise[0].lower() + noise[1:]
+    elif hello.endswith(", ") and body[:1].isupper() and not body[1:2].isupper():
+        body = body[0].lower() + body[1:]   # "Hi, please …", not "Hi, Please …"
+    instruction = hello + noise + body + gen.rng.choice(BYES)
     if llm.enabled():
         keep = [w.strip(".,;:()?!'") for w in re.findall(r"\S*[\d@]\S*", instruction)]
         instruction = llm.paraphrase(instruction, keep)
@@ -143,11 +166,14 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
     obscure = gen.rng.random() < 0.25
     calls = len(steps)
     knobs = {"chain_length": calls, "structure": structure, "compound": len(parts), "distractors": distractors,
-             "policy_trap": trap, "obscure_tools": obscure, "family": family}
+             "policy_trap": trap, "obscure_tools": obscure, "family": family, "shape": SHAPES[family]}
+    rules = [p.rule for p in parts if p.rule]
+    if rules:
+        knobs["rule"] = rules[0]
     difficulty = round(0.6 * calls + STRUCT[structure] + 0.8 * (len(parts) - 1) + 0.8 * distractors
                        + {"none": 0, "refuse": 1.5, "mixed": 2.0}[trap] + (1.0 if obscure else 0.0), 2)
     return {"instruction": instruction.strip(), "kind": kind, "difficulty": difficulty, "knobs": knobs,
-            "tags": [kind, family, structure] + ([f"trap:{trap}"] if refusals else []),
+            "tags": [kind, family, SHAPES[family], structure] + ([f"trap:{trap}"] if refusals else []),
             "solution": solution, "checks": checks}
 
 

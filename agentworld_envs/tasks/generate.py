@@ -20,6 +20,7 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
+from ..language import field_question, indefinite, set_flag_phrase, verb_phrase
 from ..tools import ToolError
 from .model import EnvModel, TableInfo, words
 from .runner import Runner
@@ -48,10 +49,17 @@ class Part:
     refusal_check: dict[str, Any] | None = None   # what the refusal must say (reasons, competitors, claims)
     structure: str = "linear"
     writes: bool = False
+    rule: str | None = None                   # the policy rule the part exercises, in words
 
 
 def call(name: str, /, **arguments: Any) -> dict[str, Any]:
     return {"name": name, "arguments": arguments}
+
+
+def total_of(column: str) -> str:
+    """ "total fee", but "combined total fare" (not "total total fare")."""
+    w = words(column)
+    return f"combined {w}" if w.startswith("total") else f"total {w}"
 
 
 def fmt_value(value: Any) -> str:
@@ -119,6 +127,26 @@ class Generator:
         name = tool["name"]
         return words(name[: -len(stem) - 1]) if name.endswith("_" + stem) else words(name)
 
+    def related(self, fk: str, parent: str, desc: str) -> str:
+        """The parent a key points at, said in words: "the nurse of …", "the origin warehouse of …",
+        "the workspace member that … was created by"."""
+        fkw = words(fk[:-3]) if fk.endswith("_id") else words(fk)
+        role = fkw[: -len(parent)].strip() if fkw.endswith(parent) else ""
+        if role.split(" ")[-1:] and role.split(" ")[-1] in ("by", "to", "for", "from", "with"):
+            return f"the {parent} that {desc} was {role}"
+        rel = f"the {fkw}" if fkw.endswith(parent) else f"the {fkw} ({parent})"
+        return self.rng.choice([f"{rel} of {desc}", f"{rel} linked to {desc}", f"{rel} on {desc}"])
+
+    def lifecycle_rule(self, tool: dict[str, Any], t: TableInfo) -> str:
+        """The status rule a transition enforces, in words ("Only ship a shipment order that is processing.")."""
+        froms = [words(s) for s in tool["impl"]["from"]]
+        states = ", ".join(froms[:-1]) + " or " + froms[-1] if len(froms) > 1 else froms[0]
+        return f"Only {self.act(tool, t, indefinite(t.singular))} when it is {states}."
+
+    def act(self, tool: dict[str, Any], t: TableInfo, obj: str) -> str:
+        """The imperative for a transition tool on ``obj`` ("start maintenance on the logger")."""
+        return verb_phrase(self.verb(tool, t).replace(" ", "_"), obj)
+
     def row_check(self, table: str, rid: int, exclude: set[str] = frozenset(), desc: str = "") -> dict[str, Any]:
         """An sql check on one row's columns, expected values read from the live (post-chain) state."""
         row = self.row_now(table, rid)
@@ -153,9 +181,7 @@ class Generator:
             step = call(p.get, **{p.get_param: row[fk]})
             self.run(p.get, **step["arguments"])
             steps.append(step)
-            fkw = words(fk[:-3]) if fk.endswith("_id") else words(fk)
-            rel = f"the {p.singular}" if fkw == p.singular else f"the {fkw} ({p.singular})"
-            desc = self.rng.choice([f"{rel} of {desc}", f"{rel} linked to {desc}", f"{rel} on {desc}"])
+            desc = self.related(fk, p.singular, desc)
             t, row, cur_tool = p, self.row_now(p.name, row[fk]), p.get
         return self.terminal(t, row, desc, steps, cur_tool, write, trap), t, row
 
@@ -195,8 +221,7 @@ class Generator:
         c = self.rng.choice(cols)
         v = row[c]
         numeric = t.cols[c]["type"] in ("INTEGER", "REAL")
-        q = self.rng.choice([f"What is the {words(c)} of {desc}?", f"Can you tell me the {words(c)} recorded for {desc}?",
-                             f"I need the {words(c)} of {desc}."])
+        q = field_question(c, desc, self.rng.randrange(3))
         return Part(list(steps), q, answer=("numeric" if numeric else "exact", fmt_value(v)),
                     candidates=[] if numeric else [f"{t.name}.{c}"])
 
@@ -241,8 +266,8 @@ class Generator:
                                  f"Count the {c.plural}{extra} of {desc}{via}."])
             ans = str(int(value))
         else:
-            q = self.rng.choice([f"What is the total {words(col)} of the {c.plural}{extra} of {desc}{via}?",
-                                 f"Add up the {words(col)} over {desc}'s {c.plural}{extra}{via}."])
+            q = self.rng.choice([f"What is the {total_of(col)} of the {c.plural}{extra} of {desc}{via}?",
+                                 f"Add up the {words(col)} over the {c.plural}{extra} of {desc}{via}."])
             ans = fmt_value(float(value))
         return Part(steps + [call(tool, **args)], q, answer=("numeric", ans), structure="aggregation")
 
@@ -282,20 +307,21 @@ class Generator:
         args = self.transition_args(tr, row["id"])
         verb = self.verb(tr, t)
         why = f" The reason is: {args['reason']}." if "reason" in args else ""
-        text = self.rng.choice([f"Please {verb} {desc}.{why}", f"I need you to {verb} {desc}.{why}",
-                                f"Could you {verb} {desc}?{why}"])
+        act = self.act(tr, t, desc)
+        text = self.rng.choice([f"Please {act}.{why}", f"I need you to {act}.{why}", f"Could you {act}?{why}"])
         if trap:
-            refusal = f"I cannot {verb} {desc}: the policy does not allow it while it is {row[st]}"
+            refusal = f"I cannot {act}: the policy does not allow it while it is {row[st]}"
             # The reason is the blocking status; the statuses the rule allows (and the target status)
             # may be named when stating the rule; any other status competes with the reason.
             allowed = sorted({*tr["impl"]["from"], tr["impl"]["to"]})
             check = {"reasons": [[row[st]]], "candidates": [f"{t.name}.{st}"], "values": list(t.cols[st].get("enum") or []),
                      "exclude": allowed, "results": [tr["impl"]["to"]],
                      "about": [str(v) for v in steps[0]["arguments"].values()]}
-            return Part(list(steps), text, refusal=refusal, refusal_check=check, structure="conditional")
+            return Part(list(steps), text, refusal=refusal, refusal_check=check, structure="conditional",
+                        rule=self.lifecycle_rule(tr, t))
         self.run(tr["name"], **args)
         check = self.row_check(t.name, row["id"], exclude={"status_reason"}, desc=f"{t.singular} {verb}")
-        return Part(steps + [call(tr["name"], **args)], text, checks=[check], writes=True)
+        return Part(steps + [call(tr["name"], **args)], text, checks=[check], writes=True, rule=self.lifecycle_rule(tr, t))
 
     def new_value(self, col: dict[str, Any], old: Any) -> Any:
         if col.get("enum"):
@@ -324,10 +350,13 @@ class Generator:
                 continue
             args = {tool["impl"]["key"]["param"]: row["id"], param: new}
             self.run(tool["name"], **args)
-            shown = ("yes" if new else "no") if isinstance(new, bool) else fmt_value(new) if isinstance(new, float) else new
-            text = self.rng.choice([f"Please change the {words(col)} of {desc} to {shown}.",
-                                    f"Set the {words(col)} on {desc} to {shown}.",
-                                    f"Update {desc}: its {words(col)} should be {shown}."])
+            shown = fmt_value(new) if isinstance(new, float) else words(new) if isinstance(new, str) and t.cols[col].get("enum") else new
+            if isinstance(new, bool):
+                text = set_flag_phrase(col, new, desc)
+            else:
+                text = self.rng.choice([f"Please change the {words(col)} of {desc} to {shown}.",
+                                        f"Set the {words(col)} on {desc} to {shown}.",
+                                        f"Update {desc}: its {words(col)} should be {shown}."])
             check = self.row_check(t.name, row["id"], desc=f"{words(col)} updated")
             return Part(steps + [call(tool["name"], **args)], text, checks=[check], writes=True)
         raise Skip("nothing to update")
@@ -354,8 +383,9 @@ class Generator:
                     self.run(tr["name"], **args)
                     verb = self.verb(tr, c)
                     why = f" Reason: {args['reason']}." if "reason" in args else ""
-                    text = self.rng.choice([f"{desc[0].upper() + desc[1:]} has exactly one {words(s)} {c.singular}; please {verb} it.{why}",
-                                            f"Find the one {c.singular} of {desc} that is {words(s)} and {verb} it.{why}"])
+                    act = self.act(tr, c, "it")
+                    text = self.rng.choice([f"{desc[0].upper() + desc[1:]} has exactly one {words(s)} {c.singular}; please {act}.{why}",
+                                            f"Find the one {c.singular} of {desc} that is {words(s)} and {act}.{why}"])
                     check = self.row_check(ct, ids[0], exclude={"status_reason"}, desc=f"{c.singular} {verb}")
                     return Part(steps + [call(c.search, **sargs), call(tr["name"], **args)], text, checks=[check],
                                 writes=True, structure="branching")
@@ -449,9 +479,10 @@ class Generator:
         states = " or ".join(words(x) for x in froms + refuse)
         cond = f" whose {words(thr['column'])} is above {fmt_value(thr['value'])}" if thr else ""
         reason = " Use the reason: " + steps[-1]["arguments"]["reason"] + "." if "reason" in steps[-1]["arguments"] else ""
-        text = self.rng.choice([f"{verb.capitalize()} every {states} {c.singular} of {desc}{cond}.{reason}",
-                                f"Please {verb} all {c.plural} of {desc} that are {states}{cond}.{reason}",
-                                f"For {desc}: {verb} each of its {states} {c.plural}{cond}.{reason}"])
+        every = self.act(tr, c, f"every {states} {c.singular} of {desc}{cond}")
+        text = self.rng.choice([f"{every[0].upper() + every[1:]}.{reason}",
+                                f"Please {self.act(tr, c, f'all {c.plural} of {desc} that are {states}{cond}')}.{reason}",
+                                f"For {desc}: {self.act(tr, c, f'each of its {states} {c.plural}{cond}')}.{reason}"])
         args = {"table": c.name, "fk": fk, "parent_table": p.name, "parent_label_col": p.label,
                 "parent_label": prow[p.label], "column": st, "from_statuses": froms, "to": tr["impl"]["to"]}
         if thr:
@@ -462,6 +493,7 @@ class Generator:
                  "description": f"{verb} the matching {c.plural}, nothing else"}
         part = Part(steps, text, checks=[check], writes=True, structure="conditional" if (thr or refuse) else "branching")
         if refuse:
+            part.rule = self.lifecycle_rule(tr, c)
             part.refusal = (f"I moved {done} of them to {tr['impl']['to']}, but I cannot {verb} the {refused} that are "
                             f"{' or '.join(refuse)}: the policy does not allow it")
         return part
@@ -511,7 +543,7 @@ class Generator:
         elif func == "sum":
             vals = [r[col] for r in rows if r[col] is not None]
             ans = fmt_value(round(float(sum(vals)), 2))
-            q = self.rng.choice([f"Total the {words(col)} of {desc}'s {c.plural}{extra}.",
+            q = self.rng.choice([f"Total the {words(col)} of the {c.plural}{extra} of {desc}.",
                                  f"What do the {words(col)} values of all {c.plural}{extra} of {desc} add up to?"])
         elif func == "avg":
             vals = [r[col] for r in rows if r[col] is not None]
@@ -573,7 +605,7 @@ class Generator:
                             steps.append(call(tr["name"], **args))
                     to = tr["impl"]["to"]
                     why = f" (reason: {steps[-1]['arguments']['reason']})" if "reason" in steps[-1]["arguments"] else ""
-                    text += f", and {self.verb(tr, c)} all of those {words(s)} {c.plural}{why}"
+                    text += f", and {self.act(tr, c, f'all of those {words(s)} {c.plural}')}{why}"
                 args = {"table": c.name, "fk": fk, "parent_table": p.name, "parent_label_col": p.label, "column": st,
                         "status": s}
                 if to:
@@ -606,7 +638,7 @@ class Generator:
         if nums and self.rng.random() < 0.5:
             num = self.rng.choice(nums)
             ans = fmt_value(round(float(sum(r[num] for r in rows if r[num] is not None)), 2))
-            q = f"What is the total {words(num)} of all {c.plural} whose {words(col)} is {words(str(v))}?"
+            q = f"What is the {total_of(num)} of all {c.plural} whose {words(col)} is {words(str(v))}?"
             args = {"table": c.name, "func": "sum", "column": num, "where": {col: v}}
         else:
             ans = str(len(rows))

@@ -99,10 +99,16 @@ def task_summary(name: str) -> dict[str, Any]:
         return {"tasks": 0, "tasks_graph": 0, "tasks_programmatic": 0, "task_difficulties": [],
                 "tasks_rejected": {"error": 1}, "task_error": f"{type(exc).__name__}: {exc}"[:300]}
     kinds = Counter(t.get("kind", "handcrafted") for t in tasks)
+    shapes = Counter((t.get("knobs") or {}).get("shape", "handcrafted") for t in tasks)
     return {"tasks": len(tasks), "tasks_graph": kinds["graph"], "tasks_programmatic": kinds["programmatic"],
+            "task_shapes": dict(shapes),
             "task_difficulties": [t.get("difficulty") for t in tasks if t.get("difficulty") is not None],
             "tasks_rejected": report.get("rejected", {}), "task_seconds": report.get("seconds", 0.0),
             "tasks_hack_fail": report.get("hack_fail", 0), "tasks_paraphrase_pass": report.get("paraphrase_pass", 0)}
+
+
+#: Shapes whose difficulty is reasoning about rules and state (``tasks/shapes.py``).
+NEW_SHAPES = ("rule_threshold", "time_window", "multi_constraint", "compare_then_act", "create_record")
 
 
 def _bucket(d: float) -> str:
@@ -117,7 +123,11 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     hist: Counter[str] = Counter()
     rejected: Counter[str] = Counter()
     by_l1: dict[str, set[str]] = {}
+    shapes: Counter[str] = Counter()
+    shapes_by_l1: dict[str, Counter[str]] = {}
     for s in ok:
+        shapes.update(s.get("task_shapes", {}))
+        shapes_by_l1.setdefault(s["l1"], Counter()).update(s.get("task_shapes", {}))
         for d in s.get("task_difficulties", []):
             hist[_bucket(d)] += 1
         rejected.update(s.get("tasks_rejected", {}))
@@ -138,5 +148,9 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "difficulty_histogram": {k: hist[k] for k in order},
         "tasks_rejected": dict(sorted(rejected.items())),
         "l1_missing_task_kind": sorted(l1 for l1, k in by_l1.items() if k != {"graph", "programmatic"}),
+        "tasks_by_shape": dict(sorted(shapes.items())),
+        # Every new shape should occur in every first-level category: list the gaps.
+        "l1_missing_shapes": {l1: sorted(set(NEW_SHAPES) - set(c)) for l1, c in sorted(shapes_by_l1.items())
+                              if set(NEW_SHAPES) - set(c)},
         "task_seconds_mean": round(sum(secs) / len(secs), 3) if secs else 0.0,
     }

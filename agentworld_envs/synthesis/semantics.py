@@ -1,0 +1,384 @@
+"""What a column means, and the generators that make its values make sense.
+
+The entity library describes columns generically; a theme puts them in a concrete world. This
+module holds the rules that keep that world coherent, shared by synthesis (which applies them)
+and the linter (which checks built environments against them):
+
+* **Vocabularies** (``env_registry.vocabularies()``): a column takes the values of the theme's
+  category, or is not generated where it does not fit.
+* **Foreign-key names**: a key column is named after the table it references, optionally behind
+  an explicit role (``assigned_nurse_id`` → nurses), never after another table.
+* **Value semantics**: paired dates are ordered (start < end, created <= updated), a status
+  timestamp is set exactly when the record has reached that status, birth dates give plausible
+  ages, readings stay in their metric's range, file names and MIME types agree, and free text
+  comes from templates rather than random words.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from typing import Any
+
+import env_registry
+
+# ---------------------------------------------------------------------------------------- vocabularies
+
+
+def vocabulary_for(theme: dict[str, Any], module_key: str, column: str) -> tuple[bool, list[Any] | None]:
+    """``(fits, values)`` for one module column in a theme.
+
+    ``(True, None)``: keep the module's own values. ``(True, values)``: use the category's variant.
+    ``(False, None)``: the column does not belong in this theme.
+    """
+    entry = env_registry.vocabularies().get(f"{module_key}.{column}")
+    if entry is None:
+        return True, None
+    tags = {theme["l1"], theme["l2"]}
+    fits = entry.get("fits", [])
+    if "*" in fits or tags & set(fits):
+        return True, None
+    variants = entry.get("variants", [])
+    for slug in (theme["l2"], theme["l1"]):
+        for variant in variants:
+            if slug in variant.get("for", []) and variant.get("values"):
+                return True, list(variant["values"])
+    return False, None
+
+
+@functools.cache
+def vocabulary_index() -> dict[str, set[str]]:
+    """Every vocabulary value → the category slugs it belongs to (``"*"`` for any)."""
+    index: dict[str, set[str]] = {}
+    modules = env_registry.entity_modules()
+    vocab = env_registry.vocabularies()
+    # Values of columns without an entry fit everywhere; a word shared with them is not a leak.
+    for key, module in modules.items():
+        for col in module["columns"]:
+            gen = col.get("gen", {})
+            if gen.get("gen") == "choice" and f"{key}.{col['name']}" not in vocab:
+                for value in gen["values"]:
+                    index.setdefault(str(value), set()).add("*")
+    for key, entry in vocab.items():
+        module, _, column = key.partition(".")
+        col = next((c for c in modules.get(module, {}).get("columns", []) if c["name"] == column), None)
+        own = (col or {}).get("gen", {}).get("values", []) if (col or {}).get("gen", {}).get("gen") == "choice" else []
+        for value in own:
+            index.setdefault(str(value), set()).update(entry.get("fits", []))
+        for variant in entry.get("variants", []):
+            for value in variant.get("values", []):
+                index.setdefault(str(value), set()).update(variant.get("for", []))
+    return index
+
+
+# ------------------------------------------------------------------------------------ foreign keys
+
+
+@functools.cache
+def entity_nouns() -> frozenset[str]:
+    """Words that name a kind of record (module keys, their tables' singulars, role names, theme renames)."""
+    words: set[str] = set()
+    for key, module in env_registry.entity_modules().items():
+        words.add(key)
+        words.update(module.get("roles", []))
+    for theme in env_registry.themes():
+        for ref in theme["entities"]:
+            if ref.get("as"):
+                words.add(ref["as"])
+    return frozenset(words)
+
+
+def fk_name(column: str, target_singular: str) -> str:
+    """The key column's name for a module column ``column`` that resolved to ``target_singular``.
+
+    ``repository_id`` → ``upgrade_campaign_id`` (the old noun named another table);
+    ``assigned_agent_id`` → ``assigned_nurse_id`` (the role word stays);
+    ``recipient_id`` → ``recipient_customer_id`` (a role with no noun gets the target's).
+    """
+    stem = column[:-3] if column.endswith("_id") else column
+    if stem == target_singular or stem.endswith("_" + target_singular):
+        return f"{stem}_id"
+    parts = stem.split("_")
+    nouns = entity_nouns()
+    # Strip the longest trailing run of words that names a kind of record; what is left is the role.
+    for i in range(len(parts)):
+        if "_".join(parts[i:]) in nouns:
+            role = "_".join(parts[:i])
+            break
+    else:
+        role = stem
+    return f"{role}_{target_singular}_id" if role else f"{target_singular}_id"
+
+
+def fk_matches_target(column: str, table: str) -> bool:
+    """The linter's rule: the column names its target (``<role>_<target singular>_id``)."""
+    from .naming import plural
+
+    if not column.endswith("_id"):
+        return False
+    parts = column[:-3].split("_")
+    if any(plural("_".join(parts[i:])) == table or "_".join(parts[i:]) == table for i in range(len(parts))):
+        return True
+    # A shortened name keeps the target's head noun: item_id → order_items, refund_method_id → payment_methods.
+    return plural(parts[-1]) == table.rsplit("_", 1)[-1]
+
+
+# ------------------------------------------------------------------------------------------- dates
+
+#: A date column's place in a record's life: 0 created, 1 starts, 2 ends or is due, 3 last touched.
+_RANK_WORDS = (
+    (0, ("created", "registered", "added", "joined", "signup", "established", "opened", "hired", "onboarded",
+         "enrolled", "submitted", "requested", "placed", "ordered", "order", "booked", "applied", "filed",
+         "initiated", "received", "issued", "referred", "originated", "acquired", "purchased", "purchase",
+         "listed", "posted", "reported", "intake", "uploaded", "granted", "declared", "assigned")),
+    (1, ("start", "starts", "started", "valid_from", "effective", "departure", "departs", "check_in", "pickup",
+         "scheduled", "kickoff", "period_start", "coverage_start", "opens", "move_in", "available_from",
+         "launched", "ship", "shipped", "dispatched")),
+    (2, ("end", "ends", "ended", "finished", "completed", "closed", "resolved", "period_end", "valid_until",
+         "expires", "expiration", "expiry", "due", "return", "termination", "closes", "target_end",
+         "estimated_delivery", "delivered", "paid", "processed", "resulted", "graded", "deadline", "respond_by",
+         "evidence_due_by", "decision_due", "current_period_end", "expected_close", "next_due")),
+    (3, ("updated", "last",)),
+)
+#: Ranks whose values lie in the past by nature (a record cannot be updated or closed in the future).
+_PAST_WORDS = ("created", "updated", "last", "completed", "closed", "resolved", "paid", "processed",
+               "resulted", "graded", "delivered", "finished", "ended", "submitted", "received", "filed",
+               "uploaded", "registered", "joined", "hired", "onboarded", "enrolled", "acquired", "purchased")
+
+
+def date_rank(column: str) -> int | None:
+    stem = re.sub(r"_(at|on|date|by|for|time)$", "", column)
+    best: tuple[int, int] | None = None  # (matched length, rank): the most specific word wins
+    for rank, words in _RANK_WORDS:
+        for w in words:
+            if stem == w or stem.startswith(w + "_") or stem.endswith("_" + w) or f"_{w}_" in f"_{stem}_":
+                if best is None or len(w) > best[0]:
+                    best = (len(w), rank)
+    return None if best is None else best[1]
+
+
+def is_past_column(column: str) -> bool:
+    return any(w in column.split("_") for w in _PAST_WORDS)
+
+
+def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
+    """``(earlier, later, strict)`` for every date column that follows another in a record's life.
+
+    Each later column is tied to the latest-ranked column before it (ties: the first listed), so
+    created <= starts < ends <= last touched.
+    """
+    ranked = [(c, date_rank(c)) for c in date_columns]
+    out = []
+    for col, rank in ranked:
+        if rank is None or rank == 0:
+            continue
+        before = [(c, r) for c, r in ranked if r is not None and r < rank and c != col]
+        if not before:
+            continue
+        top = max(r for _, r in before)
+        prev = next(c for c, r in before if r == top)
+        out.append((prev, col, rank == 2 and top == 1))
+    return out
+
+
+def status_stamps(columns: list[str], workflow: dict[str, Any]) -> dict[str, set[str]]:
+    """``{timestamp column: statuses in which it is set}`` (``delivered_at`` ↔ status delivered).
+
+    A record has the timestamp once it has reached that status: in the status itself or any status
+    reachable from it. When the status lies on a cycle (reopen), only the status itself.
+    """
+    states = workflow["states"]
+    nexts: dict[str, set[str]] = {s: set() for s in states}
+    for tr in workflow["transitions"]:
+        for f in tr["from"]:
+            nexts.setdefault(f, set()).add(tr["to"])
+    out: dict[str, set[str]] = {}
+    for col in columns:
+        stem = re.sub(r"_(at|on|date)$", "", col)
+        if stem == col or stem not in states:
+            continue
+        reach, todo = set(), [stem]
+        while todo:
+            for n in nexts.get(todo.pop(), ()):
+                if n not in reach:
+                    reach.add(n)
+                    todo.append(n)
+        out[col] = {stem} if stem in reach else {stem} | reach
+    return out
+
+
+# ----------------------------------------------------------------------------------- value ranges
+
+#: Plausible ranges of a measured value by its metric (the metric names the unit).
+METRIC_RANGES: dict[str, tuple[float, float]] = {
+    "temperature_c": (-25.0, 40.0), "humidity_pct": (15.0, 95.0), "co2_ppm": (380.0, 2000.0), "power_w": (0.0, 3500.0),
+    "motion": (0.0, 1.0), "lux": (0.0, 2000.0), "pressure_kpa": (90.0, 110.0), "voltage_v": (100.0, 250.0),
+    "vibration_mm_s": (0.0, 25.0), "flow_lpm": (0.0, 500.0), "energy_kwh": (0.0, 100.0), "battery_pct": (0.0, 100.0),
+}
+#: Lab analytes: (unit, low, high) of reported values.
+ANALYTES: dict[str, tuple[str, float, float]] = {
+    "glucose": ("mg/dL", 60, 250), "hemoglobin": ("g/dL", 9, 18), "ldl_cholesterol": ("mg/dL", 50, 220),
+    "hdl_cholesterol": ("mg/dL", 25, 90), "triglycerides": ("mg/dL", 50, 400), "creatinine": ("mg/dL", 0.5, 2.5),
+    "potassium": ("mmol/L", 3.0, 6.0), "sodium": ("mmol/L", 128, 150), "tsh": ("mIU/L", 0.3, 8.0),
+    "hba1c": ("%", 4.5, 11.0), "wbc_count": ("10^3/uL", 3.0, 15.0), "platelets": ("10^3/uL", 120, 450),
+}
+#: Monitoring series: (unit, low, high) of their values.
+SERIES: dict[str, tuple[str, float, float]] = {
+    "cpu_utilization": ("percent", 0, 100), "memory_usage": ("percent", 0, 100), "request_latency_p99": ("ms", 20, 2000),
+    "error_rate": ("percent", 0, 10), "requests_per_second": ("per_second", 1, 5000), "disk_io": ("bytes", 0, 5e8),
+    "queue_depth": ("count", 0, 500), "active_connections": ("count", 0, 5000),
+}
+#: Entity words whose people may be minors (birth dates then cover children too).
+_MINOR_WORDS = ("child", "kid", "student", "pupil", "learner", "infant", "baby", "minor", "junior", "camper",
+                "dependent", "patient", "player", "athlete", "participant", "swimmer", "youth")
+_ANIMAL_WORDS = ("pet", "animal", "dog", "cat", "horse", "livestock", "puppy", "kitten", "fish", "zebrafish", "mouse",
+                 "mice", "rat", "cattle", "cow", "sheep", "bird", "line", "colony", "herd", "hive")
+#: Records that are adults by definition (a customer born in 2017 is impossible).
+_ADULT_WORDS = ("customer", "client", "employee", "staff", "agent", "driver", "tenant", "landlord", "buyer", "seller",
+                "applicant", "candidate", "borrower", "investor", "policyholder", "donor", "volunteer", "nurse",
+                "doctor", "physician", "technician", "courier", "contractor", "owner", "account_holder", "cardholder")
+
+
+def adults_only(entity_words: str) -> bool:
+    words = set(re.split(r"[_\s]+", entity_words))
+    return bool(words & set(_ADULT_WORDS)) and not words & set(_MINOR_WORDS + _ANIMAL_WORDS)
+
+
+def person_kind(entity_words: str) -> str:
+    """``animal``, ``any_age`` or ``adult``: who the rows of a table with a birth date are."""
+    words = set(re.split(r"[_\s]+", entity_words))
+    if words & set(_ANIMAL_WORDS):
+        return "animal"
+    if words & set(_MINOR_WORDS):
+        return "any_age"
+    return "adult"
+
+
+#: Age in years (low, high) by person kind.
+AGE_RANGES = {"adult": (18, 90), "any_age": (3, 90), "animal": (0, 20)}
+
+#: Free-text columns and the template kind that writes them.
+_TEXT_KIND_WORDS = (
+    ("message", ("body", "message", "body_text", "gift_message", "merchant_reply", "cover_letter")),
+    ("reason", ("reason", "justification", "failure_message", "deprecation_message")),
+    ("description", ("description", "summary", "contents_description", "records_description", "agenda",
+                     "hypothesis", "purpose", "goals", "criteria", "changelog", "bio", "preferences",
+                     "instructions", "delivery_instructions", "dropoff_instructions", "special_requests",
+                     "modifiers", "targeting_keywords")),
+    ("title", ("name", "title", "subject", "headline", "show_title", "campground_name", "device_name", "nickname",
+               "topic")),
+)
+
+
+def text_kind(column: str) -> str:
+    for kind, names in _TEXT_KIND_WORDS:
+        if column in names:
+            return kind
+    return "note"
+
+
+# ------------------------------------------------------------------------------ applying the rules
+
+_DATE_GENS = ("date", "datetime")
+
+
+def _date_kind(gen: dict[str, Any]) -> str | None:
+    if gen.get("gen") in _DATE_GENS:
+        return gen["gen"]
+    if gen.get("gen") == "faker" and gen.get("provider") == "date_of_birth":
+        return "date"
+    return None
+
+
+def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
+    """Rewrite an entity's generators (``ent.gens``, in place) so its rows make sense together."""
+    gens: dict[str, dict[str, Any]] = ent.gens
+    subject = ent.singular.replace("_", " ")
+    nullable = {c["name"]: c.get("nullable", True) is not False and not c.get("unique") for c in ent.columns}
+    for name, gen in list(gens.items()):
+        kind = gen.get("gen")
+        if kind == "words":
+            # Templated English about the record instead of random dictionary words.
+            gens[name] = {"gen": "text", "kind": text_kind(name), "subject": subject, "service": theme["title"],
+                          **{k: gen[k] for k in ("unique", "null_p") if k in gen}}
+        elif kind == "faker" and gen.get("provider") == "file_name":
+            gens[name] = {"gen": "text", "kind": "file", "subject": subject, **{k: gen[k] for k in ("unique", "null_p") if k in gen}}
+        elif kind == "faker" and gen.get("provider") == "date_of_birth":
+            lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
+            gens[name] = {"gen": "date", "days": [-hi * 365, -lo * 365 - 1], **({"null_p": gen["null_p"]} if "null_p" in gen else {})}
+        elif name == "age" and kind in ("int", "float"):
+            lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
+            gens[name] = {"gen": "int", "min": lo, "max": hi}
+    if "mime_type" in gens:
+        if "file_name" in gens:
+            gens["mime_type"] = {"gen": "mime_of", "of": "file_name"}
+        else:
+            gens["mime_type"] = {"gen": "choice", "values": ["application/pdf", "image/png", "image/jpeg", "text/csv"]}
+    # A measured value's range follows its metric, a lab value's unit and range its analyte.
+    if "metric" in gens and "value" in gens and gens["metric"].get("gen") == "choice":
+        gens["value"] = {"gen": "by", "column": "metric", "default": gens["value"], "cases": {
+            m: {"gen": "float", "min": lo, "max": hi, "decimals": 2 if hi - lo < 50 else 1}
+            for m, (lo, hi) in METRIC_RANGES.items() if m in gens["metric"]["values"]}}
+    if "analyte" in gens and gens["analyte"].get("gen") == "choice":
+        known = [a for a in gens["analyte"]["values"] if a in ANALYTES]
+        if "unit" in gens:
+            gens["unit"] = {"gen": "by", "column": "analyte", "default": gens["unit"],
+                            "cases": {a: {"gen": "const", "value": ANALYTES[a][0]} for a in known}}
+        if "value" in gens:
+            gens["value"] = {"gen": "by", "column": "analyte", "default": gens["value"],
+                             "cases": {a: {"gen": "float", "min": ANALYTES[a][1], "max": ANALYTES[a][2], "decimals": 2}
+                                       for a in known}}
+    if "name" in gens and gens["name"].get("gen") == "choice" and set(gens["name"]["values"]) & set(SERIES):
+        known = [n for n in gens["name"]["values"] if n in SERIES]
+        if "unit" in gens:
+            gens["unit"] = {"gen": "by", "column": "name", "default": gens["unit"],
+                            "cases": {n: {"gen": "const", "value": SERIES[n][0]} for n in known}}
+        for col in ("last_value", "alert_threshold"):
+            if col in gens:
+                gens[col] = {"gen": "by", "column": "name", "default": gens[col],
+                             "cases": {n: {"gen": "float", "min": SERIES[n][1], "max": SERIES[n][2], "decimals": 1}
+                                       for n in known}}
+    # Dates in a record's order: each later date drawn after the one before it.
+    dates = [c for c, g in gens.items() if _date_kind(g) and c != "status_changed_at" and "birth" not in c]
+    for earlier, later, strict in ordered_pairs(dates):
+        old = gens[later]
+        lo, hi = old.get("days", [-365, 0])
+        span = max(1, min(int(hi - lo) or 1, 120))
+        start = (1 if _date_kind(old) == "date" else 1 / 24) if strict else 0
+        gens[later] = {"gen": "after", "of": earlier, "kind": _date_kind(old), "days": [start, max(start, span)],
+                       "else_days": [lo, hi], "not_after_now": is_past_column(later) or hi <= 0,
+                       **({"null_p": old["null_p"]} if "null_p" in old else {})}
+    if ent.workflow:
+        firsts = [c for c in dates if date_rank(c) in (0, 1)]
+        if firsts and "status_changed_at" in gens:
+            gens["status_changed_at"] = {"gen": "after", "of": firsts[0], "kind": "datetime", "days": [0, 90],
+                                         "else_days": [-90, 0], "not_after_now": True}
+        for col, states in status_stamps(list(gens), ent.workflow).items():
+            if nullable.get(col, True):
+                gens[col] = {"gen": "when", "column": "status", "in": sorted(states),
+                             "then": {k: v for k, v in gens[col].items() if k != "null_p"}}
+    ent.gens = _dependency_order(gens)
+
+
+def _sources(gen: dict[str, Any]) -> set[str]:
+    out = {gen[k] for k in ("of", "column") if isinstance(gen.get(k), str)}
+    for sub in [gen.get("then"), gen.get("default"), *(gen.get("cases") or {}).values()]:
+        if isinstance(sub, dict):
+            out |= _sources(sub)
+    return out
+
+
+def _dependency_order(gens: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """Generators ordered so that every column a generator reads is generated before it."""
+    out: dict[str, dict[str, Any]] = {}
+    pending = dict(gens)
+    while pending:
+        progressed = False
+        for name, gen in list(pending.items()):
+            if all(src in out or src not in gens for src in _sources(gen)):
+                out[name] = pending.pop(name)
+                progressed = True
+        if not progressed:  # a cycle cannot arise from the rules above; keep the rest in place
+            out.update(pending)
+            break
+    return out

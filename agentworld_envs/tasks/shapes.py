@@ -1,0 +1,237 @@
+"""Task shapes whose difficulty is reasoning about rules and state, not chain length.
+
+* **Rule tasks** (``rule_threshold``, ``time_window``): a status change the policy allows by its
+  lifecycle, on a record that meets — or breaks — one of the theme's enforced business rules
+  (an amount limit, a lead time, a time window). The trap must be refused with the reason.
+* **Multi-constraint selection**: the one record meeting several conditions at once.
+* **Compare-then-act**: act on the result of an aggregate (the child with the highest amount).
+* **Create-record**: a new record with the fields the request gives, linked to its parent.
+
+Each function takes the :class:`~agentworld_envs.tasks.generate.Generator` of one candidate and
+returns a :class:`~agentworld_envs.tasks.generate.Part`, or raises ``Skip`` where the shape does
+not fit the environment or the drawn records.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ..language import flag_words, indefinite, verb_phrase
+from ..rules import Rule
+from .generate import Generator, Part, Skip, call, fmt_value
+from .model import TableInfo, words
+
+RULE_KINDS = {"rule_threshold": ("threshold",), "time_window": ("min_lead_time", "max_age")}
+
+
+def _verb(gen: Generator, tool: dict[str, Any], t: TableInfo) -> str:
+    return gen.verb(tool, t).replace(" ", "_")
+
+
+def rule_task(gen: Generator, shape: str, trap: bool) -> Part:
+    """A transition on a record that meets (or, for a trap, breaks) an enforced rule of ``shape``."""
+    rules = [r for r in gen.m.spec.get("rules", []) if r["kind"] in RULE_KINDS[shape] and r["tool"] in gen.m.tools]
+    if not rules:
+        raise Skip("no rule of this shape")
+    rule = gen.rng.choice(rules)
+    tool = gen.m.tools[rule["tool"]]
+    t = gen.m.tables[rule["table"]]
+    if not t.label:
+        raise Skip("no label lookup")
+    impl = tool["impl"]
+    marks = ", ".join("?" * len(impl["from"]))
+    cond = Rule.from_json(rule).sql(gen.m.spec["now"])
+    where = f'"{impl["column"]}" IN ({marks}) AND "{rule["column"]}" IS NOT NULL AND ' + (f"NOT ({cond})" if trap else f"({cond})")
+    row = gen.pick_row(t, where, tuple(impl["from"]))
+    desc = gen.describe(t, row)
+    steps = [gen.find(t, row)]
+    gen.run(steps[0]["name"], **steps[0]["arguments"])
+    args = gen.transition_args(tool, row["id"])
+    act = verb_phrase(_verb(gen, tool, t), desc)
+    why = f" The reason is: {args['reason']}." if "reason" in args else ""
+    text = gen.rng.choice([f"Please {act}.{why}", f"Could you {act}?{why}", f"I need you to {act}.{why}"])
+    if trap:
+        value = row[rule["column"]]
+        limit = fmt_value(rule["value"]) if rule["kind"] == "threshold" else f"{rule['value']:g}"
+        refusal = f"I cannot {act}: {rule['text']} ({words(rule['column'])}: {fmt_value(value)})"
+        # Saying why means citing the rule's figure or the record's value that breaks it.
+        reasons = [[limit], [fmt_value(value)]] if rule["kind"] == "threshold" else [[limit], [str(value)[:10]]]
+        check = {"reasons": reasons, "candidates": [], "values": [], "exclude": [], "results": [impl["to"]],
+                 "about": [str(v) for v in steps[0]["arguments"].values()]}
+        return Part(steps, text, refusal=refusal, refusal_check=check, structure="conditional", rule=rule["text"])
+    gen.run(tool["name"], **args)
+    check = gen.row_check(t.name, row["id"], exclude={"status_reason"}, desc=f"{t.singular} changed within the rule")
+    return Part(steps + [call(tool["name"], **args)], text, checks=[check], writes=True, structure="conditional",
+                rule=rule["text"])
+
+
+def _search_tool(gen: Generator, t: TableInfo) -> dict[str, Any] | None:
+    return gen.m.tools.get(t.search) if t.search else None
+
+
+def multi_constraint(gen: Generator) -> Part:
+    """The single record meeting two or three conditions (status or category, and a numeric bound)."""
+    options = []
+    for t in gen.m.tables.values():
+        tool = _search_tool(gen, t)
+        if tool is None or not t.label:
+            continue
+        flts = tool["impl"].get("filters", [])
+        eqs = [f for f in flts if f["op"] == "eq" and t.cols.get(f["column"], {}).get("enum")]
+        ranges = [f for f in flts if f["op"] in ("gte", "lte") and t.cols.get(f["column"], {}).get("type") in ("INTEGER", "REAL")]
+        if eqs and ranges:
+            options.append((t, tool, eqs, ranges))
+    if not options:
+        raise Skip("no search with enum and range filters")
+    t, tool, eqs, ranges = gen.rng.choice(options)
+    row = gen.pick_row(t)
+    chosen_eq = gen.rng.sample(eqs, min(len(eqs), gen.rng.choice([1, 2])))
+    rng_f = gen.rng.choice(ranges)
+    if any(row.get(f["column"]) is None for f in chosen_eq) or row.get(rng_f["column"]) is None:
+        raise Skip("target has empty fields")
+    args: dict[str, Any] = {f["param"]: row[f["column"]] for f in chosen_eq}
+    args[rng_f["param"]] = row[rng_f["column"]]
+    limit_param = tool["impl"].get("limit", {}).get("param")
+    if limit_param:
+        args[limit_param] = 50
+    res = gen.run(tool["name"], **args)
+    if res["total"] != 1 or res["results"][0]["id"] != row["id"]:
+        raise Skip("conditions do not single out one record")
+    parts = [f"is {words(str(row[f['column']]))}" if f["column"] == "status" else
+             f"has {words(f['column'])} {words(str(row[f['column']]))}" for f in chosen_eq]
+    bound = "at least" if rng_f["op"] == "gte" else "at most"
+    parts.append(f"has {indefinite(words(rng_f['column']))} of {bound} {fmt_value(row[rng_f['column']])}")
+    conds = ", ".join(parts[:-1]) + f" and {parts[-1]}"
+    text = gen.rng.choice([f"Which {t.singular} {conds}? Give me its {words(t.label)}.",
+                           f"I'm looking for the one {t.singular} that {conds}. What is its {words(t.label)}?"])
+    return Part([call(tool["name"], **args)], text, answer=("exact", str(row[t.label])),
+                candidates=[f"{t.name}.{t.label}"], structure="branching")
+
+
+def compare_then_act(gen: Generator) -> Part:
+    """Among a parent's children in one status, change the one with the highest (or lowest) value."""
+    combos = []
+    for p in gen.anchors():
+        for ct, fk in p.children:
+            c = gen.m.tables[ct]
+            st = c.status_col()
+            if not (c.search and st and fk in c.search_params and st in c.search_params and c.label):
+                continue
+            nums = [k for k, v in c.cols.items() if v["type"] in ("REAL", "INTEGER") and k not in c.fks and k != "id"]
+            for tr in c.transitions:
+                for col in nums:
+                    combos.append((p, c, fk, st, tr, col))
+    if not combos:
+        raise Skip("no parent with changeable numeric children")
+    p, c, fk, st, tr, col = gen.rng.choice(combos)
+    s = gen.rng.choice(tr["impl"]["from"])
+    groups = gen.conn.execute(
+        f'SELECT "{fk}" FROM "{c.name}" WHERE "{st}" = ? AND "{fk}" IS NOT NULL AND "{col}" IS NOT NULL '
+        f'GROUP BY 1 HAVING COUNT(*) BETWEEN 2 AND 8 ORDER BY 1', (s,)).fetchall()
+    if not groups:
+        raise Skip("no parent with several children in that status")
+    pid = gen.rng.choice(groups)[0]
+    prow = gen.m.rows(gen.conn, p.name, "id = ?", (pid,))[0]
+    if prow.get(p.label) is None:
+        raise Skip("parent has no label")
+    highest = gen.rng.random() < 0.6
+    desc = gen.describe(p, prow)
+    steps = [gen.find(p, prow)]
+    gen.run(steps[0]["name"], **steps[0]["arguments"])
+    rows, calls = gen.page(c, {c.search_params[fk]: pid, c.search_params[st]: s})
+    steps += calls
+    vals = sorted((r[col] for r in rows if r[col] is not None), reverse=highest)
+    if len(vals) < 2 or vals[0] == vals[1]:
+        raise Skip("tie")
+    target = next(r for r in rows if r[col] == vals[0])
+    args = gen.transition_args(tr, target["id"])
+    gen.run(tr["name"], **args)          # a rule may refuse it: then the candidate is skipped
+    steps.append(call(tr["name"], **args))
+    which = "highest" if highest else "lowest"
+    act = verb_phrase(_verb(gen, tr, c), f"the one with the {which} {words(col)}")
+    why = f" Reason: {args['reason']}." if "reason" in args else ""
+    text = gen.rng.choice([f"Of the {words(s)} {c.plural} of {desc}, {act}.{why}",
+                           f"Look at the {words(s)} {c.plural} of {desc} and {act}.{why}"])
+    check = gen.row_check(c.name, target["id"], exclude={"status_reason"}, desc=f"the {which} {words(col)} {c.singular} changed")
+    return Part(steps, text, checks=[check], writes=True, structure="aggregation")
+
+
+def _fresh_text(gen: Generator, t: TableInfo, col: str, template: Any) -> str | None:
+    """A value for a unique text column that no row has yet, shaped like ``template``."""
+    if not isinstance(template, str):
+        return None
+    for _ in range(20):
+        if "@" in template:
+            local, _, domain = template.partition("@")
+            value = f"{local}{gen.rng.randint(10, 99)}@{domain}"
+        else:
+            value = "".join(str(gen.rng.randrange(10)) if ch.isdigit() else ch for ch in template)
+        if not gen.conn.execute(f'SELECT 1 FROM "{t.name}" WHERE "{col}" = ?', (value,)).fetchone():
+            return value
+    return None
+
+
+def create_record(gen: Generator) -> Part:
+    """Create a record with the fields the request spells out, linked to a parent found by its label."""
+    creates = [tool for tool in gen.m.tools.values() if tool["impl"]["kind"] == "create" and tool["impl"]["table"] in gen.m.tables]
+    if not creates:
+        raise Skip("no create tool")
+    tool = gen.rng.choice(creates)
+    t = gen.m.tables[tool["impl"]["table"]]
+    props = tool["parameters"]["properties"]
+    required = set(tool["parameters"].get("required", []))
+    template = gen.pick_row(t) if t.label else gen.m.rows(gen.conn, t.name, "1 ORDER BY id LIMIT 1")[0]
+    steps: list[dict[str, Any]] = []
+    args: dict[str, Any] = {}
+    phrases: list[str] = []
+    parent_desc = ""
+    optional = [p for p in props if p not in required]
+    gen.rng.shuffle(optional)
+    for param in sorted(required) + optional[:2]:
+        col = t.cols.get(param)
+        if col is None:
+            continue
+        if param in t.fks:
+            parent = gen.m.tables[t.fks[param]]
+            if not parent.label or parent_desc:
+                if param in required:
+                    raise Skip("a required link cannot be looked up")
+                continue
+            prow = gen.pick_row(parent)
+            step = gen.find(parent, prow)
+            gen.run(step["name"], **step["arguments"])
+            steps.append(step)
+            args[param] = prow["id"]
+            parent_desc = gen.describe(parent, prow)
+            continue
+        value = template.get(param)
+        if col.get("unique"):
+            value = _fresh_text(gen, t, param, value)
+        if value is None or (isinstance(value, str) and (not value or len(value) > 60)):
+            if param in required:
+                raise Skip("no value for a required field")
+            continue
+        if col["type"] == "BOOLEAN":
+            value = bool(value)
+        args[param] = value
+        if isinstance(value, bool):
+            phrases.append(flag_words(param, value))
+        elif col.get("enum"):
+            phrases.append(f"{words(param)} {words(str(value))}")
+        else:
+            phrases.append(f"{words(param)} {fmt_value(value)}")
+    if len(phrases) < 2:
+        raise Skip("too few fields to state")
+    res = gen.run(tool["name"], **args)
+    steps.append(call(tool["name"], **args))
+    verb = tool["name"].split("_", 1)[0]
+    listing = ", ".join(phrases[:-1]) + f" and {phrases[-1]}"
+    link = f" for {parent_desc}" if parent_desc else ""
+    text = gen.rng.choice([f"Please {verb} a new {t.singular}{link} with {listing}.",
+                           f"{verb.capitalize()} {indefinite(t.singular)}{link}: {listing}."])
+    new_id = res["created"]["id"]
+    check = gen.row_check(t.name, new_id, desc=f"the new {t.singular} as requested")
+    check["query"] = check["query"].replace("WHERE id = ?", "ORDER BY id DESC LIMIT 1")
+    check["params"] = []
+    return Part(steps, text, checks=[check], writes=True, structure="linear")
+

@@ -1,0 +1,71 @@
+"""Readable seeded text for synthesised records: titles, descriptions, notes, reasons and messages.
+
+Random dictionary words ("responsibility owner east ball Republican") teach a model noise, so the
+``text`` generator composes short English from templates about the record itself: its subject
+(the service's word for the record, e.g. "upgrade campaign") and the service's title. The phrases
+are operational and domain-neutral, so they read right in any theme.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+TEXT_KINDS = ("title", "description", "note", "reason", "message", "file")
+
+QUALIFIERS = ("Annual", "Spring", "Summer", "Autumn", "Winter", "Q1", "Q2", "Q3", "Q4", "North", "South", "East",
+              "West", "Central", "Riverside", "Downtown", "Harbor", "Hillside", "Lakeside", "Parkview", "Main",
+              "Express", "Premier", "Core", "Pilot", "Standard", "Advanced", "Intro", "Community", "Evening",
+              "Morning", "Weekend", "Family", "Flagship", "Regional", "Priority", "Classic", "Starter", "Pro",
+              "Essential", "Signature", "Select", "Heritage", "Summit", "Horizon", "Keystone", "Evergreen",
+              "Cornerstone", "Beacon", "Meridian")
+
+DESCRIPTION_DETAILS = (
+    "covers the standard scope agreed with the customer", "prepared ahead of the next review",
+    "includes the agreed terms and contacts", "set up at the customer's request",
+    "tracked by the operations team", "follows the usual checklist", "with priority handling requested",
+    "updated after the last review", "kept for reference and audits", "shared with the account team",
+    "used for day-to-day operations", "replacing an older version",
+)
+NOTES = (
+    "Follow up next week.", "Confirmed by phone.", "Waiting on paperwork.", "Checked against the records; all in order.",
+    "Left a voicemail; no answer yet.", "Scheduled with the team lead.", "Discussed with the team; decision expected by Friday.",
+    "Second reminder sent.", "No issues found.", "Needs sign-off from a manager.", "Updated details on request.",
+    "Flagged for the next review.", "Double-checked the figures.", "Waiting for approval.", "All documents received.",
+    "Handle this one first this week.",
+)
+REASONS = ("Requested by the customer", "Duplicate entry", "Entered in error", "Budget change",
+           "Schedule conflict", "No longer needed", "Replaced by a newer record", "Policy update")
+MESSAGES = (
+    "Hi, just checking in on the {subject}. Let me know if you need anything else.",
+    "Thanks for the update on the {subject}; I will review it today.",
+    "Could you confirm the details of the {subject} before Friday?",
+    "The {subject} is ready for your review.",
+    "Reminder: the {subject} needs your attention this week.",
+    "Following up on the {subject} we discussed yesterday.",
+)
+
+
+def text_drawer(g: dict[str, Any], rng: random.Random) -> Callable[[int, dict[str, Any]], str]:
+    """A ``draw(row_index, row)`` for ``{"gen": "text", "kind": K, "subject": S, "service": T}``."""
+    kind = g["kind"]
+    subject = str(g.get("subject", "record"))
+    service = str(g.get("service", "the service"))
+    if kind == "title":
+        return lambda i, row: f"{rng.choice(QUALIFIERS)} {subject}"
+    if kind == "description":
+        head = subject[:1].upper() + subject[1:]
+        return lambda i, row: f"{head} for {service}, {rng.choice(DESCRIPTION_DETAILS)}."
+    if kind == "note":
+        return lambda i, row: rng.choice(NOTES)
+    if kind == "reason":
+        return lambda i, row: rng.choice(REASONS)
+    if kind == "message":
+        return lambda i, row: rng.choice(MESSAGES).format(subject=subject)
+    if kind == "file":
+        # A file name a person would save: the record's subject, a serial and a document extension.
+        stem = "_".join(subject.lower().split()) or "file"
+        exts = list(g.get("exts") or ("pdf", "docx", "xlsx", "csv", "png", "jpg"))
+        return lambda i, row: f"{stem}_{i + 1:04d}.{rng.choice(exts)}"
+    raise ValueError(f"unknown text kind {kind!r}; one of {', '.join(TEXT_KINDS)}")
