@@ -1,4 +1,4 @@
-"""CI's registry validation: a fixed random sample of 100 environments plus all of one category.
+"""CI's registry validation (lint included): a fixed random sample of 100 environments plus all of one category.
 
 The full run (all 2,000) is ``agentworld validate --all --json --jobs 2``; see the README.
 """
@@ -29,4 +29,5 @@ def test_validate_ci_sample():
         assert r["check_env"] and r["deterministic"], r["env_id"]
         assert r["tasks"] >= 10, r["env_id"]
         assert r["solution_pass"] == r["noop_fail"] == r["random_fail"] == r["nearmiss_fail"] == r["tasks"], r
+        assert r["lint_violations"] == 0, r.get("lint")
     assert out.returncode == 0

@@ -127,6 +127,18 @@ class Generator:
         name = tool["name"]
         return words(name[: -len(stem) - 1]) if name.endswith("_" + stem) else words(name)
 
+    def pick_parent(self, p: TableInfo, c: TableInfo, fk: str, where: str = "1", params: tuple = (),
+                    lo: int = 2, hi: int = 120) -> dict[str, Any]:
+        """A random row of ``p`` with ``lo``..``hi`` children in ``c`` (via ``fk``) matching ``where``."""
+        rows = self.conn.execute(f'SELECT "{fk}" FROM "{c.name}" WHERE {where} AND "{fk}" IS NOT NULL GROUP BY 1 '
+                                 f"HAVING COUNT(*) BETWEEN ? AND ? ORDER BY 1", (*params, lo, hi)).fetchall()
+        if not rows:
+            raise Skip("no parent with children")
+        prow = self.m.rows(self.conn, p.name, "id = ?", (self.rng.choice(rows)[0],))[0]
+        if prow.get(p.label) is None:
+            raise Skip("parent has no label")
+        return prow
+
     def related(self, fk: str, parent: str, desc: str) -> str:
         """The parent a key points at, said in words: "the nurse of …", "the origin warehouse of …",
         "the workspace member that … was created by"."""
@@ -514,14 +526,8 @@ class Generator:
         col = self.rng.choice(nums) if func != "count" else None
         st = c.status_col()
         where: dict[str, Any] = {}
-        rows_q = self.conn.execute(f'SELECT "{fk}", COUNT(*) FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 '
-                                   f"HAVING COUNT(*) BETWEEN 2 AND 120 ORDER BY 1").fetchall()
-        if not rows_q:
-            raise Skip("no parent with children")
-        pid = self.rng.choice(rows_q)[0]
-        prow = self.m.rows(self.conn, p.name, "id = ?", (pid,))[0]
-        if prow.get(p.label) is None:
-            raise Skip("no label")
+        prow = self.pick_parent(p, c, fk)
+        pid = prow["id"]
         search = {c.search_params[fk]: pid}
         extra = ""
         if st and st in c.search_params and self.rng.random() < 0.5:

@@ -125,15 +125,8 @@ def compare_then_act(gen: Generator) -> Part:
         raise Skip("no parent with changeable numeric children")
     p, c, fk, st, tr, col = gen.rng.choice(combos)
     s = gen.rng.choice(tr["impl"]["from"])
-    groups = gen.conn.execute(
-        f'SELECT "{fk}" FROM "{c.name}" WHERE "{st}" = ? AND "{fk}" IS NOT NULL AND "{col}" IS NOT NULL '
-        f'GROUP BY 1 HAVING COUNT(*) BETWEEN 2 AND 8 ORDER BY 1', (s,)).fetchall()
-    if not groups:
-        raise Skip("no parent with several children in that status")
-    pid = gen.rng.choice(groups)[0]
-    prow = gen.m.rows(gen.conn, p.name, "id = ?", (pid,))[0]
-    if prow.get(p.label) is None:
-        raise Skip("parent has no label")
+    prow = gen.pick_parent(p, c, fk, f'"{st}" = ? AND "{col}" IS NOT NULL', (s,), hi=8)
+    pid = prow["id"]
     highest = gen.rng.random() < 0.6
     desc = gen.describe(p, prow)
     steps = [gen.find(p, prow)]
