@@ -171,12 +171,12 @@ def _fresh_text(gen: Generator, t: TableInfo, col: str, template: Any) -> str | 
     return None
 
 
-def create_record(gen: Generator) -> Part:
-    """Create a record with the fields the request spells out, linked to a parent found by its label."""
-    creates = [tool for tool in gen.m.tools.values() if tool["impl"]["kind"] == "create" and tool["impl"]["table"] in gen.m.tables]
-    if not creates:
-        raise Skip("no create tool")
-    tool = gen.rng.choice(creates)
+def _create_request(gen: Generator, tool: dict[str, Any], link: tuple[str, dict[str, Any]] | None = None):
+    """The lookups, arguments and wording of a request to create one record with ``tool``.
+
+    ``link`` = (key column, parent row) fixes the parent; otherwise one is drawn. Nothing is created.
+    Returns (steps, args, text, table).
+    """
     t = gen.m.tables[tool["impl"]["table"]]
     props = tool["parameters"]["properties"]
     required = set(tool["parameters"].get("required", []))
@@ -187,17 +187,21 @@ def create_record(gen: Generator) -> Part:
     parent_desc = ""
     optional = [p for p in props if p not in required]
     gen.rng.shuffle(optional)
-    for param in sorted(required) + optional[:2]:
+    params = sorted(required) + optional[:2]
+    if link and link[0] not in params:
+        params.append(link[0])
+    for param in params:
         col = t.cols.get(param)
         if col is None:
             continue
         if param in t.fks:
             parent = gen.m.tables[t.fks[param]]
-            if not parent.label or parent_desc:
+            forced = link is not None and param == link[0]
+            if not parent.label or (parent_desc and not forced) or (link is not None and not forced):
                 if param in required:
                     raise Skip("a required link cannot be looked up")
                 continue
-            prow = gen.pick_row(parent)
+            prow = link[1] if forced else gen.pick_row(parent)
             step = gen.find(parent, prow)
             gen.run(step["name"], **step["arguments"])
             steps.append(step)
@@ -222,16 +226,52 @@ def create_record(gen: Generator) -> Part:
             phrases.append(f"{words(param)} {fmt_value(value)}")
     if len(phrases) < 2:
         raise Skip("too few fields to state")
-    res = gen.run(tool["name"], **args)
-    steps.append(call(tool["name"], **args))
     verb = tool["name"].split("_", 1)[0]
     listing = ", ".join(phrases[:-1]) + f" and {phrases[-1]}"
-    link = f" for {parent_desc}" if parent_desc else ""
-    text = gen.rng.choice([f"Please {verb} a new {t.singular}{link} with {listing}.",
-                           f"{verb.capitalize()} {indefinite(t.singular)}{link}: {listing}."])
-    new_id = res["created"]["id"]
-    check = gen.row_check(t.name, new_id, desc=f"the new {t.singular} as requested")
+    where = f" for {parent_desc}" if parent_desc else ""
+    text = gen.rng.choice([f"Please {verb} a new {t.singular}{where} with {listing}.",
+                           f"{verb.capitalize()} {indefinite(t.singular)}{where}: {listing}."])
+    return steps, args, text, t
+
+
+def create_record(gen: Generator) -> Part:
+    """Create a record with the fields the request spells out, linked to a parent found by its label."""
+    creates = [tool for tool in gen.m.tools.values() if tool["impl"]["kind"] == "create" and tool["impl"]["table"] in gen.m.tables]
+    if not creates:
+        raise Skip("no create tool")
+    tool = gen.rng.choice(creates)
+    steps, args, text, t = _create_request(gen, tool)
+    res = gen.run(tool["name"], **args)
+    steps.append(call(tool["name"], **args))
+    check = gen.row_check(t.name, res["created"]["id"], desc=f"the new {t.singular} as requested")
     check["query"] = check["query"].replace("WHERE id = ?", "ORDER BY id DESC LIMIT 1")
     check["params"] = []
     return Part(steps, text, checks=[check], writes=True, structure="linear")
 
+
+def quota_task(gen: Generator, trap: bool) -> Part:
+    """Create a record for a parent below its quota of open records, or (trap) refuse one at the quota."""
+    rules = [Rule.from_json(r) for r in gen.m.spec.get("rules", []) if r["kind"] == "quota" and r["tool"] in gen.m.tools]
+    if not rules:
+        raise Skip("no quota rule")
+    rule = gen.rng.choice(rules)
+    tool = gen.m.tools[rule.tool]
+    parent = gen.m.tables[gen.m.tables[rule.table].fks[rule.column]]
+    if not parent.label:
+        raise Skip("parent has no label")
+    count = rule.active_count(f'"{parent.name}".id')
+    prow = gen.pick_row(parent, f"{count} {'>=' if trap else '<'} ?", (int(rule.value),))
+    steps, args, text, t = _create_request(gen, tool, (rule.column, prow))
+    if trap:
+        held = gen.conn.execute(f'SELECT {count} FROM "{parent.name}" WHERE id = ?', (prow["id"],)).fetchone()[0]
+        desc = gen.describe(parent, prow)
+        refusal = (f"I cannot add the new {t.singular} for {desc}: {rule.text} It already has {held}.")
+        check = {"reasons": [[fmt_value(int(rule.value))], [fmt_value(held)]], "candidates": [], "values": [],
+                 "exclude": [], "results": ["created", "added"], "about": [str(a) for a in args.values()][:3]}
+        return Part(steps, text, refusal=refusal, refusal_check=check, structure="conditional", rule=rule.text)
+    res = gen.run(tool["name"], **args)
+    steps.append(call(tool["name"], **args))
+    check = gen.row_check(t.name, res["created"]["id"], desc=f"the new {t.singular} within the quota")
+    check["query"] = check["query"].replace("WHERE id = ?", "ORDER BY id DESC LIMIT 1")
+    check["params"] = []
+    return Part(steps, text, checks=[check], writes=True, structure="conditional", rule=rule.text)
