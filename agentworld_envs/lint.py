@@ -11,6 +11,7 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``date_order``      paired dates out of order (an end before its start, an update before creation)
 ``status_stamp``    a status timestamp missing for a record in that status, or set before it got there
 ``value_range``     a value outside its semantic range (percentages, temperatures, readings, ages, counts)
+``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price)
 ``mime_mismatch``   a file's MIME type that does not match its extension
 ``word_salad``      free text of four or more words with no function word ("owner east ball Republican")
 ``grammar``         instruction smells: "the is <flag>", doubled words, dangling prepositions,
@@ -37,7 +38,7 @@ from .language import singular
 from .synthesis import semantics
 
 RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
-         "value_range", "mime_mismatch", "word_salad", "grammar")
+         "value_range", "impossible", "mime_mismatch", "word_salad", "grammar")
 #: Violations kept per rule per env (the count is always exact).
 MAX_EXAMPLES = 5
 
@@ -171,6 +172,19 @@ def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[
                     yield Violation("status_stamp", f"{table}.{col}",
                                     f"{missing} rows in that status without it, {early} rows with it in another status")
         yield from _check_ranges(conn, table, cols, spec["now"][:10])
+        for total, parts in semantics.TOTALS:
+            present = [p for p in parts if p in cols]
+            if total in cols and parts[0] in present and len(present) >= 2:
+                expr = " + ".join(f"COALESCE({q(p)}, 0)" for p in present)
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(total)} IS NOT NULL AND "
+                                 f"abs({q(total)} - ({expr})) > 0.011").fetchone()[0]
+                if n:
+                    yield Violation("impossible", f"{table}.{total}", f"{n} rows whose {total} is not {' + '.join(present)}")
+        if {"quantity", "unit_price", "line_total"} <= set(cols):
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE line_total IS NOT NULL AND "
+                             f"abs(line_total - quantity * unit_price) > 0.011").fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.line_total", f"{n} rows whose line_total is not quantity x unit_price")
         if "file_name" in cols and "mime_type" in cols:
             bad = sum(1 for f, m in conn.execute(f"SELECT file_name, mime_type FROM {q(table)} WHERE file_name IS NOT NULL")
                       if m != mime_type(f))

@@ -247,8 +247,11 @@ def test_lint_catches_impossible_data():
     conn.execute("INSERT INTO orders VALUES (2, 'delivered', '2026-01-05T10:00:00Z', '2026-01-02T10:00:00Z', NULL, 150, "
                  "'pressure.flac', 'application/pdf', 'responsibility owner east ball Republican')")
     conn.execute("INSERT INTO customers VALUES (2, '2017-03-01')")
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, subtotal REAL, tax_amount REAL, total_amount REAL)")
+    spec["tables"].append({"name": "invoices", "columns": [{"name": n, "type": "REAL"} for n in ("subtotal", "tax_amount", "total_amount")]})
+    conn.execute("INSERT INTO invoices VALUES (1, 100, 8, 108), (2, 100, 8, 250)")
     rules = {v.rule for v in check_data(spec, conn)}
-    assert {"date_order", "status_stamp", "value_range", "mime_mismatch", "word_salad"} <= rules
+    assert {"date_order", "status_stamp", "value_range", "mime_mismatch", "word_salad", "impossible"} <= rules
 
 
 def test_lint_catches_instruction_smells():

@@ -257,6 +257,9 @@ def person_kind(entity_words: str) -> str:
 #: Age in years (low, high) by person kind.
 AGE_RANGES = {"adult": (18, 90), "any_age": (3, 90), "animal": (0, 20)}
 
+#: Totals and the amounts they add up (the first part must be present).
+TOTALS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")),)
+
 #: Free-text columns and the template kind that writes them.
 _TEXT_KIND_WORDS = (
     ("message", ("body", "message", "body_text", "gift_message", "merchant_reply", "cover_letter")),
@@ -338,6 +341,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 gens[col] = {"gen": "by", "column": "name", "default": gens[col],
                              "cases": {n: {"gen": "float", "min": SERIES[n][1], "max": SERIES[n][2], "decimals": 1}
                                        for n in known}}
+    # Totals add up: an order's total is its subtotal plus tax and shipping; a line is quantity x price.
+    for total, parts in TOTALS:
+        present = [p for p in parts if p in gens]
+        if total in gens and parts[0] in present and len(present) >= 2:
+            gens[total] = {"gen": "sum", "of": present}
+    if {"quantity", "unit_price", "line_total"} <= set(gens):
+        gens["line_total"] = {"gen": "product", "of": ["quantity", "unit_price"]}
     # Dates in a record's order: each later date drawn after the one before it.
     dates = [c for c, g in gens.items() if _date_kind(g) and c != "status_changed_at" and "birth" not in c]
     for earlier, later, strict in ordered_pairs(dates):
@@ -362,6 +372,8 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
 
 def _sources(gen: dict[str, Any]) -> set[str]:
     out = {gen[k] for k in ("of", "column") if isinstance(gen.get(k), str)}
+    if isinstance(gen.get("of"), list):
+        out |= set(gen["of"])
     for sub in [gen.get("then"), gen.get("default"), *(gen.get("cases") or {}).values()]:
         if isinstance(sub, dict):
             out |= _sources(sub)
