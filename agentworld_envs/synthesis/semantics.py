@@ -136,7 +136,7 @@ _RANK_WORDS = (
          "launched", "ship", "shipped", "dispatched")),
     (2, ("end", "ends", "ended", "finished", "completed", "closed", "resolved", "period_end", "valid_until",
          "expires", "expiration", "expiry", "due", "return", "termination", "closes", "target_end",
-         "estimated_delivery", "delivered", "paid", "processed", "resulted", "graded", "deadline", "respond_by",
+         "estimated_delivery", "delivered", "resulted", "graded", "deadline", "respond_by",
          "evidence_due_by", "decision_due", "current_period_end", "expected_close", "next_due")),
     (3, ("updated", "last",)),
 )
@@ -233,17 +233,6 @@ _MINOR_WORDS = ("child", "kid", "student", "pupil", "learner", "infant", "baby",
                 "dependent", "patient", "player", "athlete", "participant", "swimmer", "youth")
 _ANIMAL_WORDS = ("pet", "animal", "dog", "cat", "horse", "livestock", "puppy", "kitten", "fish", "zebrafish", "mouse",
                  "mice", "rat", "cattle", "cow", "sheep", "bird", "line", "colony", "herd", "hive")
-#: Records that are adults by definition (a customer born in 2017 is impossible).
-_ADULT_WORDS = ("customer", "client", "employee", "staff", "agent", "driver", "tenant", "landlord", "buyer", "seller",
-                "applicant", "candidate", "borrower", "investor", "policyholder", "donor", "volunteer", "nurse",
-                "doctor", "physician", "technician", "courier", "contractor", "owner", "account_holder", "cardholder")
-
-
-def adults_only(entity_words: str) -> bool:
-    words = set(re.split(r"[_\s]+", entity_words))
-    return bool(words & set(_ADULT_WORDS)) and not words & set(_MINOR_WORDS + _ANIMAL_WORDS)
-
-
 def person_kind(entity_words: str) -> str:
     """``animal``, ``any_age`` or ``adult``: who the rows of a table with a birth date are."""
     words = set(re.split(r"[_\s]+", entity_words))
@@ -308,7 +297,9 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens[name] = {"gen": "text", "kind": "file", "subject": subject, **{k: gen[k] for k in ("unique", "null_p") if k in gen}}
         elif kind == "faker" and gen.get("provider") == "date_of_birth":
             lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
-            gens[name] = {"gen": "date", "days": [-hi * 365, -lo * 365 - 1], **({"null_p": gen["null_p"]} if "null_p" in gen else {})}
+            # 365.25-day years with a two-day margin, so nobody is a day short of the minimum age.
+            gens[name] = {"gen": "date", "days": [int(-hi * 365.25), int(-lo * 365.25) - 2],
+                          **({"null_p": gen["null_p"]} if "null_p" in gen else {})}
         elif name == "age" and kind in ("int", "float"):
             lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
             gens[name] = {"gen": "int", "min": lo, "max": hi}
@@ -322,8 +313,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         gens["value"] = {"gen": "by", "column": "metric", "default": gens["value"], "cases": {
             m: {"gen": "float", "min": lo, "max": hi, "decimals": 2 if hi - lo < 50 else 1}
             for m, (lo, hi) in METRIC_RANGES.items() if m in gens["metric"]["values"]}}
+    def allowed(column: str, value: str) -> bool:
+        """A derived value must be one the column accepts (its enum, or its choice list)."""
+        gen = gens.get(column, {})
+        return gen.get("gen") != "choice" or value in gen["values"]
+
     if "analyte" in gens and gens["analyte"].get("gen") == "choice":
-        known = [a for a in gens["analyte"]["values"] if a in ANALYTES]
+        known = [a for a in gens["analyte"]["values"] if a in ANALYTES and allowed("unit", ANALYTES[a][0])]
         if "unit" in gens:
             gens["unit"] = {"gen": "by", "column": "analyte", "default": gens["unit"],
                             "cases": {a: {"gen": "const", "value": ANALYTES[a][0]} for a in known}}
@@ -332,7 +328,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                              "cases": {a: {"gen": "float", "min": ANALYTES[a][1], "max": ANALYTES[a][2], "decimals": 2}
                                        for a in known}}
     if "name" in gens and gens["name"].get("gen") == "choice" and set(gens["name"]["values"]) & set(SERIES):
-        known = [n for n in gens["name"]["values"] if n in SERIES]
+        known = [n for n in gens["name"]["values"] if n in SERIES and allowed("unit", SERIES[n][0])]
         if "unit" in gens:
             gens["unit"] = {"gen": "by", "column": "name", "default": gens["unit"],
                             "cases": {n: {"gen": "const", "value": SERIES[n][0]} for n in known}}

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..language import flag_words, indefinite, verb_phrase
+from ..language import field_value, flag_words, in_state, indefinite, verb_phrase
 from ..rules import Rule
 from .generate import Generator, Part, Skip, call, fmt_value
 from .model import TableInfo, words
@@ -98,7 +98,7 @@ def multi_constraint(gen: Generator) -> Part:
     if res["total"] != 1 or res["results"][0]["id"] != row["id"]:
         raise Skip("conditions do not single out one record")
     parts = [f"is {words(str(row[f['column']]))}" if f["column"] == "status" else
-             f"has {words(f['column'])} {words(str(row[f['column']]))}" for f in chosen_eq]
+             f"has {field_value(f['column'], row[f['column']])}" for f in chosen_eq]
     bound = "at least" if rng_f["op"] == "gte" else "at most"
     parts.append(f"has {indefinite(words(rng_f['column']))} of {bound} {fmt_value(row[rng_f['column']])}")
     conds = ", ".join(parts[:-1]) + f" and {parts[-1]}"
@@ -150,8 +150,8 @@ def compare_then_act(gen: Generator) -> Part:
     which = "highest" if highest else "lowest"
     act = verb_phrase(_verb(gen, tr, c), f"the one with the {which} {words(col)}")
     why = f" Reason: {args['reason']}." if "reason" in args else ""
-    text = gen.rng.choice([f"Of the {words(s)} {c.plural} of {desc}, {act}.{why}",
-                           f"Look at the {words(s)} {c.plural} of {desc} and {act}.{why}"])
+    text = gen.rng.choice([f"Of the {in_state(s, c.plural)} of {desc}, {act}.{why}",
+                           f"Look at the {in_state(s, c.plural)} of {desc} and {act}.{why}"])
     check = gen.row_check(c.name, target["id"], exclude={"status_reason"}, desc=f"the {which} {words(col)} {c.singular} changed")
     return Part(steps, text, checks=[check], writes=True, structure="aggregation")
 
@@ -221,7 +221,7 @@ def _create_request(gen: Generator, tool: dict[str, Any], link: tuple[str, dict[
         if isinstance(value, bool):
             phrases.append(flag_words(param, value))
         elif col.get("enum"):
-            phrases.append(f"{words(param)} {words(str(value))}")
+            phrases.append(field_value(param, value))
         else:
             phrases.append(f"{words(param)} {fmt_value(value)}")
     if len(phrases) < 2:
