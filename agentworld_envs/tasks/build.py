@@ -71,7 +71,7 @@ def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
     if family == "multi_constraint":
         return [shapes.multi_constraint(gen)], "graph"
     if family == "compare_act":
-        return [shapes.compare_then_act(gen)], "programmatic"
+        return [shapes.compare_then_act(gen)], "graph"   # checked by its sealed state, not a tasks.* program
     if family == "create_record":
         return [shapes.create_record(gen)], "graph"
     if family in ("quota", "quota_trap"):
