@@ -115,7 +115,18 @@ def date_noun(column: str) -> str:
 
 
 def indefinite(noun: str) -> str:
-    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+    """ "an order", "a user account", "a one-off fee", "an hour"."""
+    low = noun.lower()
+    vowel_sound = (low[:1] in "aeiou" and not low.startswith(("uni", "use", "usu", "uti", "eu", "one", "ure"))) \
+        or low.startswith(("hour", "honest", "honor", "heir"))
+    return f"{'an' if vowel_sound else 'a'} {noun}"
+
+
+def number(value: float) -> str:
+    """A limit as people write it: 1,300,000 (never 1.3e+06), 24, 0.5."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def flag_words(column: str, value: bool) -> str:

@@ -14,7 +14,7 @@ import math
 import random
 from typing import Any
 
-from ..language import date_noun, indefinite, verb_phrase
+from ..language import date_noun, indefinite, number, verb_phrase
 from ..rules import Rule
 from .naming import title
 from .semantics import date_rank
@@ -96,7 +96,7 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
             value = nice(gen["min"] + frac * (gen["max"] - gen["min"]))
             act = verb_phrase(_verb_of(tool, ent), indefinite(title(ent.singular)))
             limit = "at most" if op == "max" else "at least"
-            text = f"Only {act} when its {title(col)} is {limit} {value:g}."
+            text = f"Only {act} when its {title(col)} is {limit} {number(value)}."
             rules.append(Rule(tool["name"], ent.table, "threshold", col, op, float(value), text))
             used.add(tool["name"])
         rest = [t for t in transitions if t["name"] not in used]
@@ -106,9 +106,9 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
             (col, kind, value), tool = rng.choice(fitting)
             act = verb_phrase(_verb_of(tool, ent), indefinite(title(ent.singular)))
             if kind == "min_lead_time":
-                text = f"Never {act} less than {value:g} hours before {date_noun(col)}."
+                text = f"Never {act} less than {number(value)} hours before {date_noun(col)}."
             else:
-                text = f"Only {act} within {value:g} days of {date_noun(col)}."
+                text = f"Only {act} within {number(value)} days of {date_noun(col)}."
             rules.append(Rule(tool["name"], ent.table, kind, col, "hours" if kind == "min_lead_time" else "days",
                               float(value), text))
     if conn is not None:

@@ -148,7 +148,8 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
     if len(parts) > 1:
         joined = gen.rng.choice(["{} Also, {}", "Two things. First: {} Second: {}", "{} And {}"])
         if len(texts) == 2:
-            second = texts[1] if joined.startswith("Two") else texts[1][0].lower() + texts[1][1:]
+            keep = joined.startswith("Two") or texts[1].startswith(("I ", "I'm "))   # never "Also, i need …"
+            second = texts[1] if keep else texts[1][0].lower() + texts[1][1:]
             body = joined.format(texts[0], second)
         else:
             body = " ".join(f"({i + 1}) {t}" for i, t in enumerate(texts))

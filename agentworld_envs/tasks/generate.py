@@ -353,7 +353,12 @@ class Generator:
                 continue
             args = {tool["impl"]["key"]["param"]: row["id"], param: new}
             self.run(tool["name"], **args)
-            shown = fmt_value(new) if isinstance(new, float) else value_words(new) if isinstance(new, str) and t.cols[col].get("enum") else new
+            if isinstance(new, float):
+                shown = fmt_value(new)
+            elif isinstance(new, str):   # a category in words; free text quoted, so it reads as the value
+                shown = value_words(new) if t.cols[col].get("enum") else f'"{new}"'
+            else:
+                shown = new
             if isinstance(new, bool):
                 text = set_flag_phrase(col, new, desc)
             else:
