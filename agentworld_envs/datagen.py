@@ -155,6 +155,17 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         return lambda i, row: cases.get(str(row.get(column)), default)(i, row)
     if kind == "text":
         return text_drawer(g, rng)
+    if kind in ("sum", "product"):
+        of = list(g["of"])
+
+        def combine(i: int, row: dict[str, Any]) -> Any:
+            vals = [row.get(c) or 0 for c in of]
+            out = vals[0]
+            for v in vals[1:]:
+                out = out + v if kind == "sum" else out * v
+            return round(out, 2)
+
+        return combine
     if kind == "mime_of":
         of = g["of"]
         return lambda i, row: mime_type(row.get(of))

@@ -75,6 +75,8 @@ def field_question(column: str, desc: str, variant: int = 0) -> str:
     ``due_date`` → "What is the due date of …?"; ``is_vip`` → "Is … VIP?"; other columns →
     "What is the <column words> of …?" (three phrasings, by ``variant``).
     """
+    if re.search(r"_(by|until|from|due)$", column):
+        return f"What is the {words(column)} date of {desc}?"
     m = re.fullmatch(r"(.+?)_(at|on|date|time)", column)
     if m:
         stem = m.group(1)
@@ -113,7 +115,18 @@ def date_noun(column: str) -> str:
 
 
 def indefinite(noun: str) -> str:
-    return f"{'an' if noun[:1].lower() in 'aeiou' else 'a'} {noun}"
+    """ "an order", "a user account", "a one-off fee", "an hour"."""
+    low = noun.lower()
+    vowel_sound = (low[:1] in "aeiou" and not low.startswith(("uni", "use", "usu", "uti", "eu", "one", "ure"))) \
+        or low.startswith(("hour", "honest", "honor", "heir"))
+    return f"{'an' if vowel_sound else 'a'} {noun}"
+
+
+def number(value: float) -> str:
+    """A limit as people write it: 1,300,000 (never 1.3e+06), 24, 0.5."""
+    if float(value).is_integer():
+        return f"{int(value):,}"
+    return f"{value:,.2f}".rstrip("0").rstrip(".")
 
 
 def flag_words(column: str, value: bool) -> str:
@@ -146,3 +159,25 @@ def singular(table: str) -> str:
     else:
         one = last
     return words(f"{head}_{one}" if head else one)
+
+
+def value_words(value: object) -> str:
+    """An enum value in words: "treatment_a" → "treatment A", "out_for_delivery" → "out for delivery"."""
+    return " ".join(w.upper() if len(w) == 1 and w.isalpha() else w for w in words(str(value)).split(" "))
+
+
+def field_value(column: str, value: object) -> str:
+    """A column and its value as a phrase: "tier 1" (not "tier tier 1"), "priority high"."""
+    c, v = words(column), value_words(value)
+    return v if v.split(" ")[0] == c.split(" ")[-1] else f"{c} {v}"
+
+
+def in_state(state: str, noun: str) -> str:
+    """Records in a status: "pending orders", but "deliveries in status out for delivery"."""
+    s = words(state)
+    return f"{noun} in status {s}" if s.split(" ")[-1] == noun.split(" ")[0] else f"{s} {noun}"
+
+
+def average_of(column: str) -> str:
+    w = words(column)
+    return w if w.startswith(("average", "avg", "mean")) else f"average {w}"

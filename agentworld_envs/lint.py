@@ -11,6 +11,7 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``date_order``      paired dates out of order (an end before its start, an update before creation)
 ``status_stamp``    a status timestamp missing for a record in that status, or set before it got there
 ``value_range``     a value outside its semantic range (percentages, temperatures, readings, ages, counts)
+``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price)
 ``mime_mismatch``   a file's MIME type that does not match its extension
 ``word_salad``      free text of four or more words with no function word ("owner east ball Republican")
 ``grammar``         instruction smells: "the is <flag>", doubled words, dangling prepositions,
@@ -37,7 +38,7 @@ from .language import singular
 from .synthesis import semantics
 
 RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
-         "value_range", "mime_mismatch", "word_salad", "grammar")
+         "value_range", "impossible", "mime_mismatch", "word_salad", "grammar")
 #: Violations kept per rule per env (the count is always exact).
 MAX_EXAMPLES = 5
 
@@ -146,8 +147,11 @@ def _workflow_of(spec: dict[str, Any], table: str) -> dict[str, Any] | None:
             "column": moves[0]["column"]}
 
 
-def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[str] | None = None) -> Iterable[Violation]:
+def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[str] | None = None,
+               modules: dict[str, str] | None = None) -> Iterable[Violation]:
+    """``modules``: table → entity module key (synthesised envs), which tells whose birth dates a table holds."""
     names = list(tables or (t["name"] for t in spec["tables"]))
+    modules = modules or {}
     for table in names:
         cols = _columns(conn, table)
         dates = _date_columns(conn, table, cols)
@@ -170,7 +174,20 @@ def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[
                 if missing or early:
                     yield Violation("status_stamp", f"{table}.{col}",
                                     f"{missing} rows in that status without it, {early} rows with it in another status")
-        yield from _check_ranges(conn, table, cols, spec["now"][:10])
+        yield from _check_ranges(conn, table, cols, dates, spec["now"][:10], f"{singular(table)} {modules.get(table, '')}")
+        for total, parts in semantics.TOTALS:
+            present = [p for p in parts if p in cols]
+            if total in cols and parts[0] in present and len(present) >= 2:
+                expr = " + ".join(f"COALESCE({q(p)}, 0)" for p in present)
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(total)} IS NOT NULL AND "
+                                 f"abs({q(total)} - ({expr})) > 0.011").fetchone()[0]
+                if n:
+                    yield Violation("impossible", f"{table}.{total}", f"{n} rows whose {total} is not {' + '.join(present)}")
+        if {"quantity", "unit_price", "line_total"} <= set(cols):
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE line_total IS NOT NULL AND "
+                             f"abs(line_total - quantity * unit_price) > 0.011").fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.line_total", f"{n} rows whose line_total is not quantity x unit_price")
         if "file_name" in cols and "mime_type" in cols:
             bad = sum(1 for f, m in conn.execute(f"SELECT file_name, mime_type FROM {q(table)} WHERE file_name IS NOT NULL")
                       if m != mime_type(f))
@@ -184,7 +201,9 @@ _TEMPERATURE = re.compile(r"(^|_)(temp|temperature)(_|$)|_c$")
 _NON_NEGATIVE = re.compile(r"(_count|quantity|qty|_minutes|_hours|_seconds|_ms|duration|price|fee|cost|^hours$|^minutes$)")
 
 
-def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], today: str) -> Iterable[Violation]:
+def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[str], today: str,
+                  who: str) -> Iterable[Violation]:
+    """``who``: the words naming the table's records (and its module), which set the plausible ages."""
     def count(where: str, params: tuple = ()) -> int:
         return conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {where}", params).fetchone()[0]
 
@@ -205,14 +224,16 @@ def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], today: 
             if n:
                 yield Violation("value_range", f"{table}.value", f"{n} {metric} readings outside {lo}..{hi}")
     if "analyte" in cols and "unit" in cols:
+        offered = {u for (u,) in conn.execute(f"SELECT DISTINCT unit FROM {q(table)}")}
         for analyte, (unit, lo, hi) in semantics.ANALYTES.items():
+            if unit not in offered:
+                continue   # this service reports in other units: the pairing cannot be checked
             n = count("analyte = ? AND (unit != ? OR value < ? OR value > ?)", (analyte, unit, lo, hi))
             if n:
                 yield Violation("value_range", f"{table}.value", f"{n} {analyte} results with the wrong unit or range")
     for c in cols:
-        if "birth" in c:
-            # Only tables whose records are adults by definition (customers, staff) must be 18+.
-            lo = 18 if semantics.adults_only(singular(table)) else 0
+        if "birth" in c and c in dates:
+            lo = semantics.AGE_RANGES[semantics.person_kind(who)][0]
             n = count(f"{q(c)} IS NOT NULL AND ((julianday(?) - julianday({q(c)})) / 365.25 > 120 "
                       f"OR (julianday(?) - julianday({q(c)})) / 365.25 < ?)", (today, today, lo))
             if n:
@@ -250,9 +271,9 @@ def _check_text(conn: sqlite3.Connection, table: str, cols: list[str], spec: dic
 _GRAMMAR = (
     (re.compile(r"\bthe (is|has)\s+\w+", re.I), "'the is/has <flag>'"),
     (re.compile(r"\b(\w{2,})\s+\1\b"), "doubled word"),
-    (re.compile(r"\b(of|the|a|an)\s*[.?!](\s|$)", re.I), "dangling word before the full stop"),
+    (re.compile(r"(?<![\w./])(of|the|a|an)\s*[.?!](\s|$)"), "dangling word before the full stop"),
     (re.compile(r"\bthe \w+ (on|at|by) of\b"), "a date column used as a noun ('the listed on of')"),
-    (re.compile(r"\b[Aa] (?!one\b|uni|use|eu|once)[aeiou]\w*"), "'a' before a vowel"),
+    (re.compile(r"(?<![\w./])a (?!one\b|uni|use|eu|once)[aeiou]\w*"), "'a' before a vowel"),
     (re.compile(r"\b(Hi|Hello|Hey there),\s+(Please|Could|Can|What|Which|How|Among|Several|For|Look|Of|Find|List|"
                 r"Count|Total|Set|Update|Mark|Add|The|There|This|My|Our|Note|Quick|When|Is|Does|Who)\b"),
      "capital after a greeting comma"),
@@ -284,7 +305,8 @@ def lint_built(name: str, spec: dict[str, Any], golden_conn: sqlite3.Connection,
     out += check_fk_naming(spec)
     out += check_vocabulary(spec, name)
     out += check_tools(spec)
-    out += check_data(spec, golden_conn)
+    modules = {key.split(".")[0]: module for key, (module, _) in _theme_columns(name).items()}
+    out += check_data(spec, golden_conn, modules=modules)
     out += check_instructions(spec, tasks)
     return out
 

@@ -18,7 +18,7 @@ from . import catalog, state
 from .datagen import get_data_generator
 from .spec import SpecError, validate_spec
 from .sqlcheck import read_only_problem
-from .tools import get_python_tool
+from .tools import get_python_tool, precondition_sql
 from .verifiers import get_python_verifier
 
 
@@ -56,8 +56,7 @@ def check_sql(spec: dict[str, Any]) -> None:
                 if "expr" not in pre:
                     continue
                 # The same statement tools.py runs, with the tool's named parameters bound as NULL here.
-                sql = (f"SELECT ({pre['expr']}) FROM {state.quote(impl['table'])} "
-                       f"WHERE {state.quote(impl['key']['column'])} = :__key")
+                sql = precondition_sql(impl, pre["expr"])
                 problem = read_only_problem(conn, sql)
                 if problem:
                     raise SpecError(f"$.tools[{i}].impl.preconditions[{j}].expr", problem)

@@ -40,7 +40,8 @@ TASK_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,63}")
 LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000, "enum": 256, "checks": 16,
           "words": 50, "days": 36500, "pattern": 32, "template": 500, "pool": 4096, "choices": 1000}
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
-                        "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of"})
+                        "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
+                        "product"})
 
 
 class SpecError(ValueError):
@@ -393,6 +394,9 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                     pair(key, -LIMITS["days"], LIMITS["days"])
             if g.get("kind", "datetime") not in ("date", "datetime"):
                 raise bad("kind", "must be 'date' or 'datetime'")
+    elif kind in ("sum", "product"):
+        if not (isinstance(g.get("of"), list) and g["of"] and all(c in earlier for c in g["of"])):
+            raise bad("of", "must list earlier columns of the row")
     elif kind in ("when", "by"):
         if g.get("column") not in earlier:
             raise bad("column", "must name an earlier column of the row")

@@ -26,8 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .language import singular
 from .argcheck import compile_accept
+from .language import singular
 from .registry import Registry, load_domain_of
 
 if TYPE_CHECKING:
@@ -307,6 +307,14 @@ def _fetch_target(ctx: ToolContext, impl: dict[str, Any], args: dict[str, Any]) 
     return key, row
 
 
+def precondition_sql(impl: dict[str, Any], expr: str) -> str:
+    """The statement an ``expr`` precondition runs: over the target row for tools with a key (update,
+    delete, transition), over the arguments alone for ``create`` (e.g. a quota on existing rows)."""
+    if "key" not in impl:
+        return f"SELECT ({expr})"
+    return f"SELECT ({expr}) FROM {q(impl['table'])} WHERE {q(impl['key']['column'])} = :__key"
+
+
 def _check_preconditions(ctx: ToolContext, impl: dict[str, Any], args: dict[str, Any], key: Any,
                          row: dict[str, Any], param_names: list[str]) -> None:
     for pre in impl.get("preconditions", []):
@@ -317,9 +325,7 @@ def _check_preconditions(ctx: ToolContext, impl: dict[str, Any], args: dict[str,
         else:
             named = {n: args.get(n) for n in param_names}
             named.update(__key=key, now=ctx.now, today=ctx.today)
-            ok = ctx.conn.execute(
-                f"SELECT ({pre['expr']}) FROM {q(impl['table'])} WHERE {q(impl['key']['column'])} = :__key", named
-            ).fetchone()
+            ok = ctx.conn.execute(precondition_sql(impl, pre["expr"]), named).fetchone()
             if not ok or not ok[0]:
                 raise ToolError("precondition_failed", pre["message"])
 
@@ -433,6 +439,7 @@ def _make_runner(impl: dict[str, Any], parameters: dict[str, Any]) -> Callable[[
     if kind == "create":
 
         def run_create(ctx: ToolContext, args: dict[str, Any]) -> Any:
+            _check_preconditions(ctx, impl, args, None, {}, param_names)
             env = {"args": args, "now": ctx.now, "today": ctx.today, "row": {}, "key": None, "new_id": None}
             new_id = ctx.insert(table, **_resolve_all(impl["values"], env))
             env["new_id"] = env["key"] = new_id

@@ -110,6 +110,8 @@ def test_rules_are_stated_and_enforced(bundles):
         runner = Runner(bundle.spec, bundle.golden, bundle.tools)
         for rule in rules:
             assert rule.text in bundle.spec["policy"]
+            if rule.kind == "quota":
+                continue   # test_quota_is_enforced_on_create
             tool = next(t for t in bundle.spec["tools"] if t["name"] == rule.tool)
             impl = tool["impl"]
             marks = ", ".join("?" * len(impl["from"]))
@@ -139,11 +141,41 @@ def test_rules_are_stated_and_enforced(bundles):
     assert checked >= 4
 
 
+def test_quota_is_enforced_on_create(bundles):
+    """A parent at its quota of open records cannot get another; one below it can."""
+    from agentworld_envs.tasks.runner import Runner
+
+    bundle = bundles["wine-club-subscriptions"]
+    rule = next(Rule.from_json(r) for r in bundle.spec["rules"] if r["kind"] == "quota")
+    assert rule.text in bundle.spec["policy"]
+    tool = next(t for t in bundle.spec["tools"] if t["name"] == rule.tool)
+    parent = tool["impl"]["table"]
+    parent_table = next(c["references"].split(".")[0] for t in bundle.spec["tables"] if t["name"] == parent
+                        for c in t["columns"] if c["name"] == rule.column)
+    runner = Runner(bundle.spec, bundle.golden, bundle.tools)
+    count = rule.active_count(f'"{parent_table}".id')
+    full = runner.conn.execute(f'SELECT id FROM "{parent_table}" WHERE {count} >= ? LIMIT 1', (int(rule.value),)).fetchone()[0]
+    room = runner.conn.execute(f'SELECT id FROM "{parent_table}" WHERE {count} < ? LIMIT 1', (int(rule.value),)).fetchone()[0]
+    template = runner.conn.execute(f'SELECT * FROM "{parent}" LIMIT 1')
+    row = dict(zip([d[0] for d in template.description], template.fetchone()))
+    props = tool["parameters"]["properties"]
+    args = {k: row[k] for k in tool["parameters"].get("required", []) if k in row}
+    unique = {c["name"] for t in bundle.spec["tables"] if t["name"] == parent for c in t["columns"] if c.get("unique")}
+    for k in args:
+        if k in unique and isinstance(args[k], str):
+            args[k] = args[k] + "-NEW"   # unique codes stay unique
+    with pytest.raises(ToolError) as err:
+        runner.call(rule.tool, {**args, rule.column: full})
+    assert err.value.code == "precondition_failed" and rule.text in str(err.value), str(err.value)
+    assert runner.call(rule.tool, {**args, rule.column: room})["created"][rule.column] == room
+    runner.close()
+
+
 def test_new_task_shapes_and_their_traps(bundles):
     shapes = {t["knobs"]["shape"] for name in ENVS[:3] for t in bundles[name].tasks}
     assert {"rule_threshold", "time_window", "create_record"} & shapes
     traps = [(name, t) for name in ENVS[:3] for t in bundles[name].tasks
-             if t["knobs"]["family"] in ("rule_threshold_trap", "time_window_trap")]
+             if t["knobs"]["family"] in ("rule_threshold_trap", "time_window_trap", "quota_trap")]
     assert traps
     import gymnasium as gym
 
@@ -215,8 +247,11 @@ def test_lint_catches_impossible_data():
     conn.execute("INSERT INTO orders VALUES (2, 'delivered', '2026-01-05T10:00:00Z', '2026-01-02T10:00:00Z', NULL, 150, "
                  "'pressure.flac', 'application/pdf', 'responsibility owner east ball Republican')")
     conn.execute("INSERT INTO customers VALUES (2, '2017-03-01')")
+    conn.execute("CREATE TABLE invoices (id INTEGER PRIMARY KEY, subtotal REAL, tax_amount REAL, total_amount REAL)")
+    spec["tables"].append({"name": "invoices", "columns": [{"name": n, "type": "REAL"} for n in ("subtotal", "tax_amount", "total_amount")]})
+    conn.execute("INSERT INTO invoices VALUES (1, 100, 8, 108), (2, 100, 8, 250)")
     rules = {v.rule for v in check_data(spec, conn)}
-    assert {"date_order", "status_stamp", "value_range", "mime_mismatch", "word_salad"} <= rules
+    assert {"date_order", "status_stamp", "value_range", "mime_mismatch", "word_salad", "impossible"} <= rules
 
 
 def test_lint_catches_instruction_smells():

@@ -90,16 +90,16 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
     golden = state.golden_bytes(spec)
     report.rows = sum(e.rows for e in entities)
     candidates = generate_tools(entities, theme["title"])
+    conn = state.episode_connection(golden)
     # Business rules become preconditions of their tools before the tools are tested, so the tool
     # tests exercise them (an allowed row passes, a row breaking the rule is refused).
-    rules = plan_rules(theme, entities, candidates)
+    rules = plan_rules(theme, entities, candidates, conn)
     by_name = {t["name"]: t for t in candidates}
     for rule in rules:
         tool = by_name[rule.tool]
         tool["impl"].setdefault("preconditions", []).append(rule.precondition())
         tool["description"] += f" Policy: {rule.text}"
     report.tools_generated = len(candidates)
-    conn = state.episode_connection(golden)
     for tool in candidates:
         result = check_tool(tool, conn)
         if result.kept:

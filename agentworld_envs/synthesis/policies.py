@@ -14,7 +14,7 @@ import math
 import random
 from typing import Any
 
-from ..language import date_noun, indefinite, verb_phrase
+from ..language import date_noun, indefinite, number, verb_phrase
 from ..rules import Rule
 from .naming import title
 from .semantics import date_rank
@@ -69,8 +69,9 @@ def _date_candidates(ent: Any) -> list[tuple[str, str, float]]:
     return out
 
 
-def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
-    """Pick at most two rules per workflow entity (one threshold, one time window), seeded per theme."""
+def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str, Any]], conn: Any = None) -> list[Rule]:
+    """Pick at most two rules per workflow entity (one threshold, one time window) and one quota per
+    theme, seeded per theme. ``conn`` (the golden state) sets the quota's limit from the data."""
     rng = random.Random(f"{theme['slug']}:rules")
     by_table: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
@@ -95,7 +96,7 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
             value = nice(gen["min"] + frac * (gen["max"] - gen["min"]))
             act = verb_phrase(_verb_of(tool, ent), indefinite(title(ent.singular)))
             limit = "at most" if op == "max" else "at least"
-            text = f"Only {act} when its {title(col)} is {limit} {value:g}."
+            text = f"Only {act} when its {title(col)} is {limit} {number(value)}."
             rules.append(Rule(tool["name"], ent.table, "threshold", col, op, float(value), text))
             used.add(tool["name"])
         rest = [t for t in transitions if t["name"] not in used]
@@ -105,12 +106,57 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
             (col, kind, value), tool = rng.choice(fitting)
             act = verb_phrase(_verb_of(tool, ent), indefinite(title(ent.singular)))
             if kind == "min_lead_time":
-                text = f"Never {act} less than {value:g} hours before {date_noun(col)}."
+                text = f"Never {act} less than {number(value)} hours before {date_noun(col)}."
             else:
-                text = f"Only {act} within {value:g} days of {date_noun(col)}."
+                text = f"Only {act} within {number(value)} days of {date_noun(col)}."
             rules.append(Rule(tool["name"], ent.table, kind, col, "hours" if kind == "min_lead_time" else "days",
                               float(value), text))
+    if conn is not None:
+        quotas = [q for ent in entities for q in _quota_rules(ent, entities, tools, conn)]
+        if quotas:
+            rules.append(rng.choice(quotas))
     return rules
+
+
+#: Statuses in which a record no longer counts against a quota, even where a later move exists (return, reopen).
+_FINISHED = frozenset({"delivered", "completed", "complete", "closed", "resolved", "done", "paid", "archived", "retired",
+                       "expired", "cancelled", "canceled", "returned", "rejected", "denied", "withdrawn", "failed", "void",
+                       "voided", "refunded", "settled", "discontinued", "inactive", "terminated", "ended", "finished",
+                       "fulfilled", "published", "released", "merged", "solved", "checked_out", "no_show", "dispatched"})
+
+
+def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]], conn: Any) -> list[Rule]:
+    """"A member may have at most 3 requested or confirmed bookings at a time": a cap on a parent's
+    open children, checked when one is created. The cap is the data's 75th percentile, so some
+    parents are at it (a request must be refused) and most are below it."""
+    if not ent.workflow:
+        return []
+    create = next((t for t in tools if t["impl"]["kind"] == "create" and t["impl"]["table"] == ent.table), None)
+    if create is None:
+        return []
+    wf = ent.workflow
+    active = [s for s in wf["states"] if any(s in tr["from"] for tr in wf["transitions"]) and s not in _FINISHED]
+    if not active or wf["states"][0] not in active:
+        return []
+    by_table = {e.table: e for e in entities}
+    out = []
+    for fk in create["parameters"].get("required", []):
+        parent = by_table.get(ent.refs.get(fk, ""))
+        if parent is None or not (parent.column(parent.label) or {}).get("unique"):
+            continue
+        marks = ", ".join("?" * len(active))
+        counts = sorted(n for (n,) in conn.execute(
+            f'SELECT COUNT(*) FROM "{ent.table}" WHERE "{fk}" IS NOT NULL AND status IN ({marks}) GROUP BY "{fk}"',
+            tuple(active)))
+        if len(counts) < 5:
+            continue
+        cap = max(1, counts[(len(counts) * 3) // 4])
+        names = [title(s) for s in active]
+        states = (", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]) if len(names) <= 3 else "open"
+        records = title(ent.table) if cap > 1 else title(ent.singular)
+        text = f"{indefinite(title(parent.singular)).capitalize()} may have at most {cap} {states} {records} at a time."
+        out.append(Rule(create["name"], ent.table, "quota", fk, "max_active", float(cap), text, tuple(active)))
+    return out
 
 
 def _verb_of(tool: dict[str, Any], ent: Any) -> str:

@@ -136,7 +136,7 @@ _RANK_WORDS = (
          "launched", "ship", "shipped", "dispatched")),
     (2, ("end", "ends", "ended", "finished", "completed", "closed", "resolved", "period_end", "valid_until",
          "expires", "expiration", "expiry", "due", "return", "termination", "closes", "target_end",
-         "estimated_delivery", "delivered", "paid", "processed", "resulted", "graded", "deadline", "respond_by",
+         "estimated_delivery", "delivered", "resulted", "graded", "deadline", "respond_by",
          "evidence_due_by", "decision_due", "current_period_end", "expected_close", "next_due")),
     (3, ("updated", "last",)),
 )
@@ -233,17 +233,6 @@ _MINOR_WORDS = ("child", "kid", "student", "pupil", "learner", "infant", "baby",
                 "dependent", "patient", "player", "athlete", "participant", "swimmer", "youth")
 _ANIMAL_WORDS = ("pet", "animal", "dog", "cat", "horse", "livestock", "puppy", "kitten", "fish", "zebrafish", "mouse",
                  "mice", "rat", "cattle", "cow", "sheep", "bird", "line", "colony", "herd", "hive")
-#: Records that are adults by definition (a customer born in 2017 is impossible).
-_ADULT_WORDS = ("customer", "client", "employee", "staff", "agent", "driver", "tenant", "landlord", "buyer", "seller",
-                "applicant", "candidate", "borrower", "investor", "policyholder", "donor", "volunteer", "nurse",
-                "doctor", "physician", "technician", "courier", "contractor", "owner", "account_holder", "cardholder")
-
-
-def adults_only(entity_words: str) -> bool:
-    words = set(re.split(r"[_\s]+", entity_words))
-    return bool(words & set(_ADULT_WORDS)) and not words & set(_MINOR_WORDS + _ANIMAL_WORDS)
-
-
 def person_kind(entity_words: str) -> str:
     """``animal``, ``any_age`` or ``adult``: who the rows of a table with a birth date are."""
     words = set(re.split(r"[_\s]+", entity_words))
@@ -256,6 +245,9 @@ def person_kind(entity_words: str) -> str:
 
 #: Age in years (low, high) by person kind.
 AGE_RANGES = {"adult": (18, 90), "any_age": (3, 90), "animal": (0, 20)}
+
+#: Totals and the amounts they add up (the first part must be present).
+TOTALS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")),)
 
 #: Free-text columns and the template kind that writes them.
 _TEXT_KIND_WORDS = (
@@ -305,7 +297,9 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens[name] = {"gen": "text", "kind": "file", "subject": subject, **{k: gen[k] for k in ("unique", "null_p") if k in gen}}
         elif kind == "faker" and gen.get("provider") == "date_of_birth":
             lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
-            gens[name] = {"gen": "date", "days": [-hi * 365, -lo * 365 - 1], **({"null_p": gen["null_p"]} if "null_p" in gen else {})}
+            # 365.25-day years with a two-day margin, so nobody is a day short of the minimum age.
+            gens[name] = {"gen": "date", "days": [int(-hi * 365.25), int(-lo * 365.25) - 2],
+                          **({"null_p": gen["null_p"]} if "null_p" in gen else {})}
         elif name == "age" and kind in ("int", "float"):
             lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
             gens[name] = {"gen": "int", "min": lo, "max": hi}
@@ -319,8 +313,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         gens["value"] = {"gen": "by", "column": "metric", "default": gens["value"], "cases": {
             m: {"gen": "float", "min": lo, "max": hi, "decimals": 2 if hi - lo < 50 else 1}
             for m, (lo, hi) in METRIC_RANGES.items() if m in gens["metric"]["values"]}}
+    def allowed(column: str, value: str) -> bool:
+        """A derived value must be one the column accepts (its enum, or its choice list)."""
+        gen = gens.get(column, {})
+        return gen.get("gen") != "choice" or value in gen["values"]
+
     if "analyte" in gens and gens["analyte"].get("gen") == "choice":
-        known = [a for a in gens["analyte"]["values"] if a in ANALYTES]
+        known = [a for a in gens["analyte"]["values"] if a in ANALYTES and allowed("unit", ANALYTES[a][0])]
         if "unit" in gens:
             gens["unit"] = {"gen": "by", "column": "analyte", "default": gens["unit"],
                             "cases": {a: {"gen": "const", "value": ANALYTES[a][0]} for a in known}}
@@ -329,7 +328,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                              "cases": {a: {"gen": "float", "min": ANALYTES[a][1], "max": ANALYTES[a][2], "decimals": 2}
                                        for a in known}}
     if "name" in gens and gens["name"].get("gen") == "choice" and set(gens["name"]["values"]) & set(SERIES):
-        known = [n for n in gens["name"]["values"] if n in SERIES]
+        known = [n for n in gens["name"]["values"] if n in SERIES and allowed("unit", SERIES[n][0])]
         if "unit" in gens:
             gens["unit"] = {"gen": "by", "column": "name", "default": gens["unit"],
                             "cases": {n: {"gen": "const", "value": SERIES[n][0]} for n in known}}
@@ -338,6 +337,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 gens[col] = {"gen": "by", "column": "name", "default": gens[col],
                              "cases": {n: {"gen": "float", "min": SERIES[n][1], "max": SERIES[n][2], "decimals": 1}
                                        for n in known}}
+    # Totals add up: an order's total is its subtotal plus tax and shipping; a line is quantity x price.
+    for total, parts in TOTALS:
+        present = [p for p in parts if p in gens]
+        if total in gens and parts[0] in present and len(present) >= 2:
+            gens[total] = {"gen": "sum", "of": present}
+    if {"quantity", "unit_price", "line_total"} <= set(gens):
+        gens["line_total"] = {"gen": "product", "of": ["quantity", "unit_price"]}
     # Dates in a record's order: each later date drawn after the one before it.
     dates = [c for c, g in gens.items() if _date_kind(g) and c != "status_changed_at" and "birth" not in c]
     for earlier, later, strict in ordered_pairs(dates):
@@ -362,6 +368,8 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
 
 def _sources(gen: dict[str, Any]) -> set[str]:
     out = {gen[k] for k in ("of", "column") if isinstance(gen.get(k), str)}
+    if isinstance(gen.get("of"), list):
+        out |= set(gen["of"])
     for sub in [gen.get("then"), gen.get("default"), *(gen.get("cases") or {}).values()]:
         if isinstance(sub, dict):
             out |= _sources(sub)

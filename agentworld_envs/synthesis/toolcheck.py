@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .. import state
-from ..tools import Tool, ToolError, compile_tool, date_format, invoke, q
+from ..tools import Tool, ToolError, compile_tool, date_format, invoke, precondition_sql, q
 
 NOW = "2026-06-15T12:00:00Z"
 
@@ -126,17 +126,30 @@ def _cases(tool: dict[str, Any], conn: sqlite3.Connection) -> list[_Case]:
                                        lambda res, c, v=v: res["value"] == (round(v, 4) if isinstance(v, float) else v)))
             cases.append(_Case("unknown argument", {"no_such_filter": 1}, lambda res, c: True, error="invalid_arguments"))
     elif kind == "create":
-        row = _sample(conn, table)
-        if row is None:
+        def create_args(row: dict[str, Any]) -> dict[str, Any]:
+            out: dict[str, Any] = {}
+            for name, schema in props.items():
+                value = row.get(name)
+                if value is None:
+                    continue
+                if name in params.get("required", []) and _is_unique(conn, table, name):
+                    value = _fresh(conn, table, name, value)
+                out[name] = bool(value) if schema.get("type") == "boolean" else value
+            return out
+
+        # The middle row first (as for every tool), then a spread of others for a policy to accept or refuse.
+        rows = [r for r in [_sample(conn, table), *(_row(conn, f"SELECT * FROM {q(table)} ORDER BY id LIMIT 1 OFFSET ?", k)
+                                                    for k in range(0, 400, 13))] if r is not None]
+        if not rows:
             return cases
-        args: dict[str, Any] = {}
-        for name, schema in props.items():
-            value = row.get(name)
-            if value is None:
-                continue
-            if name in params.get("required", []) and _is_unique(conn, table, name):
-                value = _fresh(conn, table, name, value)
-            args[name] = bool(value) if schema.get("type") == "boolean" else value
+        # A create with a policy (a quota) is tested with a row the policy allows, and refused for one it does not.
+        verdicts = [(create_args(r), _allowed(conn, impl, props, create_args(r))) for r in rows]
+        args = next((a for a, ok in verdicts if ok), None)
+        refused = next((a for a, ok in verdicts if not ok), None)
+        if args is None:
+            return cases
+        if refused is not None:
+            cases.append(_Case("policy refused", refused, lambda res, c: True, error="precondition_failed"))
         before = _count(conn, table)
         cases.append(_Case("valid create", args, lambda res, c: _count(c, table) == before + 1
                            and all(res["created"].get(k) == v for k, v in args.items())))
@@ -199,6 +212,18 @@ def _cases(tool: dict[str, Any], conn: sqlite3.Connection) -> list[_Case]:
                                error="precondition_failed"))
         cases.append(_Case("missing record", {key["param"]: 10**9, **extra}, lambda res, c: True, error="not_found"))
     return cases
+
+
+def _allowed(conn: sqlite3.Connection, impl: dict[str, Any], props: dict[str, Any], args: dict[str, Any]) -> bool:
+    """Whether a create's ``expr`` preconditions hold for ``args`` (the statement the tool runs)."""
+    named = {n: args.get(n) for n in props}
+    named.update(now=NOW, today=NOW[:10], __key=None)
+    for pre in impl.get("preconditions", []):
+        if "expr" in pre:
+            ok = conn.execute(precondition_sql(impl, pre["expr"]), named).fetchone()
+            if not ok or not ok[0]:
+                return False
+    return True
 
 
 def _is_unique(conn: sqlite3.Connection, table: str, column: str) -> bool:

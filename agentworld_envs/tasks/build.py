@@ -19,20 +19,21 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "4"
+GEN_VERSION = "5"
 TARGET = 12
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
             "graph_any", "prog_bulk", "graph_mixed", "graph_write",
             "rule_threshold", "rule_threshold_trap", "time_window", "time_window_trap", "multi_constraint",
-            "compare_act", "create_record", "rule_threshold_trap", "time_window_trap", "multi_constraint"]
+            "compare_act", "create_record", "rule_threshold_trap", "time_window_trap", "multi_constraint",
+            "quota", "quota_trap"]
 #: The shape of every family, for per-shape counts (``agentworld stats``).
 SHAPES = {"graph_read": "lookup", "graph_write": "write", "graph_any": "lookup_or_write", "graph_trap": "status_trap",
           "graph_mixed": "status_trap", "graph_compound": "compound", "prog_bulk": "bulk_write",
           "prog_cond": "conditional_bulk", "prog_mixed": "status_trap", "prog_agg": "aggregate",
           "prog_argmax": "aggregate", "rule_threshold": "rule_threshold", "rule_threshold_trap": "rule_threshold",
           "time_window": "time_window", "time_window_trap": "time_window", "multi_constraint": "multi_constraint",
-          "compare_act": "compare_then_act", "create_record": "create_record"}
+          "compare_act": "compare_then_act", "create_record": "create_record", "quota": "quota", "quota_trap": "quota"}
 STRUCT = {"linear": 0.0, "branching": 1.0, "aggregation": 1.0, "conditional": 1.5}
 
 
@@ -70,9 +71,11 @@ def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
     if family == "multi_constraint":
         return [shapes.multi_constraint(gen)], "graph"
     if family == "compare_act":
-        return [shapes.compare_then_act(gen)], "programmatic"
+        return [shapes.compare_then_act(gen)], "graph"   # checked by its sealed state, not a tasks.* program
     if family == "create_record":
         return [shapes.create_record(gen)], "graph"
+    if family in ("quota", "quota_trap"):
+        return [shapes.quota_task(gen, trap=family == "quota_trap")], "graph"
     raise ValueError(family)
 
 
@@ -145,7 +148,8 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
     if len(parts) > 1:
         joined = gen.rng.choice(["{} Also, {}", "Two things. First: {} Second: {}", "{} And {}"])
         if len(texts) == 2:
-            second = texts[1] if joined.startswith("Two") else texts[1][0].lower() + texts[1][1:]
+            keep = joined.startswith("Two") or texts[1].startswith(("I ", "I'm "))   # never "Also, i need …"
+            second = texts[1] if keep else texts[1][0].lower() + texts[1][1:]
             body = joined.format(texts[0], second)
         else:
             body = " ".join(f"({i + 1}) {t}" for i, t in enumerate(texts))

@@ -20,7 +20,8 @@ import random
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..language import field_question, indefinite, set_flag_phrase, verb_phrase
+from ..language import (average_of, field_question, field_value, in_state, indefinite, set_flag_phrase, value_words,
+                        verb_phrase)
 from ..tools import ToolError
 from .model import EnvModel, TableInfo, words
 from .runner import Runner
@@ -141,13 +142,15 @@ class Generator:
 
     def related(self, fk: str, parent: str, desc: str) -> str:
         """The parent a key points at, said in words: "the nurse of …", "the origin warehouse of …",
-        "the workspace member that … was created by"."""
+        "the workspace member in the created-by field of …"."""
         fkw = words(fk[:-3]) if fk.endswith("_id") else words(fk)
         role = fkw[: -len(parent)].strip() if fkw.endswith(parent) else ""
-        if role.split(" ")[-1:] and role.split(" ")[-1] in ("by", "to", "for", "from", "with"):
-            return f"the {parent} that {desc} was {role}"
+        if role.split(" ")[-1:] and role.split(" ")[-1] in ("by", "to", "for", "from", "with", "on", "at"):
+            # A role ending in a preposition reads as a form field: "the employee in the assigned-to field of …"
+            return f"the {parent} in the {role.replace(' ', '-')} field of {desc}"
         rel = f"the {fkw}" if fkw.endswith(parent) else f"the {fkw} ({parent})"
-        return self.rng.choice([f"{rel} of {desc}", f"{rel} linked to {desc}", f"{rel} on {desc}"])
+        links = ["of", "linked to"] + ([] if desc.startswith("on ") else ["on"])   # never "on on call shift"
+        return f"{rel} {self.rng.choice(links)} {desc}"
 
     def lifecycle_rule(self, tool: dict[str, Any], t: TableInfo) -> str:
         """The status rule a transition enforces, in words ("Only ship a shipment order that is processing.")."""
@@ -362,12 +365,18 @@ class Generator:
                 continue
             args = {tool["impl"]["key"]["param"]: row["id"], param: new}
             self.run(tool["name"], **args)
-            shown = fmt_value(new) if isinstance(new, float) else words(new) if isinstance(new, str) and t.cols[col].get("enum") else new
+            if isinstance(new, float):
+                shown = fmt_value(new)
+            elif isinstance(new, str):   # a category in words; free text quoted, so it reads as the value
+                shown = value_words(new) if t.cols[col].get("enum") else f'"{new}"'
+            else:
+                shown = new
             if isinstance(new, bool):
                 text = set_flag_phrase(col, new, desc)
             else:
-                text = self.rng.choice([f"Please change the {words(col)} of {desc} to {shown}.",
-                                        f"Set the {words(col)} on {desc} to {shown}.",
+                # desc may end in a preposition ("the employee the alert was assigned to"): never follow it with "to".
+                text = self.rng.choice([f"For {desc}, please change the {words(col)} to {shown}.",
+                                        f"Set the {words(col)} to {shown} for {desc}.",
                                         f"Update {desc}: its {words(col)} should be {shown}."])
             check = self.row_check(t.name, row["id"], desc=f"{words(col)} updated")
             return Part(steps + [call(tool["name"], **args)], text, checks=[check], writes=True)
@@ -396,7 +405,7 @@ class Generator:
                     verb = self.verb(tr, c)
                     why = f" Reason: {args['reason']}." if "reason" in args else ""
                     act = self.act(tr, c, "it")
-                    text = self.rng.choice([f"{desc[0].upper() + desc[1:]} has exactly one {words(s)} {c.singular}; please {act}.{why}",
+                    text = self.rng.choice([f"{desc[0].upper() + desc[1:]} has exactly one {in_state(s, c.singular)}; please {act}.{why}",
                                             f"Find the one {c.singular} of {desc} that is {words(s)} and {act}.{why}"])
                     check = self.row_check(ct, ids[0], exclude={"status_reason"}, desc=f"{c.singular} {verb}")
                     return Part(steps + [call(c.search, **sargs), call(tr["name"], **args)], text, checks=[check],
@@ -491,7 +500,7 @@ class Generator:
         states = " or ".join(words(x) for x in froms + refuse)
         cond = f" whose {words(thr['column'])} is above {fmt_value(thr['value'])}" if thr else ""
         reason = " Use the reason: " + steps[-1]["arguments"]["reason"] + "." if "reason" in steps[-1]["arguments"] else ""
-        every = self.act(tr, c, f"every {states} {c.singular} of {desc}{cond}")
+        every = self.act(tr, c, f"every {c.singular} of {desc} that is {states}{cond}")
         text = self.rng.choice([f"{every[0].upper() + every[1:]}.{reason}",
                                 f"Please {self.act(tr, c, f'all {c.plural} of {desc} that are {states}{cond}')}.{reason}",
                                 f"For {desc}: {self.act(tr, c, f'each of its {states} {c.plural}{cond}')}.{reason}"])
@@ -556,7 +565,7 @@ class Generator:
             if not vals:
                 raise Skip("no values")
             ans = fmt_value(round(sum(vals) / len(vals), 2))
-            q = f"What is the average {words(col)} across the {c.plural}{extra} of {desc}?"
+            q = f"What is the {average_of(col)} across the {c.plural}{extra} of {desc}?"
         else:
             vals = sorted(((r[col], r[c.label]) for r in rows if r[col] is not None), reverse=True)
             if not vals or (len(vals) > 1 and vals[0][0] == vals[1][0]):
@@ -601,7 +610,7 @@ class Generator:
                 steps.append(call(p.get, **{p.get_param: best}))
                 trs = [tr for tr in c.transitions if s in tr["impl"]["from"]]
                 to = None
-                text = f"Which {p.singular} has the most {words(s)} {c.plural}? Tell me their {words(p.label)}"
+                text = f"Which {p.singular} has the most {in_state(s, c.plural)}? Tell me their {words(p.label)}"
                 if trs and self.rng.random() < 0.7:
                     tr = self.rng.choice(trs)
                     for r in rows:
@@ -648,7 +657,7 @@ class Generator:
             args = {"table": c.name, "func": "sum", "column": num, "where": {col: v}}
         else:
             ans = str(len(rows))
-            q = f"How many {c.plural} have {words(col)} {words(str(v))}? Count them for me."
+            q = f"How many {c.plural} have {field_value(col, v)}? Count them for me."
             args = {"table": c.name, "func": "count", "where": {col: v}}
         check = {"type": "python", "function": "tasks.aggregate_answer", "args": args,
                  "description": "aggregate recomputed from the initial state"}

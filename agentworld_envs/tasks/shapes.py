@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..language import flag_words, indefinite, verb_phrase
+from ..language import field_value, flag_words, in_state, indefinite, number, value_words, verb_phrase
 from ..rules import Rule
 from .generate import Generator, Part, Skip, call, fmt_value
 from .model import TableInfo, words
@@ -52,11 +52,17 @@ def rule_task(gen: Generator, shape: str, trap: bool) -> Part:
     text = gen.rng.choice([f"Please {act}.{why}", f"Could you {act}?{why}", f"I need you to {act}.{why}"])
     if trap:
         value = row[rule["column"]]
-        limit = fmt_value(rule["value"]) if rule["kind"] == "threshold" else f"{rule['value']:g}"
-        refusal = f"I cannot {act}: {rule['text']} ({words(rule['column'])}: {fmt_value(value)})"
+        limit = fmt_value(rule["value"]) if rule["kind"] == "threshold" else number(rule["value"])
+        # The reason, not the record's code: a code's digits would read as competing figures.
+        refusal = f"I cannot {verb_phrase(_verb(gen, tool, t), 'it')}: {rule['text']} ({words(rule['column'])}: {fmt_value(value)})"
         # Saying why means citing the rule's figure or the record's value that breaks it.
-        reasons = [[limit], [fmt_value(value)]] if rule["kind"] == "threshold" else [[limit], [str(value)[:10]]]
-        check = {"reasons": reasons, "candidates": [], "values": [], "exclude": [], "results": [impl["to"]],
+        shown = fmt_value(value) if rule["kind"] == "threshold" else str(value)[:10]
+        # The limit with the record's figure, the figure alone, or the limit with the record named. A limit
+        # alone is a small round number any list of words may contain, so it is not evidence by itself.
+        label = str(next(iter(steps[0]["arguments"].values())))
+        reasons = [[limit, shown], [shown], [limit, label]]
+        check = {"reasons": reasons, "candidates": [], "values": _numeric_words(gen, reasons[0]), "exclude": reasons[0],
+                 "results": [impl["to"]],
                  "about": [str(v) for v in steps[0]["arguments"].values()]}
         return Part(steps, text, refusal=refusal, refusal_check=check, structure="conditional", rule=rule["text"])
     gen.run(tool["name"], **args)
@@ -65,12 +71,37 @@ def rule_task(gen: Generator, shape: str, trap: bool) -> Part:
                 rule=rule["text"])
 
 
+def _numeric_words(gen: Generator, figures: list[str]) -> list[str]:
+    """The environment's numeric category values other than ``figures``: competitors, so a refusal that
+    lists every category word (a hack) does not pass for citing a small limit."""
+    from .probes import enum_words
+
+    out = []
+    for v in enum_words(gen.m.spec):
+        try:
+            float(v)
+        except ValueError:
+            continue
+        if not any(_same_number(v, f) for f in figures):
+            out.append(v)
+    return out
+
+
+def _same_number(a: str, b: str) -> bool:
+    try:
+        return float(a) == float(b)
+    except ValueError:
+        return False
+
+
 def _search_tool(gen: Generator, t: TableInfo) -> dict[str, Any] | None:
     return gen.m.tools.get(t.search) if t.search else None
 
 
 def multi_constraint(gen: Generator) -> Part:
-    """The single record meeting two or three conditions (status or category, and a numeric bound)."""
+    """The single record meeting two or three conditions (a status or category, and a bound on a number or
+    date): the record with the highest (or lowest) value among those matching the categories, so the bound at
+    its own value singles it out."""
     options = []
     for t in gen.m.tables.values():
         tool = _search_tool(gen, t)
@@ -78,29 +109,39 @@ def multi_constraint(gen: Generator) -> Part:
             continue
         flts = tool["impl"].get("filters", [])
         eqs = [f for f in flts if f["op"] == "eq" and t.cols.get(f["column"], {}).get("enum")]
-        ranges = [f for f in flts if f["op"] in ("gte", "lte") and t.cols.get(f["column"], {}).get("type") in ("INTEGER", "REAL")]
+        ranges = [f for f in flts if f["op"] in ("gte", "lte") and f["column"] != "id"]
         if eqs and ranges:
             options.append((t, tool, eqs, ranges))
     if not options:
-        raise Skip("no search with enum and range filters")
+        raise Skip("no search with category and range filters")
     t, tool, eqs, ranges = gen.rng.choice(options)
-    row = gen.pick_row(t)
+    seed_row = gen.pick_row(t)
     chosen_eq = gen.rng.sample(eqs, min(len(eqs), gen.rng.choice([1, 2])))
+    if any(seed_row.get(f["column"]) is None for f in chosen_eq):
+        raise Skip("empty category")
     rng_f = gen.rng.choice(ranges)
-    if any(row.get(f["column"]) is None for f in chosen_eq) or row.get(rng_f["column"]) is None:
-        raise Skip("target has empty fields")
+    col = rng_f["column"]
+    where = " AND ".join(f'"{f["column"]}" = ?' for f in chosen_eq)
+    params = tuple(seed_row[f["column"]] for f in chosen_eq)
+    order = "DESC" if rng_f["op"] == "gte" else "ASC"
+    top = gen.conn.execute(f'SELECT id, "{col}" FROM "{t.name}" WHERE {where} AND "{col}" IS NOT NULL '
+                           f'AND "{t.label}" IS NOT NULL ORDER BY "{col}" {order} LIMIT 2', params).fetchall()
+    if len(top) < 2 or top[0][1] == top[1][1]:
+        raise Skip("no single extreme record")
+    row = gen.row_now(t.name, top[0][0])
     args: dict[str, Any] = {f["param"]: row[f["column"]] for f in chosen_eq}
-    args[rng_f["param"]] = row[rng_f["column"]]
+    args[rng_f["param"]] = row[col]
     limit_param = tool["impl"].get("limit", {}).get("param")
     if limit_param:
         args[limit_param] = 50
     res = gen.run(tool["name"], **args)
     if res["total"] != 1 or res["results"][0]["id"] != row["id"]:
         raise Skip("conditions do not single out one record")
-    parts = [f"is {words(str(row[f['column']]))}" if f["column"] == "status" else
-             f"has {words(f['column'])} {words(str(row[f['column']]))}" for f in chosen_eq]
+    parts = [f"is {value_words(row[f['column']])}" if f["column"] == "status" else
+             f"has {field_value(f['column'], row[f['column']])}" for f in chosen_eq]
     bound = "at least" if rng_f["op"] == "gte" else "at most"
-    parts.append(f"has {indefinite(words(rng_f['column']))} of {bound} {fmt_value(row[rng_f['column']])}")
+    shown = fmt_value(row[col]) if isinstance(row[col], (int, float)) else str(row[col])
+    parts.append(f"has {indefinite(words(col))} of {bound} {shown}")
     conds = ", ".join(parts[:-1]) + f" and {parts[-1]}"
     text = gen.rng.choice([f"Which {t.singular} {conds}? Give me its {words(t.label)}.",
                            f"I'm looking for the one {t.singular} that {conds}. What is its {words(t.label)}?"])
@@ -143,8 +184,8 @@ def compare_then_act(gen: Generator) -> Part:
     which = "highest" if highest else "lowest"
     act = verb_phrase(_verb(gen, tr, c), f"the one with the {which} {words(col)}")
     why = f" Reason: {args['reason']}." if "reason" in args else ""
-    text = gen.rng.choice([f"Of the {words(s)} {c.plural} of {desc}, {act}.{why}",
-                           f"Look at the {words(s)} {c.plural} of {desc} and {act}.{why}"])
+    text = gen.rng.choice([f"Of the {in_state(s, c.plural)} of {desc}, {act}.{why}",
+                           f"Look at the {in_state(s, c.plural)} of {desc} and {act}.{why}"])
     check = gen.row_check(c.name, target["id"], exclude={"status_reason"}, desc=f"the {which} {words(col)} {c.singular} changed")
     return Part(steps, text, checks=[check], writes=True, structure="aggregation")
 
@@ -164,33 +205,44 @@ def _fresh_text(gen: Generator, t: TableInfo, col: str, template: Any) -> str | 
     return None
 
 
-def create_record(gen: Generator) -> Part:
-    """Create a record with the fields the request spells out, linked to a parent found by its label."""
-    creates = [tool for tool in gen.m.tools.values() if tool["impl"]["kind"] == "create" and tool["impl"]["table"] in gen.m.tables]
-    if not creates:
-        raise Skip("no create tool")
-    tool = gen.rng.choice(creates)
+def _create_request(gen: Generator, tool: dict[str, Any], link: tuple[str, dict[str, Any]] | None = None):
+    """The lookups, arguments and wording of a request to create one record with ``tool``.
+
+    ``link`` = (key column, parent row) fixes the parent; otherwise one is drawn. Nothing is created.
+    Returns (steps, args, text, table).
+    """
     t = gen.m.tables[tool["impl"]["table"]]
     props = tool["parameters"]["properties"]
     required = set(tool["parameters"].get("required", []))
-    template = gen.pick_row(t) if t.label else gen.m.rows(gen.conn, t.name, "1 ORDER BY id LIMIT 1")[0]
+    if t.label:
+        template = gen.pick_row(t)
+    else:
+        cur = gen.conn.execute(f'SELECT * FROM "{t.name}" ORDER BY id LIMIT 1')
+        found = cur.fetchone()
+        if found is None:
+            raise Skip("no row to model the new one on")
+        template = dict(zip([d[0] for d in cur.description], found))
     steps: list[dict[str, Any]] = []
     args: dict[str, Any] = {}
     phrases: list[str] = []
     parent_desc = ""
     optional = [p for p in props if p not in required]
     gen.rng.shuffle(optional)
-    for param in sorted(required) + optional[:2]:
+    params = sorted(required) + optional[:2]
+    if link and link[0] not in params:
+        params.append(link[0])
+    for param in params:
         col = t.cols.get(param)
         if col is None:
             continue
         if param in t.fks:
             parent = gen.m.tables[t.fks[param]]
-            if not parent.label or parent_desc:
+            forced = link is not None and param == link[0]
+            if not parent.label or (parent_desc and not forced) or (link is not None and not forced):
                 if param in required:
                     raise Skip("a required link cannot be looked up")
                 continue
-            prow = gen.pick_row(parent)
+            prow = link[1] if forced else gen.pick_row(parent)
             step = gen.find(parent, prow)
             gen.run(step["name"], **step["arguments"])
             steps.append(step)
@@ -210,21 +262,62 @@ def create_record(gen: Generator) -> Part:
         if isinstance(value, bool):
             phrases.append(flag_words(param, value))
         elif col.get("enum"):
-            phrases.append(f"{words(param)} {words(str(value))}")
+            phrases.append(field_value(param, value))
         else:
             phrases.append(f"{words(param)} {fmt_value(value)}")
     if len(phrases) < 2:
         raise Skip("too few fields to state")
-    res = gen.run(tool["name"], **args)
-    steps.append(call(tool["name"], **args))
     verb = tool["name"].split("_", 1)[0]
     listing = ", ".join(phrases[:-1]) + f" and {phrases[-1]}"
-    link = f" for {parent_desc}" if parent_desc else ""
-    text = gen.rng.choice([f"Please {verb} a new {t.singular}{link} with {listing}.",
-                           f"{verb.capitalize()} {indefinite(t.singular)}{link}: {listing}."])
-    new_id = res["created"]["id"]
-    check = gen.row_check(t.name, new_id, desc=f"the new {t.singular} as requested")
+    where = f" for {parent_desc}" if parent_desc else ""
+    text = gen.rng.choice([f"Please {verb} a new {t.singular}{where} with {listing}.",
+                           f"{verb.capitalize()} {indefinite(t.singular)}{where}: {listing}."])
+    return steps, args, text, t
+
+
+def create_record(gen: Generator) -> Part:
+    """Create a record with the fields the request spells out, linked to a parent found by its label."""
+    creates = [tool for tool in gen.m.tools.values() if tool["impl"]["kind"] == "create" and tool["impl"]["table"] in gen.m.tables]
+    if not creates:
+        raise Skip("no create tool")
+    tool = gen.rng.choice(creates)
+    steps, args, text, t = _create_request(gen, tool)
+    res = gen.run(tool["name"], **args)
+    steps.append(call(tool["name"], **args))
+    check = gen.row_check(t.name, res["created"]["id"], desc=f"the new {t.singular} as requested")
     check["query"] = check["query"].replace("WHERE id = ?", "ORDER BY id DESC LIMIT 1")
     check["params"] = []
     return Part(steps, text, checks=[check], writes=True, structure="linear")
 
+
+def quota_task(gen: Generator, trap: bool) -> Part:
+    """Create a record for a parent below its quota of open records, or (trap) refuse one at the quota."""
+    rules = [Rule.from_json(r) for r in gen.m.spec.get("rules", []) if r["kind"] == "quota" and r["tool"] in gen.m.tools]
+    if not rules:
+        raise Skip("no quota rule")
+    rule = gen.rng.choice(rules)
+    tool = gen.m.tools[rule.tool]
+    parent = gen.m.tables[gen.m.tables[rule.table].fks[rule.column]]
+    if not parent.label:
+        raise Skip("parent has no label")
+    count = rule.active_count(f'"{parent.name}".id')
+    prow = gen.pick_row(parent, f"{count} {'>=' if trap else '<'} ?", (int(rule.value),))
+    steps, args, text, t = _create_request(gen, tool, (rule.column, prow))
+    if trap:
+        held = gen.conn.execute(f'SELECT {count} FROM "{parent.name}" WHERE id = ?', (prow["id"],)).fetchone()[0]
+        desc = gen.describe(parent, prow)
+        refusal = (f"I cannot add the new {t.singular} for {desc}: {rule.text} It already has {held}.")
+        cap = fmt_value(int(rule.value))
+        # Caps are small numbers any list of words may contain: the refusal must also name whose quota it is.
+        who = str(prow[parent.label])
+        figures = [cap, fmt_value(held)]
+        options = [[cap, fmt_value(held), who], [cap, who], [fmt_value(held), who]]
+        check = {"reasons": [list(dict.fromkeys(o)) for o in options], "candidates": [], "values": _numeric_words(gen, figures),
+                 "exclude": figures, "results": ["created", "added"], "about": [str(a) for a in args.values()][:3]}
+        return Part(steps, text, refusal=refusal, refusal_check=check, structure="conditional", rule=rule.text)
+    res = gen.run(tool["name"], **args)
+    steps.append(call(tool["name"], **args))
+    check = gen.row_check(t.name, res["created"]["id"], desc=f"the new {t.singular} within the quota")
+    check["query"] = check["query"].replace("WHERE id = ?", "ORDER BY id DESC LIMIT 1")
+    check["params"] = []
+    return Part(steps, text, checks=[check], writes=True, structure="conditional", rule=rule.text)
