@@ -1,0 +1,166 @@
+"""Env workers on Ray, in local mode: loopback only, same episodes as in-process, a dead worker is an error.
+
+One local Ray session serves the module (starting one costs several seconds). It is started the
+way ``--env-workers ray`` starts it, bound to 127.0.0.1; the first test checks that every socket
+of every Ray process (gcs_server, raylet, agents, workers) stays on loopback.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import ipaddress
+import json
+import os
+import signal
+import threading
+import time
+
+import psutil
+import pytest
+
+import env_registry
+from agentworld_envs.errors import EnvWorkerError
+from agentworld_envs.evaluation import ReferencePolicy, evaluate, select_tasks
+from agentworld_envs.workers import RayEnvWorkers, start_ray
+from agentworld_rl.vector_env import WorkerSlotVectorEnv
+
+# Not importorskip: importing ray here, before start_ray sets its loopback switch, is the very
+# mistake start_ray refuses to run after.
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("ray") is None, reason="ray is not installed")
+
+RETAIL = "agentworld/retail-v0"
+TOY = "agentworld_rl/toy-lookup-v0"
+
+
+@pytest.fixture(scope="module")
+def ray_session():
+    # More logical CPUs than cores: Ray only uses them to place actors, and tests start several.
+    started = start_ray(num_cpus=8)
+    yield
+    if started:
+        import ray
+
+        ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def workers(ray_session):
+    w = RayEnvWorkers(2, {"max_turns": 4}, ["agentworld_rl.toy_envs"])
+    yield w
+    w.close()
+
+
+def _is_loopback(ip: str) -> bool:
+    addr = ipaddress.ip_address(ip)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr.is_loopback
+
+
+def test_local_ray_listens_and_talks_on_loopback_only(workers):
+    opened = workers.open([{"slot": i, "env_id": RETAIL, "seed": i} for i in range(4)])
+    workers.step({i: "no tool call" for i in range(4)})
+    assert len(opened) == 4
+    sockets = []
+    for proc in psutil.Process().children(recursive=True):
+        try:
+            sockets += [(proc.name(), c) for c in proc.net_connections(kind="inet")]
+        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            continue
+    listening = [(name, c.laddr) for name, c in sockets if c.status == psutil.CONN_LISTEN]
+    assert any("raylet" in name or "gcs" in name for name, _ in listening), listening  # the check sees Ray
+    outside = [(name, c.laddr, c.raddr, c.status) for name, c in sockets
+               if not _is_loopback(c.laddr.ip) or (c.raddr and not _is_loopback(c.raddr.ip))]
+    assert not outside, outside
+
+
+def test_ray_workers_play_the_same_episodes_as_in_process(ray_session):
+    arena = [e["id"] for e in env_registry.select(split="arena")][:2]
+    pairs, _ = select_tasks(arena, tasks_per_env=2, seed=0)
+    local = [r.to_json() for r in evaluate(ReferencePolicy(), pairs, seed=1, batch_size=3)]
+    remote = [r.to_json() for r in evaluate(ReferencePolicy(), pairs, seed=1, batch_size=3, env_workers="ray")]
+    assert remote == local
+    assert len(local) == 4 and all(r["success"] for r in local)
+
+
+def test_a_worker_killed_mid_episode_is_an_error_and_is_restarted(workers):
+    vec = WorkerSlotVectorEnv(4, workers)
+    started = vec.start([{"env_id": RETAIL}] * 4, seeds=[0, 1, 2, 3])
+    assert all(info["slot_active"] for _, info in started)
+    victim = workers.worker_of(1)
+    os.kill(workers.pids()[victim], signal.SIGKILL)
+    with pytest.raises(EnvWorkerError, match=rf"env worker {victim} died .*slot 1: {RETAIL}.*restarted"):
+        vec.step({i: "no tool call" for i in range(4)})
+    # The replacement serves new episodes; its episodes are fresh, not the lost ones scored.
+    again = vec.start([{"env_id": RETAIL}] * 4, seeds=[0, 1, 2, 3])
+    assert [o for o, _ in again] == [o for o, _ in started]
+    results = vec.step({i: "no tool call" for i in range(4)})
+    assert sorted(results) == [0, 1, 2, 3] and all(r.info["slot_active"] for r in results.values())
+
+
+def test_an_env_error_in_a_worker_is_raised_as_itself(workers):
+    from agentworld_envs.errors import UnknownTaskError
+
+    with pytest.raises(UnknownTaskError, match="no-such-task"):
+        workers.open([{"slot": 0, "env_id": RETAIL, "task_id": "no-such-task"}])
+
+
+def _lookup_cfg(out, **kw):
+    from agentworld_rl.config import TrainConfig
+
+    base = dict(model="tiny", torch_threads=1, env_ids=[TOY], eval_split="", batch_size=2, group_size=2, max_turns=2,
+                max_new_tokens=8, steps=2, save_every=0, use_lora=True, lora_r=4, sft_steps=0, learning_rate=5e-3,
+                output_dir=str(out), progress=False, env_workers="ray", ray_workers=2)
+    base.update(kw)
+    return TrainConfig(**base)
+
+
+@pytest.mark.slow
+def test_grpo_steps_with_ray_env_workers(ray_session, tmp_path):
+    from agentworld_rl.trainer import train
+
+    summary = train(_lookup_cfg(tmp_path / "run"))
+    assert summary["config"]["env_workers"] == "ray"
+    rows = [json.loads(line) for line in (tmp_path / "run" / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in rows] == [1, 2]
+    assert all(0.0 <= r["reward_mean"] <= 1.0 and r["policy_tokens_mean"] > 0 for r in rows), rows
+
+
+@pytest.mark.slow
+def test_training_stops_with_an_error_when_a_worker_dies_mid_rollout(ray_session, tmp_path):
+    from agentworld_rl.trainer import train
+
+    out = tmp_path / "run"
+    killed: list[int] = []
+
+    def env_hosts() -> set[int]:
+        pids = set()
+        for proc in psutil.Process().children(recursive=True):
+            try:
+                if proc.name().startswith("ray::EnvHost") or "EnvHost" in " ".join(proc.cmdline()):
+                    pids.add(proc.pid)
+            except psutil.NoSuchProcess:
+                continue
+        return pids
+
+    others = env_hosts()   # actors of other tests' workers in this session: not the trainer's
+
+    def kill_a_worker_after_the_first_step():
+        deadline = time.time() + 300
+        while time.time() < deadline and not killed:
+            metrics = out / "metrics.jsonl"
+            if metrics.exists() and metrics.read_text().strip():
+                for pid in sorted(env_hosts() - others):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+                    return
+            time.sleep(0.05)
+
+    killer = threading.Thread(target=kill_a_worker_after_the_first_step, daemon=True)
+    killer.start()
+    with pytest.raises(EnvWorkerError, match="env worker .* died"):
+        train(_lookup_cfg(out, steps=500))
+    killer.join(timeout=5)
+    assert killed
+    rows = (out / "metrics.jsonl").read_text().splitlines()
+    assert 1 <= len(rows) < 500   # stopped at the failure: no step was scored on lost episodes
