@@ -127,8 +127,11 @@ def test_grpo_steps_with_ray_env_workers(ray_session, tmp_path):
 
 
 @pytest.mark.slow
-def test_training_stops_with_an_error_when_a_worker_dies_mid_rollout(ray_session, tmp_path):
-    from agentworld_rl.trainer import train
+def test_training_stops_with_one_error_line_when_a_worker_dies_mid_rollout(ray_session, tmp_path):
+    import typer
+    from typer.testing import CliRunner
+
+    from agentworld_rl.cli import register
 
     out = tmp_path / "run"
     killed: list[int] = []
@@ -156,11 +159,24 @@ def test_training_stops_with_an_error_when_a_worker_dies_mid_rollout(ray_session
                     return
             time.sleep(0.05)
 
+    app = typer.Typer()
+    register(app)
+
+    @app.callback()
+    def _root():
+        pass
+
     killer = threading.Thread(target=kill_a_worker_after_the_first_step, daemon=True)
     killer.start()
-    with pytest.raises(EnvWorkerError, match="env worker .* died"):
-        train(_lookup_cfg(out, steps=500))
+    result = CliRunner().invoke(app, [
+        "train", "--model", "tiny", "--torch-threads", "1", "--env-ids", TOY, "--eval-split", "", "--batch-size", "2",
+        "--group-size", "2", "--max-turns", "2", "--max-new-tokens", "8", "--steps", "500", "--save-every", "0",
+        "--sft-steps", "0", "--output-dir", str(out), "--no-progress", "--env-workers", "ray", "--ray-workers", "2"])
     killer.join(timeout=5)
     assert killed
+    assert result.exit_code == 2, result.output
+    errors = [line for line in result.output.splitlines() if line.startswith("error:")]
+    assert len(errors) == 1 and "env worker" in errors[0] and "died" in errors[0], result.output
+    assert "Traceback" not in result.output
     rows = (out / "metrics.jsonl").read_text().splitlines()
     assert 1 <= len(rows) < 500   # stopped at the failure: no step was scored on lost episodes
