@@ -47,6 +47,17 @@ LOOPBACK_ENV = {
     # No usage-statistics report to Ray's servers.
     "RAY_USAGE_STATS_ENABLED": "0",
 }
+#: Environment of the Ray processes ``ray.init`` starts, set only while it starts them. Even with
+#: the dashboard off and usage stats disabled, Ray starts its API server to run the usage-stats
+#: module, whose first act is to probe cloud metadata services (169.254.169.254,
+#: metadata.google.internal; ``usage_stats_head.py`` calls ``get_cluster_config_to_report`` before
+#: it checks whether reporting is enabled). Pointing HTTP(S) proxies at a loopback port where
+#: nothing listens makes such requests fail on loopback, without a DNS query or a packet leaving
+#: the machine; ``no_proxy`` keeps loopback traffic (gRPC between Ray's own processes) direct.
+LOOPBACK_PROXY_ENV = {
+    **{name: "http://127.0.0.1:9" for name in ("http_proxy", "HTTP_PROXY", "https_proxy", "HTTPS_PROXY")},
+    **{name: "127.0.0.1,localhost,::1" for name in ("no_proxy", "NO_PROXY")},
+}
 LOOPBACK = "127.0.0.1"
 RAY_MISSING = "--env-workers ray needs Ray: pip install 'agentworld[ray]' (or pip install ray)"
 
@@ -77,7 +88,16 @@ def start_ray(address: str | None = None, num_cpus: int | None = None,
         if runtime_env:
             kwargs["runtime_env"] = runtime_env
         if address is None:
-            ray.init(num_cpus=num_cpus or os.cpu_count() or 1, _node_ip_address=LOOPBACK, **kwargs)
+            saved = {name: os.environ.get(name) for name in LOOPBACK_PROXY_ENV}
+            os.environ.update(LOOPBACK_PROXY_ENV)
+            try:
+                ray.init(num_cpus=num_cpus or os.cpu_count() or 1, _node_ip_address=LOOPBACK, **kwargs)
+            finally:  # this process keeps its own proxy settings (e.g. for an OpenAI-compatible endpoint)
+                for name, value in saved.items():
+                    if value is None:
+                        os.environ.pop(name, None)
+                    else:
+                        os.environ[name] = value
         else:
             ray.init(address=address, **kwargs)
         started = True

@@ -32,11 +32,49 @@ RETAIL = "agentworld/retail-v0"
 TOY = "agentworld_rl/toy-lookup-v0"
 
 
+def _is_loopback(ip: str) -> bool:
+    addr = ipaddress.ip_address(ip)
+    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
+        addr = addr.ipv4_mapped
+    return addr.is_loopback
+
+
+class SocketWatch:
+    """Every inet socket of this process and its descendants, sampled every 20 ms from before Ray starts."""
+
+    def __init__(self):
+        self.seen: set[tuple] = set()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+        self._thread.start()
+
+    def sample(self) -> None:
+        me = psutil.Process()
+        for proc in [me, *me.children(recursive=True)]:
+            try:
+                name = proc.name()
+                for c in proc.net_connections(kind="inet"):
+                    self.seen.add((name, c.status, (c.laddr.ip, c.laddr.port), (c.raddr.ip, c.raddr.port) if c.raddr else None))
+            except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
+                continue
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            self.sample()
+            time.sleep(0.02)
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join()
+
+
 @pytest.fixture(scope="module")
 def ray_session():
+    watch = SocketWatch()
     # More logical CPUs than cores: Ray only uses them to place actors, and tests start several.
     started = start_ray(num_cpus=8)
-    yield
+    yield watch
+    watch.stop()
     if started:
         import ray
 
@@ -50,28 +88,35 @@ def workers(ray_session):
     w.close()
 
 
-def _is_loopback(ip: str) -> bool:
-    addr = ipaddress.ip_address(ip)
-    if isinstance(addr, ipaddress.IPv6Address) and addr.ipv4_mapped is not None:
-        addr = addr.ipv4_mapped
-    return addr.is_loopback
-
-
-def test_local_ray_listens_and_talks_on_loopback_only(workers):
+def test_local_ray_listens_and_talks_on_loopback_only(ray_session, workers):
     opened = workers.open([{"slot": i, "env_id": RETAIL, "seed": i} for i in range(4)])
     workers.step({i: "no tool call" for i in range(4)})
     assert len(opened) == 4
-    sockets = []
+    ray_session.sample()
+    seen = set(ray_session.seen)   # from before ray.init until now
+    listening = [(name, laddr) for name, status, laddr, _ in seen if status == psutil.CONN_LISTEN]
+    assert any("raylet" in name or "gcs" in name for name, _ in listening), listening  # the check sees Ray
+    outside = [s for s in seen if not _is_loopback(s[2][0]) or (s[3] and not _is_loopback(s[3][0]))]
+    assert not outside, outside
+
+
+def test_ray_processes_send_stray_http_to_a_loopback_proxy(ray_session, workers):
+    # Ray's usage-stats module probes cloud metadata (169.254.169.254) even with usage stats off;
+    # every Ray process must have been started with HTTP(S) proxies on loopback (see workers.py).
+    names = []
     for proc in psutil.Process().children(recursive=True):
         try:
-            sockets += [(proc.name(), c) for c in proc.net_connections(kind="inet")]
-        except (psutil.NoSuchProcess, psutil.AccessDenied):
+            env, name = proc.environ(), proc.name()
+        except (psutil.NoSuchProcess, psutil.AccessDenied, psutil.ZombieProcess):
             continue
-    listening = [(name, c.laddr) for name, c in sockets if c.status == psutil.CONN_LISTEN]
-    assert any("raylet" in name or "gcs" in name for name, _ in listening), listening  # the check sees Ray
-    outside = [(name, c.laddr, c.raddr, c.status) for name, c in sockets
-               if not _is_loopback(c.laddr.ip) or (c.raddr and not _is_loopback(c.raddr.ip))]
-    assert not outside, outside
+        if not env:
+            continue  # setproctitle (ray::… names) overwrites where /proc/PID/environ points
+        names.append(name)
+        for var in ("http_proxy", "https_proxy", "HTTP_PROXY", "HTTPS_PROXY"):
+            assert env.get(var, "").startswith("http://127.0.0.1:"), (name, var, env.get(var))
+        assert "127.0.0.1" in env.get("no_proxy", ""), name
+    assert any("gcs" in n for n in names) and any("raylet" in n for n in names), names
+    assert not os.environ.get("http_proxy", "").startswith("http://127.0.0.1:9")   # this process is left alone
 
 
 def test_ray_workers_play_the_same_episodes_as_in_process(ray_session):
