@@ -8,7 +8,11 @@ Each run is a new interpreter. Reported per env (p50 / p90 over runs):
 * ``import gymnasium`` and ``import agentworld_envs`` on top of it (registers every id);
 * ``engine import``: the engine modules the first ``make`` loads (agentworld_envs.env and friends);
 * ``first make+reset``: ``gym.make(id)`` + ``reset(seed=0)`` once the engine is imported, i.e. the
-  per-env cost: read the integrity-checked bundle and golden files, compile tools, open the episode.
+  per-env cost: read the integrity-checked bundle and golden files, compile tools, open the episode;
+  wall time and this process's CPU time (on a shared box the CPU time is the steadier figure).
+  Per-process work every first ``make`` needs (the code fingerprint that keys bundles, the
+  manifest's name index, the text spaces' charset tables) runs while the engine is imported and
+  is counted in ``engine import``.
 
 The env is made once beforehand so its cache artefacts exist (warm cache). Prints; asserts nothing.
 """
