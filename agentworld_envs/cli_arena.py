@@ -76,6 +76,12 @@ def register_arena_commands(app: typer.Typer) -> None:
               batch_size: int = typer.Option(16, help="episodes played at once (batched generation)"),
               max_new_tokens: int = typer.Option(128, help="tokens generated per turn (model/openai)"),
               out: Optional[Path] = typer.Option(None, help="run directory for records.jsonl and summary.json"),
+              env_workers: str = typer.Option("local", help="where the envs run: local (this process) | ray "
+                                                             "(Ray actors, many envs each)"),
+              ray_address: Optional[str] = typer.Option(None, help="with --env-workers ray: a cluster to join "
+                                                                    "(auto, ray://head:10001); default: a local "
+                                                                    "session bound to 127.0.0.1"),
+              ray_workers: int = typer.Option(2, help="with --env-workers ray: env-worker actors"),
               as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object")) -> None:
         """Evaluate a policy on held-out environments: one JSON record per episode plus a summary."""
         import agentworld_envs  # noqa: F401
@@ -83,9 +89,12 @@ def register_arena_commands(app: typer.Typer) -> None:
 
         for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, -1), ("--max-turns", max_turns, -1),
                                 ("--max-tools", max_tools, 0), ("--batch-size", batch_size, 1),
-                                ("--max-new-tokens", max_new_tokens, 1), ("--round", round_ or 0, 0)):
+                                ("--max-new-tokens", max_new_tokens, 1), ("--round", round_ or 0, 0),
+                                ("--ray-workers", ray_workers, 1)):
             if value < lo:
                 raise typer.BadParameter(f"{flag} must be >= {lo}, got {value}")
+        if env_workers not in ("local", "ray"):
+            raise typer.BadParameter(f"--env-workers must be local or ray, not {env_workers!r}")
         if split not in ("arena", "train"):
             raise typer.BadParameter(f"--split must be arena or train, not {split!r}")
         pol = _policy(policy, model, base_url, adapter, api_key, batch_size, max_new_tokens)
@@ -101,7 +110,8 @@ def register_arena_commands(app: typer.Typer) -> None:
             pairs, overlay = select_tasks(env_ids, tasks_per_env=tasks_per_env, round_=round_, seed=seed,
                                           overlay_dir=run_dir)
             records = evaluate(pol, pairs, seed=seed, max_turns=max_turns or None, batch_size=batch_size,
-                               overlay=overlay, round_=round_, max_tools=max_tools or None)
+                               overlay=overlay, round_=round_, max_tools=max_tools or None,
+                               env_workers=env_workers, ray_address=ray_address, ray_workers=ray_workers)
         except EvaluationError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

@@ -112,8 +112,11 @@ class AgentWorldEnv(gym.Env[str, str]):
         tasks = self.bundle.tasks
         if task_overlay is not None:
             tasks = merge_tasks(tasks, overlay_tasks(task_overlay, self.bundle.name), overlay_mode)
+            self._task_index = {t["id"]: i for i, t in enumerate(tasks)}
+        else:
+            # The bundle's index: building one here would parse every lazily loaded task.
+            self._task_index = self.bundle.task_index
         self._tasks = tasks
-        self._task_index = {t["id"]: i for i, t in enumerate(tasks)}
         spec = self.bundle.spec
         self.max_turns = max_turns or spec.get("max_turns", DEFAULT_MAX_TURNS)
         self.render_mode = render_mode
@@ -139,7 +142,7 @@ class AgentWorldEnv(gym.Env[str, str]):
     # ------------------------------------------------------------------ gymnasium API
     @property
     def task_ids(self) -> list[str]:
-        return [t["id"] for t in self._tasks]
+        return list(self._task_index)
 
     def reset(self, *, seed: int | None = None, options: dict[str, Any] | None = None) -> tuple[str, dict[str, Any]]:
         with self._lock:

@@ -16,7 +16,7 @@ from env_registry import UnknownEnvError
 
 from .spec import SpecError
 
-__all__ = ["CacheError", "UnknownEnvError", "UnknownTaskError", "UnknownToolError", "UserInputError", "USER_ERRORS",
+__all__ = ["CacheError", "EnvWorkerError", "UnknownEnvError", "UnknownTaskError", "UnknownToolError", "UserInputError", "USER_ERRORS",
            "run_cli"]
 
 #: Exit status of every user error (click's own usage errors use 2 as well).
@@ -52,13 +52,20 @@ class CacheError(RuntimeError):
         return (type(self), (self.path, self.problem, self.remedy))
 
 
+class EnvWorkerError(RuntimeError):
+    """Env workers that cannot run or that died (Ray missing, a worker process lost mid-episode).
+
+    Raised instead of scoring the lost episodes: a dead worker never turns into a zero reward.
+    """
+
+
 class UserInputError(ValueError):
     """A CLI argument that typer cannot check by itself (a filter that matches nothing, an unsafe path)."""
 
 
 #: Exceptions the CLI reports as one line instead of a traceback.
 USER_ERRORS: tuple[type[BaseException], ...] = (SpecError, CacheError, UnknownEnvError, UnknownTaskError,
-                                                UnknownToolError, UserInputError)
+                                                UnknownToolError, UserInputError, EnvWorkerError)
 
 
 def _one_line(text: Any) -> str:

@@ -21,8 +21,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import gymnasium as gym
-
 from . import trajectories
 from .spec import canonical_json
 
@@ -230,60 +228,76 @@ def select_tasks(env_ids: Sequence[str], *, tasks_per_env: int = 0, round_: int 
 
 def evaluate(policy: Policy, pairs: Sequence[tuple[str, str]], *, seed: int = 0, max_turns: int | None = None,
              batch_size: int = 8, overlay: str | Path | None = None, round_: int | None = None,
-             max_tools: int | None = None) -> list[EpisodeRecord]:
-    """Play one episode per ``(env_id, task_id)`` with ``policy``, ``batch_size`` episodes at a time."""
+             max_tools: int | None = None, env_workers: str = "local", ray_address: str | None = None,
+             ray_workers: int = 2) -> list[EpisodeRecord]:
+    """Play one episode per ``(env_id, task_id)`` with ``policy``, ``batch_size`` episodes at a time.
+
+    ``env_workers``: where the envs run, ``"local"`` (this process) or ``"ray"`` (``ray_workers``
+    Ray actors, on the cluster at ``ray_address`` or a local session bound to 127.0.0.1; see
+    :mod:`agentworld_envs.workers`). Records are the same either way.
+    """
+    from .workers import make_env_workers
+
     kwargs: dict[str, Any] = {}
     if max_turns:
         kwargs["max_turns"] = max_turns
     if max_tools:
         kwargs["max_tools"] = max_tools
     if overlay is not None:
-        kwargs.update(task_overlay=str(overlay), overlay_mode="only")
+        # Absolute: env workers may run in another working directory (a cluster needs shared storage).
+        kwargs.update(task_overlay=str(Path(overlay).resolve()), overlay_mode="only")
+    workers = make_env_workers(env_workers, env_kwargs=kwargs, num_workers=ray_workers, address=ray_address)
+    try:
+        return _play(policy, pairs, workers, seed=seed, batch_size=batch_size, round_=round_)
+    finally:
+        workers.close()
 
-    def make(env_id: str):
-        return gym.make(env_id, **kwargs).unwrapped
 
+def _play(policy: Policy, pairs: Sequence[tuple[str, str]], workers: Any, *, seed: int, batch_size: int,
+          round_: int | None) -> list[EpisodeRecord]:
     records: list[EpisodeRecord] = []
+    pools: dict[str, Any] = {}
     for start in range(0, len(pairs), batch_size):
         chunk = pairs[start:start + batch_size]
+        wanted = {env_id for env_id, _ in chunk} - set(pools)
+        episodes = [{"slot": i, "env_id": env_id, "task_id": task_id, "seed": seed + start + i, "extras": True,
+                     "pool": env_id in wanted} for i, (env_id, task_id) in enumerate(chunk)]
         live = []
-        for i, (env_id, task_id) in enumerate(chunk):
-            env = make(env_id)
-            ep_seed = seed + start + i
-            obs, info = env.reset(seed=ep_seed, options={"task_id": task_id})
-            state = EpisodeState(env_id, task_id, env.tools, [{"role": "user", "content": obs}], 0,
-                                 reference=env.solution_actions(), rng=random.Random(f"{seed}:{env_id}:{task_id}"),
-                                 pool=env.bundle.value_pool(), shown=env.shown_to_spec())
-            live.append({"env": env, "state": state, "calls": [], "seed": ep_seed, "done": None})
+        for ep, opened in zip(episodes, workers.open(episodes)):
+            if "pool" in opened:
+                pools[ep["env_id"]] = opened["pool"]
+            env_id, task_id = ep["env_id"], ep["task_id"]
+            state = EpisodeState(env_id, task_id, opened["tools"], [{"role": "user", "content": opened["obs"]}], 0,
+                                 reference=opened["reference"], rng=random.Random(f"{seed}:{env_id}:{task_id}"),
+                                 pool=pools[env_id], shown=opened["shown"])
+            live.append({"slot": ep["slot"], "state": state, "calls": [], "seed": ep["seed"], "done": None})
         while any(x["done"] is None for x in live):
             active = [x for x in live if x["done"] is None]
             actions = policy.act([x["state"] for x in active])
+            results = workers.step({x["slot"]: action for x, action in zip(active, actions)})
             for x, action in zip(active, actions):
-                obs, reward, term, trunc, info = x["env"].step(action)
+                obs, reward, term, trunc, info = results[x["slot"]]
                 x["calls"] += [{"tool": c["tool_name"], "error": c["error"]} for c in info.get("calls", [])]
                 st = x["state"]
                 st.messages += [{"role": "assistant", "content": action}, {"role": "user", "content": obs}]
                 st.turn += 1
                 if term or trunc:
                     x["done"] = (reward, term, trunc, info)
+        facts = workers.finish([x["slot"] for x in live])
         for x in live:
-            env, (reward, term, trunc, info) = x["env"], x["done"]
-            task = env.task
-            tax = env.bundle.spec.get("taxonomy", {})
-            ref_tools = [s["name"] for s in task["solution"] if s["name"] != "submit"]
-            writes = {n for n, t in env.bundle.tools.items() if t.writes}
+            (reward, term, trunc, info), fact = x["done"], facts[x["slot"]]
+            task, tax, ref_tools = fact["task"], fact["taxonomy"], fact["reference_tools"]
             success = bool(info.get("success"))
             checks = [{k: c.get(k) for k in ("type", "passed", "detail")} for c in info.get("checks", [])]
             records.append(EpisodeRecord(
-                env_id=env.bundle.env_id, l1=tax.get("l1", ""), l2=tax.get("l2", ""), split=env.bundle.split,
+                env_id=fact["env_id"], l1=tax.get("l1", ""), l2=tax.get("l2", ""), split=fact["split"],
                 task_id=task["id"], kind=task.get("kind", ""), family=task.get("knobs", {}).get("family", task.get("kind", "")),
                 difficulty=task.get("difficulty"), chain_length=len(ref_tools), reference_tools=ref_tools,
                 turns=x["state"].turn, calls=x["calls"], checks=checks, reward=float(reward), success=success,
-                submitted=bool(term), truncated=bool(trunc), answer=info.get("answer"), state_hash=env.state_hash(),
+                submitted=bool(term), truncated=bool(trunc), answer=info.get("answer"), state_hash=fact["state_hash"],
                 outcome=outcome_of(checks, success=success, truncated=bool(trunc), submitted=bool(term),
-                                   calls=x["calls"], reference_tools=ref_tools, writes=writes),
+                                   calls=x["calls"], reference_tools=ref_tools, writes=set(fact["writes"])),
                 seed=x["seed"], round=round_))
-            env.close()
     return records
 
 

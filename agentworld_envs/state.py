@@ -27,16 +27,26 @@ BUILD_VERSION = "2"
 CHANGES_TABLE = "_aw_changes"
 
 
+#: ``$AGENTWORLD_CACHE`` value -> its directory, once created. ``mkdir -p`` of an existing directory
+#: costs ~0.1 ms (a failing syscall and its exception), and a first ``make`` asked twice. A directory
+#: removed later is recreated by the write that needs it (:func:`cachefile.store` makes parents).
+_ENSURED: dict[str, Path] = {}
+
+
 def cache_dir() -> Path:
     """Where generated artefacts live: ``$AGENTWORLD_CACHE`` or the platform user cache."""
-    env = os.environ.get("AGENTWORLD_CACHE")
+    env = os.environ.get("AGENTWORLD_CACHE") or ""
+    known = _ENSURED.get(env)
+    if known is not None:
+        return known
     if env:
         path = Path(env)
     else:
         import platformdirs
 
         path = Path(platformdirs.user_cache_dir("agentworld"))
-    return cachefile.ensure_dir(path)
+    _ENSURED[env] = cachefile.ensure_dir(path)
+    return path
 
 
 def _quote(name: str) -> str:

@@ -43,6 +43,8 @@ def register(app: typer.Typer) -> None:
     fields = dataclasses.fields(TrainConfig)
 
     def train_command(**kwargs):
+        from agentworld_envs.errors import EnvWorkerError
+
         from .config import make_config, to_yaml
         from .errors import TrainError
 
@@ -56,8 +58,8 @@ def register(app: typer.Typer) -> None:
                 return
             from .trainer import train
             summary = train(cfg)
-        except TrainError as e:
-            # User errors: one line and a non-zero exit, never a traceback.
+        except (TrainError, EnvWorkerError) as e:
+            # User errors and lost env workers: one line and a non-zero exit, never a traceback.
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2)
         out = summary["output_dir"]

@@ -80,7 +80,13 @@ class TrainConfig:
     overlay_mode: str = "add"
     """add: the overlay's tasks join each env's own; only: they replace them."""
     async_envs: bool = False
-    """Step envs in worker processes (AsyncVectorEnv) instead of in-process."""
+    """Step envs in worker processes (AsyncVectorEnv) instead of in-process (same as env_workers: async)."""
+    env_workers: str = "local"
+    """Where envs run: local (in-process), async (a process per slot) or ray (Ray actors, many envs each)."""
+    ray_address: str = ""
+    """With env_workers ray: a cluster to join ("auto", "ray://head:10001"); "" = a local session on 127.0.0.1 only."""
+    ray_workers: int = 2
+    """With env_workers ray: how many env-worker actors (each hosts many env instances)."""
     env_import_modules: list[str] = field(default_factory=lambda: ["agentworld_rl.toy_envs"])
     """Modules imported to register env ids (agentworld_envs is added automatically if importable)."""
 
@@ -181,6 +187,13 @@ class TrainConfig:
         need(self.max_context_tokens > self.max_new_tokens, "max_context_tokens", "> max_new_tokens")
         need(not (self.resume_from and self.overwrite), "overwrite", "false when resume_from is set")
         need(self.overlay_mode in ("add", "only"), "overlay_mode", "one of ['add', 'only']")
+        need(self.env_workers in ("local", "async", "ray"), "env_workers", "one of ['local', 'async', 'ray']")
+        need(self.ray_workers >= 1, "ray_workers", ">= 1")
+        need(not (self.async_envs and self.env_workers == "ray"), "async_envs", "false with env_workers ray")
+
+    def env_backend(self) -> str:
+        """``local``, ``async`` or ``ray``: env_workers, with the older async_envs switch honoured."""
+        return "async" if self.async_envs and self.env_workers == "local" else self.env_workers
 
     def env_kwargs(self) -> dict[str, Any]:
         """Keyword arguments for every ``gym.make`` of this run."""

@@ -24,6 +24,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from agentworld_envs.errors import EnvWorkerError
+
 from .config import PRESETS, TrainConfig
 from .errors import TrainError
 
@@ -225,7 +227,7 @@ def register(app) -> None:
                                eval_tasks_per_env=eval_tasks_per_env, target_tasks=target_tasks,
                                target_envs=target_envs, train_steps=train_steps, sft_steps=sft_steps, seed=seed)
             result = evolve(cfg)
-        except TrainError as e:
+        except (TrainError, EnvWorkerError) as e:
             typer.echo(f"error: {e}", err=True)
             raise typer.Exit(2) from None
         curve = ", ".join(f"{r['arena_success']:.3f}" for r in result["rounds"])

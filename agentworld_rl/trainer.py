@@ -138,217 +138,221 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     if cfg.gradient_checkpointing:
         # Non-reentrant: works with frozen base weights (LoRA) without enable_input_require_grads.
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-    from .vector_env import SlotVectorEnv
-    vec_env = SlotVectorEnv(max(cfg.batch_size * cfg.group_size, len(eval_pairs) and min(len(eval_pairs), 16)),
-                            cfg.env_kwargs(), asynchronous=cfg.async_envs, import_modules=import_modules)
-    engine = RolloutEngine(model, tokenizer, vec_env, max_new_tokens=cfg.max_new_tokens,
-                           max_context_tokens=cfg.max_context_tokens, temperature=cfg.temperature,
-                           system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT,
-                           tool_descriptions=cfg.tool_descriptions, autocast=accelerator.autocast,
-                           reuse_cache=cfg.reuse_kv_cache)
+    from .vector_env import make_slot_vector_env
+    vec_env = make_slot_vector_env(cfg.env_backend(),
+                                   max(cfg.batch_size * cfg.group_size, len(eval_pairs) and min(len(eval_pairs), 16)),
+                                   cfg.env_kwargs(), import_modules, ray_address=cfg.ray_address,
+                                   ray_workers=cfg.ray_workers)
+    try:
+        engine = RolloutEngine(model, tokenizer, vec_env, max_new_tokens=cfg.max_new_tokens,
+                               max_context_tokens=cfg.max_context_tokens, temperature=cfg.temperature,
+                               system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT,
+                               tool_descriptions=cfg.tool_descriptions, autocast=accelerator.autocast,
+                               reuse_cache=cfg.reuse_kv_cache)
 
-    summary: dict = {"config": dataclasses.asdict(cfg), "model_path": model_path}
-    if resume is not None and (out_dir / "eval_base.json").exists():
-        summary["eval_base"] = json.loads((out_dir / "eval_base.json").read_text())
-    if cfg.sft_steps:
-        sft_dir = out_dir / "sft-model"
-        if resume is not None and (sft_dir / "config.json").exists():
-            from transformers import AutoModelForCausalLM
-            model = AutoModelForCausalLM.from_pretrained(sft_dir, dtype=torch.float32)
-            if cfg.gradient_checkpointing:
-                model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
-        else:
-            model = model.to(accelerator.device)
-            engine.model = model
-            if eval_pairs:  # the untrained model, for the report
-                summary["eval_base"] = evaluate(engine, eval_pairs, seed=cfg.seed)
+        summary: dict = {"config": dataclasses.asdict(cfg), "model_path": model_path}
+        if resume is not None and (out_dir / "eval_base.json").exists():
+            summary["eval_base"] = json.loads((out_dir / "eval_base.json").read_text())
+        if cfg.sft_steps:
+            sft_dir = out_dir / "sft-model"
+            if resume is not None and (sft_dir / "config.json").exists():
+                from transformers import AutoModelForCausalLM
+                model = AutoModelForCausalLM.from_pretrained(sft_dir, dtype=torch.float32)
+                if cfg.gradient_checkpointing:
+                    model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+            else:
+                model = model.to(accelerator.device)
+                engine.model = model
+                if eval_pairs:  # the untrained model, for the report
+                    summary["eval_base"] = evaluate(engine, eval_pairs, seed=cfg.seed)
+                    if accelerator.is_main_process:
+                        (out_dir / "eval_base.json").write_text(json.dumps(summary["eval_base"], indent=2))
+                demos = reference_episodes(engine, train_pairs, cfg.env_kwargs())
+                t0 = time.time()
+                if not demos:
+                    raise TrainError("sft_steps > 0 but no reference trajectory solves its task; set sft_steps 0")
+                losses = sft_warm_start(model, tokenizer, demos, cfg.sft_steps, cfg.sft_learning_rate,
+                                        cfg.sft_batch_size, seed=cfg.seed, micro_batch_size=cfg.sft_micro_batch_size,
+                                        autocast=accelerator.autocast, chunk_size=cfg.logprob_chunk_size,
+                                        context_grad=cfg.sft_context_grad)
+                summary["sft"] = {"demos": len(demos), "loss_first": losses[0], "loss_last": losses[-1],
+                                  "seconds": time.time() - t0}
                 if accelerator.is_main_process:
-                    (out_dir / "eval_base.json").write_text(json.dumps(summary["eval_base"], indent=2))
-            demos = reference_episodes(engine, train_pairs, cfg.env_kwargs())
-            t0 = time.time()
-            if not demos:
-                raise TrainError("sft_steps > 0 but no reference trajectory solves its task; set sft_steps 0")
-            losses = sft_warm_start(model, tokenizer, demos, cfg.sft_steps, cfg.sft_learning_rate,
-                                    cfg.sft_batch_size, seed=cfg.seed, micro_batch_size=cfg.sft_micro_batch_size,
-                                    autocast=accelerator.autocast, chunk_size=cfg.logprob_chunk_size,
-                                    context_grad=cfg.sft_context_grad)
-            summary["sft"] = {"demos": len(demos), "loss_first": losses[0], "loss_last": losses[-1],
-                              "seconds": time.time() - t0}
-            if accelerator.is_main_process:
-                _save_model_atomically(model, tokenizer, sft_dir)
-            set_seed(cfg.seed)  # GRPO starts from the same RNG state with or without resume
+                    _save_model_atomically(model, tokenizer, sft_dir)
+                set_seed(cfg.seed)  # GRPO starts from the same RNG state with or without resume
 
-    ref_model = None
-    if cfg.use_lora:
-        model = _lora(model, cfg)
-    elif cfg.beta:
-        import copy
-        ref_model = copy.deepcopy(model).eval().requires_grad_(False).to(accelerator.device)
+        ref_model = None
+        if cfg.use_lora:
+            model = _lora(model, cfg)
+        elif cfg.beta:
+            import copy
+            ref_model = copy.deepcopy(model).eval().requires_grad_(False).to(accelerator.device)
 
-    params = [p for p in model.parameters() if p.requires_grad]
-    optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
-    scheduler = get_scheduler(cfg.lr_scheduler, optimizer, num_warmup_steps=cfg.warmup_steps,
-                              num_training_steps=cfg.steps)
-    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
-    policy = accelerator.unwrap_model(model)
-    engine.model = policy
+        params = [p for p in model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=cfg.learning_rate, weight_decay=cfg.weight_decay)
+        scheduler = get_scheduler(cfg.lr_scheduler, optimizer, num_warmup_steps=cfg.warmup_steps,
+                                  num_training_steps=cfg.steps)
+        model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+        policy = accelerator.unwrap_model(model)
+        engine.model = policy
 
-    start_step = 0
-    if resume_ckpt is not None:
-        try:
-            state = apply_checkpoint(accelerator, model, optimizer, scheduler, resume_ckpt, resume.name)
-            sampler.load_state_dict(state["sampler"])
-        except (CheckpointError, ValueError, KeyError) as e:
-            raise TrainError(f"cannot resume from {resume}: {e}") from e
-        start_step = state["step"]
-        del resume_ckpt
-        accelerator.print(f"resumed from {resume} (step {start_step})")
-    logger = MetricsLogger(out_dir, cfg.tensorboard and accelerator.is_main_process,
-                           resume_step=start_step if resume is not None else None) if accelerator.is_main_process else None
-    if accelerator.is_main_process:
-        (out_dir / "config.yaml").write_text(to_yaml(cfg))
-
-    # ---------------------------------------------------------------- eval before
-    before = None
-    before_path = out_dir / "eval_before.json"
-    if eval_pairs:
-        if resume is not None and before_path.exists():
-            before = json.loads(before_path.read_text())
-        else:
-            before = evaluate(engine, eval_pairs, seed=cfg.seed)
-            if accelerator.is_main_process:
-                before_path.write_text(json.dumps(before, indent=2))
-
-    # ---------------------------------------------------------------- GRPO loop
-    max_tokens = cfg.max_turns * cfg.max_new_tokens  # Dr. GRPO's constant normaliser
-    progress = _progress(cfg.progress and accelerator.is_main_process)
-    last_metrics: dict = {}
-    with progress:
-        task_bar = progress.add_task("GRPO", total=cfg.steps, completed=start_step)
-        for step in range(start_step + 1, cfg.steps + 1):
-            # 1. Rollouts: this process's slice of the step's prompts, G episodes each.
-            t0 = time.time()
-            gen0, pre0 = engine.generated_tokens, engine.prefilled_tokens
-            tasks = sampler.take(cfg.batch_size * world)[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
-            episodes = engine.collect(tasks, cfg.group_size, seed=(cfg.seed * 1_000_003 + step) * world + rank)
-            t_rollout = time.time() - t0
-
-            # 2. Rewards -> group-relative advantages.
-            t0 = time.time()
-            shape_rewards(episodes, cfg.format_penalty, cfg.turn_cost, reward_fn)
-            rewards = torch.tensor([ep.shaped_reward for ep in episodes])
-            advantages, zero_var = group_advantages(rewards, cfg.group_size, cfg.scale_rewards)
-            ids, att, mask, old_lp = collate(episodes, tokenizer.pad_token_id)
-            n_seq, n_tok = len(episodes), mask.sum().clamp(min=1.0)
-
-            # 3. Reference logprobs for the KL term (LoRA: same weights, adapters off).
-            ref_lp = None
-            if cfg.beta:
-                ref_lp = torch.zeros_like(old_lp)
-                with torch.no_grad():
-                    for sl in _micro_slices(n_seq, cfg.micro_batch_size):
-                        w = int(att[sl].sum(1).max())
-                        ctx = policy.disable_adapter() if cfg.use_lora else contextlib.nullcontext()
-                        with ctx, accelerator.autocast():
-                            ref = token_logprobs(policy if cfg.use_lora else ref_model,
-                                                 ids[sl, :w].to(accelerator.device), att[sl, :w].to(accelerator.device),
-                                                 cfg.temperature, mask=mask[sl, :w].to(accelerator.device),
-                                                 chunk_size=cfg.logprob_chunk_size)
-                        ref_lp[sl, :w] = ref.float().cpu()
-
-            # 4. Inner epochs over micro-batches; gradients accumulate to exactly the full-batch gradient.
-            model.train()
-            agg = {"loss": 0.0, "kl_sum": 0.0, "clip_sum": 0.0, "ratio_sum": 0.0, "mask_tokens": 0.0}
-            grad_norm = torch.tensor(0.0)
-            # A sequence with zero advantage and no KL term has exactly zero loss and gradient, so its
-            # forward/backward is skipped (the normalisers still count the whole batch, so the update is
-            # unchanged; zero-variance groups are common early on). Single process only: under DDP every
-            # rank must run the same number of backward passes.
-            rows = torch.arange(n_seq)
-            if cfg.beta == 0 and world == 1 and SKIP_ZERO_ADVANTAGE:
-                rows = rows[advantages != 0]
-            chunks = [rows[start:start + cfg.micro_batch_size] for start in range(0, len(rows), cfg.micro_batch_size)]
-            for _epoch in range(cfg.inner_epochs):
-                optimizer.zero_grad(set_to_none=True)
-                if not chunks:  # all-zero gradient: step the optimizer exactly as if it had been computed
-                    for p in params:
-                        p.grad = torch.zeros_like(p)
-                for k, sl in enumerate(chunks):
-                    w = int(att[sl].sum(1).max())  # right padded: trim the micro-batch to its width
-                    dev = lambda t: t[sl, :w].to(accelerator.device)
-                    sync = k == len(chunks) - 1
-                    with (contextlib.nullcontext() if sync else accelerator.no_sync(model)):
-                        with accelerator.autocast():
-                            new_lp = token_logprobs(model, dev(ids), dev(att), cfg.temperature, mask=dev(mask),
-                                                    chunk_size=cfg.logprob_chunk_size)
-                        loss, st = grpo_loss(new_lp.float(), dev(old_lp), advantages[sl].to(accelerator.device),
-                                             dev(mask), ref_lp=dev(ref_lp) if ref_lp is not None else None,
-                                             beta=cfg.beta, clip_eps_low=cfg.clip_eps_low,
-                                             clip_eps_high=cfg.clip_eps_high, loss_type=cfg.loss_type,
-                                             num_sequences=n_seq, num_tokens=n_tok, max_tokens=max_tokens)
-                        accelerator.backward(loss)
-                    agg["loss"] += loss.item() / cfg.inner_epochs
-                    for key in ("kl_sum", "clip_sum", "ratio_sum", "mask_tokens"):
-                        agg[key] += st[key]
-                if cfg.max_grad_norm:
-                    grad_norm = accelerator.clip_grad_norm_(params, cfg.max_grad_norm)
-                optimizer.step()
-            scheduler.step()
-            t_update = time.time() - t0
-
-            # 5. Metrics, checkpoint.
-            metrics = episode_metrics(episodes)
-            metrics.update({
-                "loss": agg["loss"],
-                "kl": agg["kl_sum"] / max(agg["mask_tokens"], 1.0),
-                "clip_frac": agg["clip_sum"] / max(agg["mask_tokens"], 1.0),
-                "ratio_mean": agg["ratio_sum"] / max(agg["mask_tokens"], 1.0),
-                "grad_norm": float(grad_norm),
-                "lr": scheduler.get_last_lr()[0],
-                "advantage_abs_mean": float(advantages.abs().mean()),
-                "zero_variance_groups": float(zero_var.sum()),
-                "zero_variance_group_frac": float(zero_var.float().mean()),
-                "seconds_rollout": t_rollout,
-                "seconds_update": t_update,
-                "trained_tokens": float(mask.sum()),
-                "updated_sequences": float(len(rows)),
-                "generated_tokens": float(engine.generated_tokens - gen0),
-                "prefilled_tokens": float(engine.prefilled_tokens - pre0),  # prompt tokens run through the model
-                "generated_tokens_per_s": (engine.generated_tokens - gen0) / max(t_rollout, 1e-9),
-                "trained_tokens_per_s": float(mask[rows].sum()) / max(t_update, 1e-9),  # tokens actually updated
-                "peak_rss_gb": _peak_rss_gb(),
-            })
-            metrics = _mean_across_processes(accelerator, metrics)
-            last_metrics = metrics
-            if logger is not None:
-                logger.log(step, metrics)
-            progress.update(task_bar, advance=1, description=(
-                f"GRPO reward={metrics['reward_mean']:.2f} succ={metrics['success_rate']:.2f} "
-                f"loss={metrics['loss']:+.3f}"))
-            if (cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps:
-                save_checkpoint(accelerator, model, optimizer, scheduler, step,
-                                {"sampler": sampler.state_dict(), "config": dataclasses.asdict(cfg)}, out_dir)
-
-    # ---------------------------------------------------------------- eval after, report
-    summary["final_metrics"] = last_metrics
-    if eval_pairs:
-        after = evaluate(engine, eval_pairs, seed=cfg.seed)
-        summary["eval_before"], summary["eval_after"] = before, after
+        start_step = 0
+        if resume_ckpt is not None:
+            try:
+                state = apply_checkpoint(accelerator, model, optimizer, scheduler, resume_ckpt, resume.name)
+                sampler.load_state_dict(state["sampler"])
+            except (CheckpointError, ValueError, KeyError) as e:
+                raise TrainError(f"cannot resume from {resume}: {e}") from e
+            start_step = state["step"]
+            del resume_ckpt
+            accelerator.print(f"resumed from {resume} (step {start_step})")
+        logger = MetricsLogger(out_dir, cfg.tensorboard and accelerator.is_main_process,
+                               resume_step=start_step if resume is not None else None) if accelerator.is_main_process else None
         if accelerator.is_main_process:
-            (out_dir / "eval_after.json").write_text(json.dumps(after, indent=2))
-    if accelerator.is_main_process:
-        if logger is not None:
-            logger.close()
-        if (out_dir / "metrics.jsonl").exists():
-            plot_curves(out_dir / "metrics.jsonl", out_dir / "curves.png")
-        (out_dir / "report.md").write_text(_report(cfg, summary))
-        if cfg.save_final_model:
-            # One loadable model directory (LoRA merged), so the next run (e.g. an evolve round) starts from it.
-            final = policy.merge_and_unload() if cfg.use_lora else policy
-            _save_model_atomically(final, tokenizer, out_dir / "final-model")
-            summary["final_model"] = str(out_dir / "final-model")
-        (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    vec_env.close()
+            (out_dir / "config.yaml").write_text(to_yaml(cfg))
+
+        # ---------------------------------------------------------------- eval before
+        before = None
+        before_path = out_dir / "eval_before.json"
+        if eval_pairs:
+            if resume is not None and before_path.exists():
+                before = json.loads(before_path.read_text())
+            else:
+                before = evaluate(engine, eval_pairs, seed=cfg.seed)
+                if accelerator.is_main_process:
+                    before_path.write_text(json.dumps(before, indent=2))
+
+        # ---------------------------------------------------------------- GRPO loop
+        max_tokens = cfg.max_turns * cfg.max_new_tokens  # Dr. GRPO's constant normaliser
+        progress = _progress(cfg.progress and accelerator.is_main_process)
+        last_metrics: dict = {}
+        with progress:
+            task_bar = progress.add_task("GRPO", total=cfg.steps, completed=start_step)
+            for step in range(start_step + 1, cfg.steps + 1):
+                # 1. Rollouts: this process's slice of the step's prompts, G episodes each.
+                t0 = time.time()
+                gen0, pre0 = engine.generated_tokens, engine.prefilled_tokens
+                tasks = sampler.take(cfg.batch_size * world)[rank * cfg.batch_size:(rank + 1) * cfg.batch_size]
+                episodes = engine.collect(tasks, cfg.group_size, seed=(cfg.seed * 1_000_003 + step) * world + rank)
+                t_rollout = time.time() - t0
+
+                # 2. Rewards -> group-relative advantages.
+                t0 = time.time()
+                shape_rewards(episodes, cfg.format_penalty, cfg.turn_cost, reward_fn)
+                rewards = torch.tensor([ep.shaped_reward for ep in episodes])
+                advantages, zero_var = group_advantages(rewards, cfg.group_size, cfg.scale_rewards)
+                ids, att, mask, old_lp = collate(episodes, tokenizer.pad_token_id)
+                n_seq, n_tok = len(episodes), mask.sum().clamp(min=1.0)
+
+                # 3. Reference logprobs for the KL term (LoRA: same weights, adapters off).
+                ref_lp = None
+                if cfg.beta:
+                    ref_lp = torch.zeros_like(old_lp)
+                    with torch.no_grad():
+                        for sl in _micro_slices(n_seq, cfg.micro_batch_size):
+                            w = int(att[sl].sum(1).max())
+                            ctx = policy.disable_adapter() if cfg.use_lora else contextlib.nullcontext()
+                            with ctx, accelerator.autocast():
+                                ref = token_logprobs(policy if cfg.use_lora else ref_model,
+                                                     ids[sl, :w].to(accelerator.device), att[sl, :w].to(accelerator.device),
+                                                     cfg.temperature, mask=mask[sl, :w].to(accelerator.device),
+                                                     chunk_size=cfg.logprob_chunk_size)
+                            ref_lp[sl, :w] = ref.float().cpu()
+
+                # 4. Inner epochs over micro-batches; gradients accumulate to exactly the full-batch gradient.
+                model.train()
+                agg = {"loss": 0.0, "kl_sum": 0.0, "clip_sum": 0.0, "ratio_sum": 0.0, "mask_tokens": 0.0}
+                grad_norm = torch.tensor(0.0)
+                # A sequence with zero advantage and no KL term has exactly zero loss and gradient, so its
+                # forward/backward is skipped (the normalisers still count the whole batch, so the update is
+                # unchanged; zero-variance groups are common early on). Single process only: under DDP every
+                # rank must run the same number of backward passes.
+                rows = torch.arange(n_seq)
+                if cfg.beta == 0 and world == 1 and SKIP_ZERO_ADVANTAGE:
+                    rows = rows[advantages != 0]
+                chunks = [rows[start:start + cfg.micro_batch_size] for start in range(0, len(rows), cfg.micro_batch_size)]
+                for _epoch in range(cfg.inner_epochs):
+                    optimizer.zero_grad(set_to_none=True)
+                    if not chunks:  # all-zero gradient: step the optimizer exactly as if it had been computed
+                        for p in params:
+                            p.grad = torch.zeros_like(p)
+                    for k, sl in enumerate(chunks):
+                        w = int(att[sl].sum(1).max())  # right padded: trim the micro-batch to its width
+                        dev = lambda t: t[sl, :w].to(accelerator.device)
+                        sync = k == len(chunks) - 1
+                        with (contextlib.nullcontext() if sync else accelerator.no_sync(model)):
+                            with accelerator.autocast():
+                                new_lp = token_logprobs(model, dev(ids), dev(att), cfg.temperature, mask=dev(mask),
+                                                        chunk_size=cfg.logprob_chunk_size)
+                            loss, st = grpo_loss(new_lp.float(), dev(old_lp), advantages[sl].to(accelerator.device),
+                                                 dev(mask), ref_lp=dev(ref_lp) if ref_lp is not None else None,
+                                                 beta=cfg.beta, clip_eps_low=cfg.clip_eps_low,
+                                                 clip_eps_high=cfg.clip_eps_high, loss_type=cfg.loss_type,
+                                                 num_sequences=n_seq, num_tokens=n_tok, max_tokens=max_tokens)
+                            accelerator.backward(loss)
+                        agg["loss"] += loss.item() / cfg.inner_epochs
+                        for key in ("kl_sum", "clip_sum", "ratio_sum", "mask_tokens"):
+                            agg[key] += st[key]
+                    if cfg.max_grad_norm:
+                        grad_norm = accelerator.clip_grad_norm_(params, cfg.max_grad_norm)
+                    optimizer.step()
+                scheduler.step()
+                t_update = time.time() - t0
+
+                # 5. Metrics, checkpoint.
+                metrics = episode_metrics(episodes)
+                metrics.update({
+                    "loss": agg["loss"],
+                    "kl": agg["kl_sum"] / max(agg["mask_tokens"], 1.0),
+                    "clip_frac": agg["clip_sum"] / max(agg["mask_tokens"], 1.0),
+                    "ratio_mean": agg["ratio_sum"] / max(agg["mask_tokens"], 1.0),
+                    "grad_norm": float(grad_norm),
+                    "lr": scheduler.get_last_lr()[0],
+                    "advantage_abs_mean": float(advantages.abs().mean()),
+                    "zero_variance_groups": float(zero_var.sum()),
+                    "zero_variance_group_frac": float(zero_var.float().mean()),
+                    "seconds_rollout": t_rollout,
+                    "seconds_update": t_update,
+                    "trained_tokens": float(mask.sum()),
+                    "updated_sequences": float(len(rows)),
+                    "generated_tokens": float(engine.generated_tokens - gen0),
+                    "prefilled_tokens": float(engine.prefilled_tokens - pre0),  # prompt tokens run through the model
+                    "generated_tokens_per_s": (engine.generated_tokens - gen0) / max(t_rollout, 1e-9),
+                    "trained_tokens_per_s": float(mask[rows].sum()) / max(t_update, 1e-9),  # tokens actually updated
+                    "peak_rss_gb": _peak_rss_gb(),
+                })
+                metrics = _mean_across_processes(accelerator, metrics)
+                last_metrics = metrics
+                if logger is not None:
+                    logger.log(step, metrics)
+                progress.update(task_bar, advance=1, description=(
+                    f"GRPO reward={metrics['reward_mean']:.2f} succ={metrics['success_rate']:.2f} "
+                    f"loss={metrics['loss']:+.3f}"))
+                if (cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps:
+                    save_checkpoint(accelerator, model, optimizer, scheduler, step,
+                                    {"sampler": sampler.state_dict(), "config": dataclasses.asdict(cfg)}, out_dir)
+
+        # ---------------------------------------------------------------- eval after, report
+        summary["final_metrics"] = last_metrics
+        if eval_pairs:
+            after = evaluate(engine, eval_pairs, seed=cfg.seed)
+            summary["eval_before"], summary["eval_after"] = before, after
+            if accelerator.is_main_process:
+                (out_dir / "eval_after.json").write_text(json.dumps(after, indent=2))
+        if accelerator.is_main_process:
+            if logger is not None:
+                logger.close()
+            if (out_dir / "metrics.jsonl").exists():
+                plot_curves(out_dir / "metrics.jsonl", out_dir / "curves.png")
+            (out_dir / "report.md").write_text(_report(cfg, summary))
+            if cfg.save_final_model:
+                # One loadable model directory (LoRA merged), so the next run (e.g. an evolve round) starts from it.
+                final = policy.merge_and_unload() if cfg.use_lora else policy
+                _save_model_atomically(final, tokenizer, out_dir / "final-model")
+                summary["final_model"] = str(out_dir / "final-model")
+            (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    finally:
+        vec_env.close()  # also when a step fails: Ray actors and a local Ray session are released
     summary["output_dir"] = str(out_dir)
     return summary
 

@@ -171,3 +171,56 @@ class SlotVectorEnv:
 
     def close(self):
         self.env.close()
+
+
+class WorkerSlotVectorEnv:
+    """:class:`SlotVectorEnv`'s interface over :mod:`agentworld_envs.workers` env workers (e.g. Ray actors).
+
+    Slot *i* of a batch is slot *i* of the workers, so a Ray backend spreads a batch over its
+    actors (``i % num_workers``) and steps each actor's share in one remote call. A worker that
+    dies mid-rollout raises :class:`~agentworld_envs.errors.EnvWorkerError` from :meth:`step` /
+    :meth:`start` (the worker is restarted); its episodes are never scored as zero.
+    """
+
+    def __init__(self, num_slots: int, workers):
+        self.num_slots = num_slots
+        self.workers = workers
+        self.active = np.zeros(num_slots, dtype=bool)
+
+    def start(self, episodes: Sequence[dict], seeds: Sequence[int]) -> list[tuple[str, dict]]:
+        if len(episodes) > self.num_slots:
+            raise ValueError(f"{len(episodes)} episodes > {self.num_slots} slots")
+        opened = self.workers.open([{"slot": i, "env_id": ep["env_id"], "task_id": ep.get("task_id"), "seed": int(s)}
+                                    for i, (ep, s) in enumerate(zip(episodes, seeds))])
+        self.active[:] = False
+        self.active[:len(episodes)] = True
+        return [(item["obs"], {**item["info"], "slot_active": True}) for item in opened]
+
+    def step(self, actions: dict[int, str]) -> dict[int, StepResult]:
+        out = {}
+        for i, (obs, reward, terminated, truncated, info) in self.workers.step(dict(actions)).items():
+            out[int(i)] = StepResult(obs, float(reward), bool(terminated), bool(truncated),
+                                     {**info, "slot_active": bool(self.active[int(i)])})
+            if terminated or truncated:
+                self.active[int(i)] = False
+        return out
+
+    def close(self):
+        self.workers.close()
+
+
+ENV_WORKERS = ("local", "async", "ray")
+
+
+def make_slot_vector_env(kind: str, num_slots: int, env_kwargs: dict | None = None,
+                         import_modules: Sequence[str] = ("agentworld_rl.toy_envs",), *, ray_address: str = "",
+                         ray_workers: int = 2):
+    """The trainer's slot vector env: ``local`` (in-process), ``async`` (a process per slot) or ``ray`` actors."""
+    if kind == "ray":
+        from agentworld_envs.workers import RayEnvWorkers
+
+        return WorkerSlotVectorEnv(num_slots, RayEnvWorkers(ray_workers, env_kwargs, import_modules,
+                                                            address=ray_address or None))
+    if kind not in ENV_WORKERS:
+        raise ValueError(f"env workers must be one of {list(ENV_WORKERS)}, not {kind!r}")
+    return SlotVectorEnv(num_slots, env_kwargs, asynchronous=kind == "async", import_modules=import_modules)

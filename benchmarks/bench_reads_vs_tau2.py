@@ -104,6 +104,9 @@ def main() -> None:
         for side in sides:
             xs = samples[(side, pair)]
             print(f"  {pair:<17} {side:<10} p50 {statistics.median(xs) * 1e3:.4f} ms   mean {statistics.fmean(xs) * 1e3:.4f} ms")
+        if "tau2" in sides:
+            ratio = statistics.median(samples[("agentworld", pair)]) / statistics.median(samples[("tau2", pair)])
+            print(f"  {pair:<17} ratio agentworld/tau2 (p50) {ratio:.2f}  (target <= 1.0)")
 
 
 if __name__ == "__main__":

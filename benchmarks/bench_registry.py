@@ -54,7 +54,7 @@ def main() -> None:
     print(f"import {time.perf_counter() - t_import:.2f} s; {len(entries)} envs"
           + (f" ({skipped} not built, skipped)" if skipped else ""), flush=True)
 
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     solved, failures, steps = 0, [], 0
     for i, e in enumerate(entries):
         try:
@@ -76,13 +76,13 @@ def main() -> None:
             failures.append((e["id"], f"{type(exc).__name__}: {str(exc)[:200]}"))
         if (i + 1) % 250 == 0:
             print(f"  {i + 1} envs, {time.perf_counter() - t0:.1f} s", flush=True)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
     from agentworld_envs import catalog
 
     info = catalog.load_bundle.cache_info()
-    print(f"{len(entries)} envs, one reference episode each: {wall:.1f} s ({len(entries) / wall:.0f} envs/s, "
-          f"{steps} steps); peak RSS {peak:.0f} MiB; solved {solved}/{len(entries)}")
+    print(f"{len(entries)} envs, one reference episode each: {wall:.1f} s wall, {cpu:.1f} s CPU "
+          f"({len(entries) / wall:.0f} envs/s, {steps} steps); peak RSS {peak:.0f} MiB; solved {solved}/{len(entries)}")
     print(f"bundle cache: {info['currsize']} bundles, ~{info['bytes'] / 2**20:.0f} MiB estimated "
           f"(budget {info['budget'] / 2**20:.0f} MiB), {info['misses']} loads")
     for env_id, why in failures[:20]:

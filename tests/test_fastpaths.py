@@ -130,7 +130,7 @@ def private_cache(tmp_path, monkeypatch):
 
 def test_bundle_artefact_round_trip_gives_the_same_env(private_cache):
     built = catalog.load_bundle("retail")
-    assert list((private_cache / "bundles").glob("retail-*.json.meta"))
+    assert list((private_cache / "bundles").glob("retail-*.jsonl.meta"))
     catalog.load_bundle.cache_clear()
     loaded = catalog.load_bundle("retail")
     assert loaded is not built
@@ -147,7 +147,7 @@ def test_bundle_artefact_round_trip_gives_the_same_env(private_cache):
 def test_corrupt_bundle_is_rebuilt_with_a_warning(private_cache):
     catalog.load_bundle("retail")
     catalog.load_bundle.cache_clear()
-    path = next((private_cache / "bundles").glob("retail-*.json"))
+    path = next((private_cache / "bundles").glob("retail-*.jsonl"))
     path.write_bytes(path.read_bytes()[:-10])
     with pytest.warns(cachefile.CacheWarning, match="retail"):
         bundle = catalog.load_bundle("retail")
@@ -185,16 +185,18 @@ def test_bundle_cache_is_bounded_by_memory(private_cache, monkeypatch, toy_env_i
 def test_rebuilding_a_bundle_prunes_only_that_envs_stale_bundles(private_cache):
     folder = private_cache / "bundles"
     folder.mkdir(parents=True)
-    stale = folder / ("retail-" + "0" * 24 + ".json")
-    neighbour = folder / ("retail-pharmacy-prescription-fills-" + "0" * 24 + ".json")
-    for path in (stale, neighbour):
+    stale = folder / ("retail-" + "0" * 24 + ".jsonl")
+    stale_old_format = folder / ("retail-" + "1" * 24 + ".json")   # the single-JSON bundles of before
+    neighbour = folder / ("retail-pharmacy-prescription-fills-" + "0" * 24 + ".jsonl")
+    for path in (stale, stale_old_format, neighbour):
         path.write_text("{}")
         path.with_name(path.name + ".meta").write_text("{}")
     catalog.load_bundle("retail")
     names = sorted(p.name for p in folder.iterdir())
-    assert stale.name not in names and stale.name + ".meta" not in names
+    for gone in (stale, stale_old_format):
+        assert gone.name not in names and gone.name + ".meta" not in names
     assert neighbour.name in names and neighbour.name + ".meta" in names
-    assert sum(n.startswith("retail-") and n.endswith(".json") and "pharmacy" not in n for n in names) == 1
+    assert sum(n.startswith("retail-") and n.endswith(".jsonl") and "pharmacy" not in n for n in names) == 1
 
 
 def test_an_unwritable_cache_still_loads_when_only_the_bundle_is_missing(private_cache, monkeypatch):
@@ -208,3 +210,50 @@ def test_an_unwritable_cache_still_loads_when_only_the_bundle_is_missing(private
 
     monkeypatch.setattr(cachefile, "store_json", refuse)
     assert catalog.load_bundle("retail").tasks == first.tasks
+
+
+def test_a_loaded_bundle_parses_tasks_lazily_yet_acts_as_their_list(private_cache):
+    import pickle
+
+    built = catalog.load_bundle("retail")
+    catalog.load_bundle.cache_clear()
+    loaded = catalog.load_bundle("retail")
+    assert not isinstance(loaded.tasks, list) and loaded.tasks == built.tasks
+    assert loaded.task_index == built.task_index and len(loaded.tasks) == len(built.tasks)
+    assert loaded.tasks[1:3] == built.tasks[1:3] and loaded.tasks[-1] == built.tasks[-1]
+    assert pickle.loads(pickle.dumps(loaded.tasks)) == list(built.tasks)
+    assert "tasks" not in loaded.spec and "tasks" not in built.spec   # the sealed ones are bundle.tasks
+    env = gym.make("agentworld/retail-v0").unwrapped
+    assert env.task_ids == [t["id"] for t in built.tasks]
+
+
+def test_a_golden_file_changed_under_its_bundle_is_caught_and_rebuilt(private_cache):
+    golden = catalog.load_bundle("retail").golden
+    catalog.load_bundle.cache_clear()
+    (path,) = (private_cache / "golden").glob("retail-*.sqlite")
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.warns(cachefile.CacheWarning, match="retail"):
+        assert catalog.load_bundle("retail").golden == golden
+    catalog.load_bundle.cache_clear()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", cachefile.CacheWarning)   # repaired: loads cleanly now
+        assert catalog.load_bundle("retail").golden == golden
+
+
+def test_cache_records_check_the_fast_hash_and_still_read_sha256_only_records(tmp_path):
+    path = tmp_path / "artefact.bin"
+    cachefile.store(path, "k", "thing", b"payload")
+    assert cachefile.load(path, "k", "thing") == b"payload"
+    record = cachefile.CacheRecord.parse(cachefile.meta_path(path).read_text())
+    # A record written without xxhash installed has only the SHA-256, and still verifies.
+    sha_only = cachefile.CacheRecord(kind="thing", key="k", size=7, sha256=record.sha256)
+    cachefile.meta_path(path).write_text(sha_only.to_json())
+    assert "xxh3_128" not in json.loads(cachefile.meta_path(path).read_text())
+    assert cachefile.load(path, "k", "thing") == b"payload"
+    if record.xxh3_128 is not None:   # xxhash installed: its digest is the one checked
+        forged = cachefile.CacheRecord(kind="thing", key="k", size=7, sha256=record.sha256, xxh3_128="0" * 32)
+        cachefile.meta_path(path).write_text(forged.to_json())
+        with pytest.warns(cachefile.CacheWarning, match="recorded hash"):
+            assert cachefile.load(path, "k", "thing") is None

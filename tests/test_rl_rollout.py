@@ -8,7 +8,7 @@ import torch
 from agentworld_rl.rollout import RolloutEngine, shape_rewards
 from agentworld_rl.sft import reference_episodes
 from agentworld_rl.tiny_model import build_tiny_chat_model
-from agentworld_rl.vector_env import SlotVectorEnv
+from agentworld_rl.vector_env import SlotVectorEnv, WorkerSlotVectorEnv
 
 torch.set_num_threads(1)
 
@@ -27,9 +27,17 @@ def _call(name, **args):
     return "<tool_call>\n" + json.dumps({"name": name, "arguments": args}) + "\n</tool_call>"
 
 
-@pytest.mark.parametrize("asynchronous", [False, True])
-def test_vector_env_mixed_envs_and_dropout(asynchronous):
-    vec = SlotVectorEnv(4, {"max_turns": 3}, asynchronous=asynchronous)
+def _vector_env(backend: str, num_slots: int, env_kwargs: dict):
+    if backend == "env-workers":   # the interface --env-workers ray uses, over in-process env workers
+        from agentworld_envs.workers import LocalEnvWorkers
+
+        return WorkerSlotVectorEnv(num_slots, LocalEnvWorkers(env_kwargs, ["agentworld_rl.toy_envs"]))
+    return SlotVectorEnv(num_slots, env_kwargs, asynchronous=backend == "async")
+
+
+@pytest.mark.parametrize("backend", ["sync", "async", "env-workers"])
+def test_vector_env_mixed_envs_and_dropout(backend):
+    vec = _vector_env(backend, 4, {"max_turns": 3})
     try:
         starts = vec.start([{"env_id": LOOKUP, "task_id": "find-beta"}, {"env_id": BANDIT, "task_id": "t2"},
                             {"env_id": LOOKUP, "task_id": "find-gamma"}], seeds=[0, 1, 2])
@@ -199,3 +207,20 @@ def test_smollm2_chatml_template_has_no_retokenized_turns():
         assert ids[: len(refs[0].token_ids)] == refs[0].token_ids
     finally:
         vec.close()
+
+
+def test_env_workers_choices_fail_clearly(monkeypatch):
+    import sys
+
+    from agentworld_envs.errors import EnvWorkerError
+    from agentworld_envs.workers import make_env_workers
+    from agentworld_rl.config import TrainConfig
+    from agentworld_rl.errors import TrainError
+
+    with pytest.raises(TrainError, match="env_workers: must be one of"):
+        TrainConfig(env_workers="threads")
+    with pytest.raises(EnvWorkerError, match="must be 'local' or 'ray'"):
+        make_env_workers("threads")
+    monkeypatch.setitem(sys.modules, "ray", None)   # as if Ray were not installed
+    with pytest.raises(EnvWorkerError, match=r"pip install 'agentworld\[ray\]'"):
+        make_env_workers("ray")
