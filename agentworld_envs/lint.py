@@ -328,6 +328,6 @@ def lint_env(name: str) -> list[Violation]:
     bundle = catalog.load_bundle(name)
     conn = state.episode_connection(bundle.golden)
     try:
-        return lint_built(bundle.name if hasattr(bundle, "name") else name, bundle.spec, conn, bundle.tasks)
+        return lint_built(name, bundle.spec, conn, bundle.tasks)
     finally:
         conn.close()
