@@ -275,6 +275,14 @@ def _create_request(gen: Generator, tool: dict[str, Any], link: tuple[str, dict[
     return steps, args, text, t
 
 
+def _newest_row_check(gen: Generator, t: TableInfo, new_id: int, desc: str) -> dict[str, Any]:
+    """An sql check on the created row, found as the table's newest row (its id is the agent's to get)."""
+    check = gen.row_check(t.name, new_id, desc=desc)
+    check["query"] = check["query"].replace("WHERE id = ?", "ORDER BY id DESC LIMIT 1")
+    check["params"] = []
+    return check
+
+
 def create_record(gen: Generator) -> Part:
     """Create a record with the fields the request spells out, linked to a parent found by its label."""
     creates = [tool for tool in gen.m.tools.values() if tool["impl"]["kind"] == "create" and tool["impl"]["table"] in gen.m.tables]
@@ -284,9 +292,7 @@ def create_record(gen: Generator) -> Part:
     steps, args, text, t = _create_request(gen, tool)
     res = gen.run(tool["name"], **args)
     steps.append(call(tool["name"], **args))
-    check = gen.row_check(t.name, res["created"]["id"], desc=f"the new {t.singular} as requested")
-    check["query"] = check["query"].replace("WHERE id = ?", "ORDER BY id DESC LIMIT 1")
-    check["params"] = []
+    check = _newest_row_check(gen, t, res["created"]["id"], f"the new {t.singular} as requested")
     return Part(steps, text, checks=[check], writes=True, structure="linear")
 
 
@@ -317,7 +323,5 @@ def quota_task(gen: Generator, trap: bool) -> Part:
         return Part(steps, text, refusal=refusal, refusal_check=check, structure="conditional", rule=rule.text)
     res = gen.run(tool["name"], **args)
     steps.append(call(tool["name"], **args))
-    check = gen.row_check(t.name, res["created"]["id"], desc=f"the new {t.singular} within the quota")
-    check["query"] = check["query"].replace("WHERE id = ?", "ORDER BY id DESC LIMIT 1")
-    check["params"] = []
+    check = _newest_row_check(gen, t, res["created"]["id"], f"the new {t.singular} within the quota")
     return Part(steps, text, checks=[check], writes=True, structure="conditional", rule=rule.text)
