@@ -20,6 +20,8 @@ from agentworld_envs.validation import NOOP, near_misses, random_actions, replay
 
 TRAIN = "agentworld/wine-club-subscriptions-v0"
 ARENA = "agentworld/florist-same-day-delivery-v0"
+#: A train env whose (deterministic) task set holds a bulk-transition program.
+BULK = "agentworld/specialty-coffee-bean-subscriptions-v0"
 
 
 @pytest.fixture(scope="module")
@@ -104,7 +106,15 @@ def test_random_trajectories_use_real_values(env):
     assert any(v in pool_values and not isinstance(v, bool) for v in used)
 
 
-def test_programmatic_verifier_catches_overreach_and_omission(env):
+@pytest.fixture(scope="module")
+def bulk_env():
+    e = gym.make(BULK).unwrapped
+    yield e
+    e.close()
+
+
+def test_programmatic_verifier_catches_overreach_and_omission(bulk_env):
+    env = bulk_env
     task = next(t for t in env.bundle.tasks if any(c.get("function") == "tasks.bulk_transition" for c in t["checks"]))
     writes = [i for i, s in enumerate(task["solution"]) if s["name"] not in ("submit",) and
               env.bundle.tools[s["name"]].writes]
