@@ -73,6 +73,8 @@ def register_arena_commands(app: typer.Typer) -> None:
               max_turns: int = typer.Option(-1, help=f"turn limit (0: the env's; -1: the env's for scripted "
                                                      f"policies, {MODEL_DEFAULT_TURNS} for model/openai)"),
               max_tools: int = typer.Option(0, help="tools shown per episode (0: all)"),
+              show_policy: bool = typer.Option(True, "--show-policy/--hide-policy",
+                                               help="put the service policy before each task (as training did)"),
               batch_size: int = typer.Option(16, help="episodes played at once (batched generation)"),
               max_new_tokens: int = typer.Option(128, help="tokens generated per turn (model/openai)"),
               out: Optional[Path] = typer.Option(None, help="run directory for records.jsonl and summary.json"),
@@ -111,7 +113,7 @@ def register_arena_commands(app: typer.Typer) -> None:
                                           overlay_dir=run_dir)
             records = evaluate(pol, pairs, seed=seed, max_turns=max_turns or None, batch_size=batch_size,
                                overlay=overlay, round_=round_, max_tools=max_tools or None,
-                               env_workers=env_workers, ray_address=ray_address, ray_workers=ray_workers)
+                               show_policy=show_policy, env_workers=env_workers, ray_address=ray_address, ray_workers=ray_workers)
         except EvaluationError as exc:
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None

@@ -63,6 +63,13 @@ def chosen_task_index(env_id: str, task_index: dict[str, int], n: int, options: 
     return None
 
 
+def needs_policy(task: dict[str, Any]) -> bool:
+    """Whether the task's right outcome comes from the policy's rules: a trap, where the agent must
+    refuse (or do less than asked) and cite the rule. Without the policy shown it cannot be solved."""
+    trap = (task.get("knobs") or {}).get("policy_trap")
+    return (trap is not None and trap != "none") or "trap" in (task.get("tags") or ())
+
+
 class AgentWorldEnv(gym.Env[str, str]):
     """A stateful tool-use environment over a private in-memory SQLite copy.
 
@@ -77,6 +84,10 @@ class AgentWorldEnv(gym.Env[str, str]):
         task_overlay: path of a task overlay file (:mod:`agentworld_envs.overlay`) whose tasks for this
             env are added to its own (``overlay_mode="add"``) or replace them (``"only"``); every process
             that makes the env reads the same file.
+        show_policy: put the service policy (rules, answer contract) before the task in the reset
+            observation (default). ``False`` shows only the task: about half the prompt tokens, for
+            small models on small machines. The tools enforce the rules either way, but a trap task
+            (``info["needs_policy"]``: the right outcome is a refusal citing a rule) is unsolvable then.
 
     **Reset:** ``reset(seed=, options={"task_id": ...} | {"task_index": i})`` picks a task; the
     observation is the policy and the instruction; ``info["tools"]`` holds the OpenAI schemas. Bad
@@ -107,7 +118,9 @@ class AgentWorldEnv(gym.Env[str, str]):
 
     def __init__(self, env_name: str, max_turns: int | None = None, obscure_tools: bool = False,
                  render_mode: str | None = None, max_tools: int | None = None,
-                 task_overlay: str | None = None, overlay_mode: str = "add"):
+                 task_overlay: str | None = None, overlay_mode: str = "add", show_policy: bool = True):
+        if not isinstance(show_policy, bool):
+            raise TypeError(f"show_policy must be a bool, not {type(show_policy).__name__}")
         self.bundle: EnvBundle = load_bundle(env_name)
         tasks = self.bundle.tasks
         if task_overlay is not None:
@@ -131,6 +144,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         self._real, self._tool_schemas = self._all_real, self._all_schemas
         self._interpreter = Interpreter(self.bundle.tools, spec["now"], self._real)
         self._policy = spec["policy"]
+        self.show_policy = show_policy
         self.conn = None
         self.task: dict[str, Any] | None = None
         self.turn = 0
@@ -161,13 +175,15 @@ class AgentWorldEnv(gym.Env[str, str]):
             self._limit_tools(index)
         self._restore_golden_state()
         self.turn, self.done = 0, False
-        obs = f"# Policy\n{self._policy}\n{ANSWER_CONTRACT}\n\n# Task\n{self.task['instruction']}"
+        obs = f"# Task\n{self.task['instruction']}"
+        if self.show_policy:
+            obs = f"# Policy\n{self._policy}\n{ANSWER_CONTRACT}\n\n{obs}"
         self.transcript = [obs]
         info = {
             "env_id": self.bundle.env_id, "task_id": self.task["id"], "split": self.bundle.split,
             "instruction": self.task["instruction"], "tools": list(self._tool_schemas),
             "difficulty": self.task.get("difficulty"), "kind": self.task.get("kind"),
-            "max_turns": self.max_turns,
+            "max_turns": self.max_turns, "needs_policy": needs_policy(self.task),
         }
         return obs, info
 

@@ -228,8 +228,8 @@ def select_tasks(env_ids: Sequence[str], *, tasks_per_env: int = 0, round_: int 
 
 def evaluate(policy: Policy, pairs: Sequence[tuple[str, str]], *, seed: int = 0, max_turns: int | None = None,
              batch_size: int = 8, overlay: str | Path | None = None, round_: int | None = None,
-             max_tools: int | None = None, env_workers: str = "local", ray_address: str | None = None,
-             ray_workers: int = 2) -> list[EpisodeRecord]:
+             max_tools: int | None = None, show_policy: bool = True, env_workers: str = "local",
+             ray_address: str | None = None, ray_workers: int = 2) -> list[EpisodeRecord]:
     """Play one episode per ``(env_id, task_id)`` with ``policy``, ``batch_size`` episodes at a time.
 
     ``env_workers``: where the envs run, ``"local"`` (this process) or ``"ray"`` (``ray_workers``
@@ -243,6 +243,8 @@ def evaluate(policy: Policy, pairs: Sequence[tuple[str, str]], *, seed: int = 0,
         kwargs["max_turns"] = max_turns
     if max_tools:
         kwargs["max_tools"] = max_tools
+    if not show_policy:
+        kwargs["show_policy"] = False
     if overlay is not None:
         # Absolute: env workers may run in another working directory (a cluster needs shared storage).
         kwargs.update(task_overlay=str(Path(overlay).resolve()), overlay_mode="only")

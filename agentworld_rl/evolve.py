@@ -84,7 +84,7 @@ def _evaluate(model: str, base: TrainConfig, cfg: EvolveConfig, round_: int, run
                          tool_descriptions=base.tool_descriptions, max_context_tokens=base.max_context_tokens,
                          torch_threads=base.torch_threads)
     records = evaluate(policy, pairs, seed=cfg.seed, max_turns=base.max_turns, overlay=overlay, round_=round_,
-                       max_tools=base.max_tools or None, batch_size=16)
+                       max_tools=base.max_tools or None, show_policy=base.show_policy, batch_size=16)
     summary = summarize(records, policy=policy.name, round=round_, split="arena", seed=cfg.seed)
     write_run(run_dir, records, summary)   # summary.json last: its presence marks the phase done
     return summary

@@ -95,6 +95,44 @@ def token_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor,
     return F.pad(torch.cat(out, dim=1), (1, 0), value=0.0)
 
 
+def shared_prefix_cut(input_ids: torch.Tensor, attention_mask: torch.Tensor, mask: torch.Tensor) -> int:
+    """Length of the context every row shares before its first trained token (0: none to share).
+
+    The rows of one GRPO group start with the same rendered prompt; the cut leaves the last
+    prompt token to the tail, because its hidden state predicts the first trained token.
+    """
+    if input_ids.shape[0] < 2 or not bool(mask.any(dim=1).all()):
+        return 0
+    cut = int(mask.float().argmax(dim=1).min()) - 1
+    if cut < 1 or not bool(attention_mask[:, :cut].all()) or not bool((input_ids[:, :cut] == input_ids[:1, :cut]).all()):
+        return 0
+    return cut
+
+
+def shared_prefix_logprobs(model, input_ids: torch.Tensor, attention_mask: torch.Tensor, cut: int,
+                           temperature: float = 1.0, mask: torch.Tensor | None = None,
+                           chunk_size: int = 256) -> torch.Tensor:
+    """:func:`token_logprobs` of columns ``cut..`` for rows whose first ``cut`` tokens are equal.
+
+    The shared prefix runs once (one row, with gradient) and its keys/values are expanded to
+    every row, so a group of G episodes costs one prompt plus G tails instead of G prompts;
+    gradients flow back through the expansion into the prefix, so the result (and its
+    gradient) equals the unshared computation. Needs a cache that records the prefix once:
+    not under gradient checkpointing, which re-runs layers (and their cache writes) in backward.
+    """
+    from transformers.cache_utils import DynamicCache
+
+    B = input_ids.shape[0]
+    prefix = DynamicCache()
+    model(input_ids=input_ids[:1, :cut], attention_mask=attention_mask[:1, :cut], past_key_values=prefix,
+          use_cache=True, logits_to_keep=1)
+    past = DynamicCache(ddp_cache_data=[(layer.keys.expand(B, -1, -1, -1), layer.values.expand(B, -1, -1, -1))
+                                        for layer in prefix.layers])
+    return token_logprobs(model, input_ids[:, cut:], attention_mask, temperature,
+                          mask=mask[:, cut:] if mask is not None else None, chunk_size=chunk_size,
+                          past_key_values=past)
+
+
 def _chunk_logprobs(head, hidden: torch.Tensor, targets: torch.Tensor, temperature: float) -> torch.Tensor:
     logits = head(hidden).float()
     if temperature != 1.0:

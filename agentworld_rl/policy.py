@@ -33,10 +33,11 @@ class ModelPolicy:
     def __init__(self, model: str, adapter: str | None = None, batch_size: int = 8, max_new_tokens: int = 256,
                  system_prompt: str | None = DEFAULT_SYSTEM_PROMPT, tool_descriptions: bool = True,
                  max_context_tokens: int = 8192, torch_threads: int = 0):
+        from .threads import ThreadPicker
         from .trainer import load_model_and_tokenizer
 
-        if torch_threads:
-            torch.set_num_threads(torch_threads)
+        self.threads = ThreadPicker(torch_threads)
+        self.threads.now()
         self.model, self.tokenizer, path = load_model_and_tokenizer(model)
         if adapter:
             from peft import PeftModel
@@ -63,6 +64,7 @@ class ModelPolicy:
         out: list[str] = []
         tok = self.tokenizer
         for start in range(0, len(states), self.batch_size):
+            self.threads.maybe()
             prompts = [self._prompt(s) for s in states[start:start + self.batch_size]]
             enc = tok(prompts, return_tensors="pt", padding=True, add_special_tokens=False,
                       truncation=True, max_length=self.max_context_tokens).to(self.device)

@@ -109,12 +109,12 @@ def sft_accumulate(model, batch: Sequence[Episode], pad_id: int, micro_batch_siz
 
 def sft_warm_start(model, tokenizer, episodes: Sequence[Episode], steps: int, lr: float, batch_size: int,
                    seed: int = 0, device=None, log=None, micro_batch_size: int = 0, autocast=None,
-                   chunk_size: int = 256, context_grad: bool = True) -> list[float]:
+                   chunk_size: int = 256, context_grad: bool = True, on_step=None) -> list[float]:
     """Full-weight SFT on the assistant tokens of ``episodes``. Returns per-step losses.
 
     Each step draws ``batch_size`` episodes and runs them ``micro_batch_size`` at a time
     (0 = all at once), accumulating gradients (see :func:`sft_accumulate`). Sorting a batch
-    by length keeps padding inside each micro-batch small.
+    by length keeps padding inside each micro-batch small. ``on_step()`` runs before each step.
     """
     if not episodes:
         raise ValueError("no successful reference trajectories to warm-start from")
@@ -123,6 +123,8 @@ def sft_warm_start(model, tokenizer, episodes: Sequence[Episode], steps: int, lr
     losses = []
     model.train()
     for step in range(steps):
+        if on_step is not None:
+            on_step()
         batch = sorted((episodes[rng.randrange(len(episodes))] for _ in range(batch_size)),
                        key=lambda ep: len(ep.token_ids))
         opt.zero_grad(set_to_none=True)

@@ -66,20 +66,26 @@ def select_env_ids(env_ids: Sequence[str] = (), l1: Sequence[str] = (), split: s
 def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0, max_solution_steps: int = 0,
               env_kwargs: dict | None = None) -> list[str]:
     """Task ids of ``env_id`` (made with ``env_kwargs``, e.g. a task overlay); with ``max_solution_steps``,
-    only tasks whose reference trajectory (``solution_actions()``, submit included) is at most that long."""
+    only tasks whose reference trajectory (``solution_actions()``, submit included) is at most that long;
+    with ``show_policy=False`` in ``env_kwargs``, no trap tasks (``info["needs_policy"]``)."""
     kwargs = dict(env_kwargs or {})
     if max_turns:
         kwargs["max_turns"] = max_turns
     env = gym.make(env_id, **kwargs)
+    # Without the policy in the prompt, traps (the right outcome is a refusal citing a rule) are unsolvable.
+    hidden_policy = kwargs.get("show_policy") is False
     try:
         ids = list(env.unwrapped.task_ids)
-        if max_solution_steps:
-            short = []
+        if max_solution_steps or hidden_policy:
+            kept = []
             for task_id in ids:
-                env.reset(options={"task_id": task_id})
-                if len(env.unwrapped.solution_actions()) <= max_solution_steps:
-                    short.append(task_id)
-            ids = short
+                _, info = env.reset(options={"task_id": task_id})
+                if max_solution_steps and len(env.unwrapped.solution_actions()) > max_solution_steps:
+                    continue
+                if hidden_policy and info.get("needs_policy"):
+                    continue
+                kept.append(task_id)
+            ids = kept
     finally:
         env.close()
     return ids[:max_tasks] if max_tasks else ids

@@ -29,10 +29,11 @@ from .checkpoint import CheckpointError, apply_checkpoint, read_checkpoint, resu
 from .config import TrainConfig, to_yaml
 from .errors import TrainError
 from .evaluate import evaluate, report_markdown
-from .grpo import group_advantages, grpo_loss, token_logprobs
+from .grpo import group_advantages, grpo_loss, shared_prefix_cut, shared_prefix_logprobs, token_logprobs
 from .metrics import MetricsLogger, episode_metrics, plot_curves
 from .rollout import DEFAULT_SYSTEM_PROMPT, RolloutEngine, shape_rewards
 from .sft import collate, reference_episodes, sft_warm_start
+from .threads import ThreadPicker
 from .tasks import TaskSampler, import_env_modules, select_env_ids, task_pairs
 
 
@@ -103,8 +104,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     from accelerate.utils import set_seed
     from transformers import get_scheduler
 
-    if cfg.torch_threads:
-        torch.set_num_threads(cfg.torch_threads)  # on small CPUs extra threads make torch slower
+    threads = ThreadPicker(cfg.torch_threads)  # on small or busy CPUs extra threads make torch slower
+    threads.now()
     try:
         accelerator = Accelerator(mixed_precision=cfg.mixed_precision)
     except ValueError as e:  # e.g. fp16 requested on a CPU-only machine
@@ -135,12 +136,14 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     # ---------------------------------------------------------------- model
     hint = _corpus_hint(train_pairs, cfg.env_kwargs()) if cfg.model == "tiny" else None
     model, tokenizer, model_path = load_model_and_tokenizer(cfg.model, hint)
+    set_seed(cfg.seed)  # building a model on a cold cache draws random numbers: reseed so runs repeat exactly
     if cfg.gradient_checkpointing:
         # Non-reentrant: works with frozen base weights (LoRA) without enable_input_require_grads.
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
     from .vector_env import make_slot_vector_env
+    # Enough slots for a GRPO batch, and for up to 32 eval episodes at once (fewer, wider decode steps).
     vec_env = make_slot_vector_env(cfg.env_backend(),
-                                   max(cfg.batch_size * cfg.group_size, len(eval_pairs) and min(len(eval_pairs), 16)),
+                                   max(cfg.batch_size * cfg.group_size, min(len(eval_pairs), 32)),
                                    cfg.env_kwargs(), import_modules, ray_address=cfg.ray_address,
                                    ray_workers=cfg.ray_workers)
     try:
@@ -148,7 +151,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                                max_context_tokens=cfg.max_context_tokens, temperature=cfg.temperature,
                                system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT,
                                tool_descriptions=cfg.tool_descriptions, autocast=accelerator.autocast,
-                               reuse_cache=cfg.reuse_kv_cache)
+                               reuse_cache=cfg.reuse_kv_cache, on_turn=threads.maybe)
 
         summary: dict = {"config": dataclasses.asdict(cfg), "model_path": model_path}
         if resume is not None and (out_dir / "eval_base.json").exists():
@@ -165,6 +168,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 engine.model = model
                 if eval_pairs:  # the untrained model, for the report
                     summary["eval_base"] = evaluate(engine, eval_pairs, seed=cfg.seed)
+                    _say(accelerator, "held-out eval, base model", summary["eval_base"])
                     if accelerator.is_main_process:
                         (out_dir / "eval_base.json").write_text(json.dumps(summary["eval_base"], indent=2))
                 demos = reference_episodes(engine, train_pairs, cfg.env_kwargs())
@@ -174,9 +178,11 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 losses = sft_warm_start(model, tokenizer, demos, cfg.sft_steps, cfg.sft_learning_rate,
                                         cfg.sft_batch_size, seed=cfg.seed, micro_batch_size=cfg.sft_micro_batch_size,
                                         autocast=accelerator.autocast, chunk_size=cfg.logprob_chunk_size,
-                                        context_grad=cfg.sft_context_grad)
+                                        context_grad=cfg.sft_context_grad, on_step=threads.maybe)
                 summary["sft"] = {"demos": len(demos), "loss_first": losses[0], "loss_last": losses[-1],
                                   "seconds": time.time() - t0}
+                accelerator.print(f"SFT warm start: {len(demos)} reference trajectories, {cfg.sft_steps} steps, "
+                                  f"loss {losses[0]:.3f} -> {losses[-1]:.3f} ({summary['sft']['seconds']:.0f} s)")
                 if accelerator.is_main_process:
                     _save_model_atomically(model, tokenizer, sft_dir)
                 set_seed(cfg.seed)  # GRPO starts from the same RNG state with or without resume
@@ -219,10 +225,12 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 before = json.loads(before_path.read_text())
             else:
                 before = evaluate(engine, eval_pairs, seed=cfg.seed)
+                _say(accelerator, "held-out eval, after SFT" if cfg.sft_steps else "held-out eval, before GRPO", before)
                 if accelerator.is_main_process:
                     before_path.write_text(json.dumps(before, indent=2))
 
         # ---------------------------------------------------------------- GRPO loop
+        t_grpo = time.time()
         max_tokens = cfg.max_turns * cfg.max_new_tokens  # Dr. GRPO's constant normaliser
         progress = _progress(cfg.progress and accelerator.is_main_process)
         last_metrics: dict = {}
@@ -260,6 +268,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                             ref_lp[sl, :w] = ref.float().cpu()
 
                 # 4. Inner epochs over micro-batches; gradients accumulate to exactly the full-batch gradient.
+                threads.maybe()
                 model.train()
                 agg = {"loss": 0.0, "kl_sum": 0.0, "clip_sum": 0.0, "ratio_sum": 0.0, "mask_tokens": 0.0}
                 grad_norm = torch.tensor(0.0)
@@ -270,7 +279,9 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 rows = torch.arange(n_seq)
                 if cfg.beta == 0 and world == 1 and SKIP_ZERO_ADVANTAGE:
                     rows = rows[advantages != 0]
-                chunks = [rows[start:start + cfg.micro_batch_size] for start in range(0, len(rows), cfg.micro_batch_size)]
+                chunks = _update_chunks(rows, cfg.group_size, cfg.micro_batch_size)
+                # A chunk's rows belong to one group: its shared prompt runs once (see grpo.shared_prefix_logprobs).
+                share = SHARE_PROMPTS and not cfg.gradient_checkpointing
                 for _epoch in range(cfg.inner_epochs):
                     optimizer.zero_grad(set_to_none=True)
                     if not chunks:  # all-zero gradient: step the optimizer exactly as if it had been computed
@@ -278,12 +289,19 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                             p.grad = torch.zeros_like(p)
                     for k, sl in enumerate(chunks):
                         w = int(att[sl].sum(1).max())  # right padded: trim the micro-batch to its width
-                        dev = lambda t: t[sl, :w].to(accelerator.device)
+                        cut = shared_prefix_cut(ids[sl, :w], att[sl, :w], mask[sl, :w]) if share else 0
+                        dev = lambda t: t[sl, cut:w].to(accelerator.device)  # columns whose logprobs are computed
                         sync = k == len(chunks) - 1
                         with (contextlib.nullcontext() if sync else accelerator.no_sync(model)):
                             with accelerator.autocast():
-                                new_lp = token_logprobs(model, dev(ids), dev(att), cfg.temperature, mask=dev(mask),
-                                                        chunk_size=cfg.logprob_chunk_size)
+                                chunk_ids, chunk_att = ids[sl, :w].to(accelerator.device), att[sl, :w].to(accelerator.device)
+                                if cut:
+                                    new_lp = shared_prefix_logprobs(model, chunk_ids, chunk_att, cut, cfg.temperature,
+                                                                    mask=mask[sl, :w].to(accelerator.device),
+                                                                    chunk_size=cfg.logprob_chunk_size)
+                                else:
+                                    new_lp = token_logprobs(model, chunk_ids, chunk_att, cfg.temperature, mask=dev(mask),
+                                                            chunk_size=cfg.logprob_chunk_size)
                             loss, st = grpo_loss(new_lp.float(), dev(old_lp), advantages[sl].to(accelerator.device),
                                                  dev(mask), ref_lp=dev(ref_lp) if ref_lp is not None else None,
                                                  beta=cfg.beta, clip_eps_low=cfg.clip_eps_low,
@@ -334,8 +352,10 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
 
         # ---------------------------------------------------------------- eval after, report
         summary["final_metrics"] = last_metrics
+        summary["grpo_seconds"] = time.time() - t_grpo
         if eval_pairs:
             after = evaluate(engine, eval_pairs, seed=cfg.seed)
+            _say(accelerator, "held-out eval, after GRPO", after)
             summary["eval_before"], summary["eval_after"] = before, after
             if accelerator.is_main_process:
                 (out_dir / "eval_after.json").write_text(json.dumps(after, indent=2))
@@ -358,6 +378,16 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
 
 
 SKIP_ZERO_ADVANTAGE = True  # module switch so a test can compare against the unskipped update
+SHARE_PROMPTS = True  # likewise for the shared-prompt forward
+
+
+def _update_chunks(rows: torch.Tensor, group_size: int, micro_batch_size: int) -> list[torch.Tensor]:
+    """Micro-batches of the rows to update, never straddling a group (its members share a prompt)."""
+    chunks = []
+    for g in torch.unique(rows // group_size).tolist():
+        members = rows[rows // group_size == g]
+        chunks += [members[s:s + micro_batch_size] for s in range(0, len(members), micro_batch_size)]
+    return chunks
 
 _RUN_FILES = ("metrics.jsonl", "eval_base.json", "eval_before.json", "eval_after.json", "summary.json",
               "report.md", "curves.png", "config.yaml")
@@ -411,6 +441,11 @@ def _save_model_atomically(model, tokenizer, path: Path) -> None:
     tmp.rename(path)
 
 
+def _say(accelerator, what: str, ev: dict) -> None:
+    n = ev["episodes"]
+    accelerator.print(f"{what}: success {round(ev['success_rate'] * n)}/{n} ({ev.get('seconds', 0):.0f} s)")
+
+
 def _peak_rss_gb() -> float:
     """Peak resident memory of this process so far (Linux ru_maxrss is KiB; macOS bytes)."""
     import resource
@@ -436,6 +471,12 @@ def _report(cfg: TrainConfig, summary: dict) -> str:
         start = "after SFT" if "eval_base" in summary else "before"
         lines.append(report_markdown([("base", summary.get("eval_base")), (start, summary.get("eval_before")),
                                       ("after GRPO", summary["eval_after"])]))
+    evals = [(name, summary[key]) for name, key in (("base", "eval_base"), ("before", "eval_before"),
+                                                     ("after", "eval_after")) if summary.get(key)]
+    if evals:
+        lines += ["Seconds: " + ", ".join(f"eval {name} {ev.get('seconds', 0):.0f}" for name, ev in evals)
+                  + (f", SFT {summary['sft']['seconds']:.0f}" if "sft" in summary else "")
+                  + f", GRPO {summary.get('grpo_seconds', 0):.0f}", ""]
     m = summary.get("final_metrics") or {}
     if m:
         lines += ["## Last training step", "", "| metric | value |", "|---|---:|"]

@@ -114,6 +114,15 @@ def test_action_formats_are_equivalent(env):
     assert len(outs) == 1 and json.loads(outs.pop())["id"] == 3
 
 
+def test_hidden_policy_shows_only_the_task_and_rules_still_hold(toy_env_id):
+    env = gym.make(toy_env_id, show_policy=False)
+    obs, info = env.reset(seed=0, options={"task_id": "lend-1"})
+    assert obs == "# Task\nLend book 2 to member 1." and "Policy" not in obs
+    assert solution_score(env.unwrapped, "lend-1") == 1.0  # same tasks, same tools, same verifier
+    with pytest.raises(TypeError, match="show_policy must be a bool"):
+        gym.make(toy_env_id, show_policy="no")
+
+
 def test_submit_scores_and_terminates(toy_env_id):
     env = gym.make(toy_env_id).unwrapped
     for task_id in env.task_ids:

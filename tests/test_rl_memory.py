@@ -55,6 +55,40 @@ def test_chunked_logprobs_equal_full_logprobs_and_grads(tiny, chunk):
     model.zero_grad()
 
 
+def test_shared_prefix_logprobs_equal_unshared_logprobs_and_grads(tiny):
+    """A group's common prompt runs once; values and gradients match running every row whole."""
+    from agentworld_rl.grpo import shared_prefix_cut, shared_prefix_logprobs
+    model, _ = tiny
+    g = torch.Generator().manual_seed(3)
+    prompt = torch.randint(0, model.config.vocab_size, (1, 25), generator=g)
+    tails = torch.randint(0, model.config.vocab_size, (3, 12), generator=g)
+    ids = torch.cat([prompt.expand(3, -1), tails], 1)
+    att = torch.ones_like(ids)
+    att[1, 31:] = 0  # right padding
+    mask = torch.zeros_like(ids, dtype=torch.float32)
+    mask[:, 25:] = att[:, 25:].float()
+    mask[2, 25:28] = 0  # row 2's first trained token comes later: the cut follows the earliest one
+    cut = shared_prefix_cut(ids, att, mask)
+    assert cut == 24
+    model.zero_grad()
+    full = token_logprobs(model, ids, att, temperature=0.7, mask=mask, chunk_size=7)
+    (full * mask).sum().backward()
+    ref_grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    model.zero_grad()
+    shared = shared_prefix_logprobs(model, ids, att, cut, temperature=0.7, mask=mask, chunk_size=7)
+    (shared * mask[:, cut:]).sum().backward()
+    assert shared.shape == (3, ids.shape[1] - cut)
+    assert torch.allclose(shared * mask[:, cut:], full[:, cut:] * mask[:, cut:], atol=1e-5)
+    for n, p in model.named_parameters():
+        assert torch.allclose(p.grad, ref_grads[n], atol=1e-5, rtol=1e-4), n
+    model.zero_grad()
+    # Rows whose prompts differ, or a lone row, share nothing.
+    other = ids.clone()
+    other[1, 3] = (other[1, 3] + 1) % model.config.vocab_size
+    assert shared_prefix_cut(other, att, mask) == 0
+    assert shared_prefix_cut(ids[:1], att[:1], mask[:1]) == 0
+
+
 def test_masked_logprobs_skip_untrained_chunks(tiny):
     model, _ = tiny
     ids, att = _batch(model.config.vocab_size, T=40)

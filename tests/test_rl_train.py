@@ -178,3 +178,18 @@ def test_skipping_zero_advantage_sequences_does_not_change_the_update(tmp_path, 
     assert all(torch.allclose(a[k], b[k], atol=1e-6) for k in a)
     assert [r["loss"] for r in rows_a] == pytest.approx([r["loss"] for r in rows_b], abs=1e-6)
     assert rows_a[0]["updated_sequences"] < rows_b[0]["updated_sequences"] == 4
+
+
+def test_sharing_group_prompts_does_not_change_the_update(tmp_path, monkeypatch):
+    import agentworld_rl.trainer as trainer_mod
+    results = {}
+    for share in (True, False):
+        monkeypatch.setattr(trainer_mod, "SHARE_PROMPTS", share)
+        out = tmp_path / str(share)
+        train(_lookup_cfg(out, beta=0.0, steps=2, save_every=0, loss_type="token", micro_batch_size=2),
+              reward_fn=_half_groups_vary)
+        results[share] = (torch.load(out / "checkpoints" / "step-2" / "trainable.pt"), read_jsonl(out / "metrics.jsonl"))
+    (a, rows_a), (b, rows_b) = results[True], results[False]
+    assert rows_a[0]["updated_sequences"] > 0
+    assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
+    assert [r["loss"] for r in rows_a] == pytest.approx([r["loss"] for r in rows_b], abs=1e-5)
