@@ -145,7 +145,7 @@ def _rebuild_warning(path: Path, kind: str, why: str) -> None:
 def load(path: Path, key: str, kind: str) -> bytes | None:
     """The bytes stored at ``path`` for ``key``, or ``None`` when missing or failing the check (warned)."""
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -155,7 +155,7 @@ def load(path: Path, key: str, kind: str) -> bytes | None:
         raise CacheError(path, f"cannot read ({exc.strerror or exc})",
                          "fix its permissions, delete it, or point AGENTWORLD_CACHE elsewhere") from None
     try:
-        record = CacheRecord.parse(meta_path(path).read_text(encoding="utf-8"))
+        record = CacheRecord.parse(read_file(meta_path(path)).decode("utf-8"))
     except FileNotFoundError:
         why = "has no integrity record"
     except (OSError, ValueError, TypeError) as exc:
@@ -180,7 +180,7 @@ def load_if_matches(path: Path, record: CacheRecord) -> bytes | None:
     them), else ``None``, silently: the caller then takes the :func:`load` path, which reads the
     file's own record and warns. Skips reading and parsing the sidecar when all is well."""
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except OSError:
         return None
     return data if len(data) == record.size and record.matches(data) else None
@@ -227,14 +227,37 @@ def store(path: Path, key: str, kind: str, data: bytes) -> None:
                 _unlink(tmp)
 
 
-def loads(data: bytes) -> Any:
-    """``json.loads``, through orjson when it is installed (anything orjson rejects goes to json)."""
+def loads(data: bytes | memoryview) -> Any:
+    """``json.loads``, through orjson when it is installed (anything orjson rejects goes to json).
+
+    Takes a memoryview too (a line of a loaded artefact, sliced without copying)."""
     if _orjson is not None:
         try:
             return _orjson.loads(data)
         except _orjson.JSONDecodeError:
             pass  # e.g. NaN or a huge integer, which json accepts: let json decide
-    return json.loads(data)
+    return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+
+
+def lines(data: bytes) -> list[memoryview]:
+    """The newline-separated lines of ``data`` as views into it, not copies.
+
+    ``bytes.split`` copies every line: for a bundle that is ~100 KB of task text that a first use
+    never parses, and fresh memory is what a new process pays most for."""
+    view, out, start = memoryview(data), [], 0
+    while True:
+        end = data.find(b"\n", start)
+        if end < 0:
+            out.append(view[start:])
+            return out
+        out.append(view[start:end])
+        start = end + 1
+
+
+def read_file(path: Path | str) -> bytes:
+    """The bytes of ``path``, read unbuffered: one allocation of the file's size, no BufferedReader."""
+    with open(path, "rb", buffering=0) as fh:
+        return fh.readall()
 
 
 def load_json(path: Path, key: str, kind: str, parse: Callable[[Any], T]) -> T | None:
