@@ -484,8 +484,7 @@ class _BundleParts:
 def _parse_bundle(data: bytes) -> _BundleParts:
     """Shape check of a cached bundle (the hash already vouches for its content; the lazy lines
     are checked when parsed)."""
-    lines = cachefile.lines(data)
-    header = cachefile.loads(lines[0])
+    header = cachefile.loads(memoryview(data)[:data.find(b"\n")] if b"\n" in data else data)
     if not isinstance(header, dict) or header.get("format") != BUNDLE_FORMAT:
         raise cachefile.CorruptCacheFile(f"not a format-{BUNDLE_FORMAT} bundle header")
     head, order, names, ids = header.get("spec"), header.get("order"), header.get("tool_names"), header.get("task_ids")
@@ -495,7 +494,8 @@ def _parse_bundle(data: bytes) -> _BundleParts:
     for name in ("id", "now", "policy"):
         if name not in head:
             raise cachefile.CorruptCacheFile(f"spec has no {name!r}")
-    golden = cachefile.CacheRecord.parse(json.dumps(header["golden"]))
+    golden = cachefile.CacheRecord.from_obj(header["golden"])
+    lines = cachefile.lines(data, 3 + len(names))  # the task lines stay one lazily split tail
     if len(lines) != 3 + len(names) + len(ids) or not all(isinstance(x, str) for x in ids) \
             or not all(isinstance(x, str) for x in names):
         raise cachefile.CorruptCacheFile(f"{len(names)} tools and {len(ids)} tasks but {len(lines) - 1} lines after the header")
