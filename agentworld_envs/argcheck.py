@@ -88,7 +88,11 @@ def _compile(schema: Any) -> Accept:
         ops = {"minimum": lambda x, b: x >= b, "maximum": lambda x, b: x <= b,
                "exclusiveMinimum": lambda x, b: x > b, "exclusiveMaximum": lambda x, b: x < b}
         pairs = [(ops[k], b) for k, b in bounds]
-        checks.append(lambda x: not _is_number(x) or all(op(x, b) for op, b in pairs))
+        if len(pairs) == 1:  # the usual single bound (an id's minimum): no generator per call
+            (op, b), = pairs
+            checks.append(lambda x: not _is_number(x) or op(x, b))
+        else:
+            checks.append(lambda x: not _is_number(x) or all(op(x, b) for op, b in pairs))
 
     if "minLength" in schema or "maxLength" in schema or "pattern" in schema:
         lo, hi = schema.get("minLength", 0), schema.get("maxLength")
@@ -138,8 +142,20 @@ def _compile(schema: Any) -> Accept:
 
         checks.append(check_object)
 
+    return _all_of(checks)
+
+
+def _all_of(checks: list[Accept]) -> Accept:
+    """One accept-check for all of ``checks``: short ``and`` chains for the usual two or three
+    (a generator through ``all()`` per schema level cost more than the checks themselves)."""
     if not checks:
         return lambda x: True
     if len(checks) == 1:
         return checks[0]
+    if len(checks) == 2:
+        a, b = checks
+        return lambda x: a(x) and b(x)
+    if len(checks) == 3:
+        a, b, c = checks
+        return lambda x: a(x) and b(x) and c(x)
     return lambda x: all(c(x) for c in checks)

@@ -24,7 +24,7 @@ import json
 import os
 import tempfile
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -79,7 +79,11 @@ class CacheRecord:
 
     @classmethod
     def parse(cls, text: str) -> "CacheRecord":
-        raw = json.loads(text)
+        return cls.from_obj(json.loads(text))
+
+    @classmethod
+    def from_obj(cls, raw: Any) -> "CacheRecord":
+        """The record of an already parsed JSON object (e.g. the golden record inside a bundle)."""
         if not isinstance(raw, dict) or not _REQUIRED <= set(raw) or not set(raw) <= _REQUIRED | {"xxh3_128"}:
             raise ValueError("record has the wrong fields")
         record = cls(**raw)
@@ -145,7 +149,7 @@ def _rebuild_warning(path: Path, kind: str, why: str) -> None:
 def load(path: Path, key: str, kind: str) -> bytes | None:
     """The bytes stored at ``path`` for ``key``, or ``None`` when missing or failing the check (warned)."""
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -155,7 +159,7 @@ def load(path: Path, key: str, kind: str) -> bytes | None:
         raise CacheError(path, f"cannot read ({exc.strerror or exc})",
                          "fix its permissions, delete it, or point AGENTWORLD_CACHE elsewhere") from None
     try:
-        record = CacheRecord.parse(meta_path(path).read_text(encoding="utf-8"))
+        record = CacheRecord.parse(read_file(meta_path(path)).decode("utf-8"))
     except FileNotFoundError:
         why = "has no integrity record"
     except (OSError, ValueError, TypeError) as exc:
@@ -180,7 +184,7 @@ def load_if_matches(path: Path, record: CacheRecord) -> bytes | None:
     them), else ``None``, silently: the caller then takes the :func:`load` path, which reads the
     file's own record and warns. Skips reading and parsing the sidecar when all is well."""
     try:
-        data = path.read_bytes()
+        data = read_file(path)
     except OSError:
         return None
     return data if len(data) == record.size and record.matches(data) else None
@@ -227,14 +231,77 @@ def store(path: Path, key: str, kind: str, data: bytes) -> None:
                 _unlink(tmp)
 
 
-def loads(data: bytes) -> Any:
-    """``json.loads``, through orjson when it is installed (anything orjson rejects goes to json)."""
+def loads(data: bytes | memoryview) -> Any:
+    """``json.loads``, through orjson when it is installed (anything orjson rejects goes to json).
+
+    Takes a memoryview too (a line of a loaded artefact, sliced without copying)."""
     if _orjson is not None:
         try:
             return _orjson.loads(data)
         except _orjson.JSONDecodeError:
             pass  # e.g. NaN or a huge integer, which json accepts: let json decide
-    return json.loads(data)
+    return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+
+
+class Lines(Sequence):
+    """The newline-separated lines of ``data`` as views into it, not copies, split as far as asked.
+
+    ``bytes.split`` copies every line: for a bundle that is ~100 KB of task text of which a first
+    use parses one task, and fresh memory is what a new process pays most for. The first
+    ``eager`` lines are split at once; the rest when an index past them is first asked for
+    (``len`` counts newlines without splitting)."""
+
+    def __init__(self, data: bytes, eager: int = 0):
+        self._data, self._view = data, memoryview(data)
+        self._starts = [0]   # start offsets of the lines split so far
+        self._len = data.count(b"\n") + 1
+        self._split(min(eager, self._len))
+
+    def _split(self, upto: int) -> None:
+        starts, data = self._starts, self._data
+        while len(starts) <= upto and len(starts) < self._len:
+            starts.append(data.index(b"\n", starts[-1]) + 1)
+
+    def __len__(self) -> int:
+        return self._len
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return _LineSlice(self, range(*index.indices(self._len)))
+        if index < 0:
+            index += self._len
+        if not 0 <= index < self._len:
+            raise IndexError(index)
+        self._split(index + 1)
+        start = self._starts[index]
+        end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._data)
+        return self._view[start:end]
+
+
+class _LineSlice(Sequence):
+    """A range of :class:`Lines`, itself lazy (the task lines of a bundle)."""
+
+    def __init__(self, lines: Lines, indices: range):
+        self._lines, self._indices = lines, indices
+
+    def __len__(self) -> int:
+        return len(self._indices)
+
+    def __getitem__(self, index):  # type: ignore[override]
+        if isinstance(index, slice):
+            return _LineSlice(self._lines, self._indices[index])
+        return self._lines[self._indices[index]]
+
+
+def lines(data: bytes, eager: int = 0) -> Lines:
+    """:class:`Lines` of ``data``, the first ``eager`` split at once."""
+    return Lines(data, eager)
+
+
+def read_file(path: Path | str) -> bytes:
+    """The bytes of ``path``, read unbuffered: one allocation of the file's size, no BufferedReader."""
+    with open(path, "rb", buffering=0) as fh:
+        return fh.readall()
 
 
 def load_json(path: Path, key: str, kind: str, parse: Callable[[Any], T]) -> T | None:

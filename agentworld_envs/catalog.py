@@ -56,18 +56,29 @@ def _handbuilt_spec(entry: dict[str, Any]) -> dict[str, Any]:
 
 @dataclass
 class EnvBundle:
-    """Shared, read-only per-process data of one environment."""
+    """Shared, read-only per-process data of one environment.
+
+    A bundle loaded from its cached artefact starts with only what a ``make`` + ``reset`` reads:
+    ``head`` (the spec's small fields: clock, policy, turn limit...), the tools' OpenAI schemas, and
+    tools that are parsed and compiled one by one when first called (:class:`LazyTools`). The full
+    ``spec`` (tables, data rules, every tool's definition) is parsed from the verified bundle bytes
+    the first time something asks for it.
+    """
 
     name: str
     env_id: str
     split: str
     spec: dict[str, Any]
     golden: bytes
-    tools: dict[str, Tool]
+    tools: Mapping[str, Tool]
     tasks: list[dict[str, Any]] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         self.set_tasks(self.tasks, getattr(self.tasks, "ids", None))
+        #: Spec fields a make, reset and step read (the whole spec unless the bundle is lazy).
+        self.head: dict[str, Any] = self.__dict__["spec"] if self.__dict__["spec"] is not None else {}
+        self._complete_spec: Callable[[], dict[str, Any]] | None = None
+        self._schemas: list[dict[str, Any]] | None = None
         self._initial: sqlite3.Connection | None = None
         self._table_hashes: Mapping[str, str] | None = None
         #: Competing-value sets the verifiers read from the golden state, shared by this env's episodes.
@@ -118,13 +129,37 @@ class EnvBundle:
         """OpenAI schemas of every tool as an env shows them (``tool_01``… when ``obscure``).
 
         Built once per bundle and shared by its env instances, like the bundle's spec (a new list
-        each call; the schema dicts are shared and must not be edited)."""
+        each call; the schema dicts are shared and must not be edited). A loaded bundle has them
+        from its artefact, so showing the tools compiles none of them."""
         schemas = self._shown.get(obscure)
         if schemas is None:
-            schemas = [t.openai_schema(f"tool_{i + 1:02d}" if obscure else n)
-                       for i, (n, t) in enumerate(self.tools.items())]
+            if self._schemas is not None:
+                plain = self._schemas
+                schemas = [{**s, "function": {**s["function"], "name": f"tool_{i + 1:02d}"}} for i, s in enumerate(plain)] \
+                    if obscure else plain
+            else:
+                schemas = [t.openai_schema(f"tool_{i + 1:02d}" if obscure else n)
+                           for i, (n, t) in enumerate(self.tools.items())]
             self._shown[obscure] = schemas
         return list(schemas)
+
+
+def _spec_get(self: EnvBundle) -> dict[str, Any]:
+    spec = self.__dict__["spec"]
+    if spec is None:  # a lazily loaded bundle: parse the rest of the spec once, from the verified bytes
+        spec = self.__dict__["spec"] = self._complete_spec()  # type: ignore[misc]
+        self._complete_spec = None
+    return spec
+
+
+def _spec_set(self: EnvBundle, value: dict[str, Any]) -> None:
+    self.__dict__["spec"] = value
+    if "head" in self.__dict__ and value is not None:
+        self.head = value
+
+
+# A property installed after the dataclass is built, so ``EnvBundle(spec=...)`` keeps its signature.
+EnvBundle.spec = property(_spec_get, _spec_set)  # type: ignore[assignment]
 
 
 class _LazyTableHashes(Mapping):
@@ -166,7 +201,7 @@ class LazyTasks(Sequence):
 
     __slots__ = ("ids", "_texts", "_parsed", "_where")
 
-    def __init__(self, ids: Sequence[str], texts: Sequence[str | bytes], where: str = "bundle"):
+    def __init__(self, ids: Sequence[str], texts: Sequence[str | bytes | memoryview], where: str = "bundle"):
         self.ids = list(ids)
         self._texts = texts
         self._parsed: list[dict[str, Any] | None] = [None] * len(texts)
@@ -315,7 +350,7 @@ def _load_bundle(name: str) -> EnvBundle:
     if entry["source"] in BUNDLED_SOURCES:
         _, golden_key = state.golden_path(spec)
         path, key = bundle_path(entry)
-        data = _bundle_bytes(spec, cachefile.make_record(state.GOLDEN_KIND, golden_key, golden), tasks)
+        data = _bundle_bytes(spec, cachefile.make_record(state.GOLDEN_KIND, golden_key, golden), tasks, bundle.tools)
         try:
             cachefile.store(path, key, BUNDLE_KIND, data)
         except CacheError:
@@ -403,36 +438,133 @@ def _stat_files(root: str, out: list[str]) -> None:
                 out.append(f"{item.path}:{st.st_size}:{st.st_mtime_ns}")
 
 
-def _bundle_bytes(spec: dict[str, Any], golden: cachefile.CacheRecord, tasks: Sequence[dict[str, Any]]) -> bytes:
-    """A bundle artefact: JSON Lines, a header then one sealed task per line.
+#: Spec fields no make, reset or step reads: a loaded bundle keeps them as JSON text until ``bundle.spec``.
+LAZY_SPEC_FIELDS = ("tools", "tables", "data", "rules")
+#: Layout of the bundle artefact (in its header, so another layout is rebuilt, never misread).
+BUNDLE_FORMAT = 2
 
-    The header (``{"spec", "golden", "task_ids"}``) is all a load parses; task *i* is line
-    *i + 2*, parsed when first used. Splitting lines is a byte scan, while parsing retail's 68
-    tasks with the spec cost ~0.5 ms of a first use (JSON text never holds a raw newline).
-    ``golden`` is the golden file's integrity record, so the verified bundle vouches for the
-    golden bytes too and loading skips reading and parsing that file's sidecar.
+
+def _bundle_bytes(spec: dict[str, Any], golden: cachefile.CacheRecord, tasks: Sequence[dict[str, Any]],
+                  tools: Mapping[str, Tool]) -> bytes:
+    """A bundle artefact: JSON Lines, parsed only as far as a first use needs.
+
+    Line 1 is the header ``{"format", "spec", "order", "golden", "tool_names", "task_ids"}`` whose
+    ``spec`` holds the small fields (everything but :data:`LAZY_SPEC_FIELDS`); line 2 the tools'
+    OpenAI schemas, which ``reset`` shows; line 3 the other lazy spec fields; then one line per
+    tool definition and one per sealed task. A load parses the header and the schemas; a tool's
+    line is parsed when the tool is first called, a task's when it is first played, and line 3
+    when something asks for the full spec. Before this split, parsing every tool definition and
+    compiling every tool was over half of a first ``make`` (retail: 37 tools, a synthesised env
+    ~60, of which an episode calls a handful). Splitting lines is a byte scan (JSON text never
+    holds a raw newline). ``golden`` is the golden file's integrity record, so the verified bundle
+    vouches for the golden bytes too and loading skips reading and parsing that file's sidecar.
     """
-    header = {"spec": spec, "golden": json.loads(golden.to_json()), "task_ids": [t["id"] for t in tasks]}
-    lines = [json.dumps(header, ensure_ascii=False)] + [json.dumps(t, ensure_ascii=False) for t in tasks]
-    return "\n".join(lines).encode()
+    head = {k: v for k, v in spec.items() if k not in LAZY_SPEC_FIELDS}
+    rest = {k: spec[k] for k in LAZY_SPEC_FIELDS if k in spec and k != "tools"}
+    header = {"format": BUNDLE_FORMAT, "spec": head, "order": list(spec), "golden": json.loads(golden.to_json()),
+              "tool_names": [t["name"] for t in spec["tools"]], "task_ids": [t["id"] for t in tasks]}
+    schemas = [tools[t["name"]].openai_schema() for t in spec["tools"]]
+    lines = [header, schemas, rest, *spec["tools"], *tasks]
+    return "\n".join(json.dumps(x, ensure_ascii=False) for x in lines).encode()
 
 
-def _parse_bundle(data: bytes) -> tuple[dict[str, Any], list[str], list[bytes], cachefile.CacheRecord]:
-    """Shape check of a cached bundle (the hash already vouches for its content; tasks are checked when parsed)."""
-    lines = data.split(b"\n")
-    payload = cachefile.loads(lines[0])
-    if not isinstance(payload, dict) or not isinstance(payload.get("spec"), dict) \
-            or not isinstance(payload.get("task_ids"), list) or not isinstance(payload.get("golden"), dict):
-        raise cachefile.CorruptCacheFile("expected a header {'spec': {...}, 'golden': {...}, 'task_ids': [...]}")
-    spec = payload["spec"]
-    for name in ("id", "tables", "tools", "now", "policy"):
-        if name not in spec:
+@dataclass
+class _BundleParts:
+    head: dict[str, Any]
+    order: list[str]
+    golden: cachefile.CacheRecord
+    schemas: list[dict[str, Any]]
+    rest: memoryview
+    tool_names: list[str]
+    tool_texts: list[memoryview]
+    task_ids: list[str]
+    task_texts: list[memoryview]
+
+
+def _parse_bundle(data: bytes) -> _BundleParts:
+    """Shape check of a cached bundle (the hash already vouches for its content; the lazy lines
+    are checked when parsed)."""
+    header = cachefile.loads(memoryview(data)[:data.find(b"\n")] if b"\n" in data else data)
+    if not isinstance(header, dict) or header.get("format") != BUNDLE_FORMAT:
+        raise cachefile.CorruptCacheFile(f"not a format-{BUNDLE_FORMAT} bundle header")
+    head, order, names, ids = header.get("spec"), header.get("order"), header.get("tool_names"), header.get("task_ids")
+    if not isinstance(head, dict) or not isinstance(order, list) or not isinstance(names, list) \
+            or not isinstance(ids, list) or not isinstance(header.get("golden"), dict):
+        raise cachefile.CorruptCacheFile("expected a header {'spec', 'order', 'golden', 'tool_names', 'task_ids'}")
+    for name in ("id", "now", "policy"):
+        if name not in head:
             raise cachefile.CorruptCacheFile(f"spec has no {name!r}")
-    golden = cachefile.CacheRecord.parse(json.dumps(payload["golden"]))
-    ids, texts = payload["task_ids"], lines[1:]
-    if len(ids) != len(texts) or not all(isinstance(x, str) for x in ids):
-        raise cachefile.CorruptCacheFile(f"{len(ids)} task ids but {len(texts)} task lines")
-    return spec, ids, texts, golden
+    golden = cachefile.CacheRecord.from_obj(header["golden"])
+    lines = cachefile.lines(data, 3 + len(names))  # the task lines stay one lazily split tail
+    if len(lines) != 3 + len(names) + len(ids) or not all(isinstance(x, str) for x in ids) \
+            or not all(isinstance(x, str) for x in names):
+        raise cachefile.CorruptCacheFile(f"{len(names)} tools and {len(ids)} tasks but {len(lines) - 1} lines after the header")
+    schemas = cachefile.loads(lines[1])
+    if not isinstance(schemas, list) or [s["function"]["name"] for s in schemas] != names:
+        raise cachefile.CorruptCacheFile("the tool schemas do not match the tool names")
+    tools_end = 3 + len(names)
+    return _BundleParts(head=head, order=order, golden=golden, schemas=schemas, rest=lines[2], tool_names=names,
+                        tool_texts=lines[3:tools_end], task_ids=ids, task_texts=lines[tools_end:])
+
+
+def _parse_tool(text: memoryview, name: str, where: str) -> dict[str, Any]:
+    tool = cachefile.loads(text)
+    if not isinstance(tool, dict) or tool.get("name") != name or "impl" not in tool or "parameters" not in tool:
+        # The artefact's hash matched, so only a format bug can get here: say where.
+        raise cachefile.CorruptCacheFile(f"{where}: the line of tool {name!r} is not its definition; delete the file to rebuild it")
+    return tool
+
+
+class LazyTools(Mapping):
+    """A loaded bundle's tools by name, each parsed and compiled on first access.
+
+    Iterates in the spec's order without compiling anything; ``tools[name]`` compiles that one
+    tool (from the verified bundle bytes) and keeps it, shared by the bundle's envs. Pickles as
+    a plain dict.
+    """
+
+    __slots__ = ("_index", "_texts", "_compiled", "_where")
+
+    def __init__(self, names: Sequence[str], texts: Sequence[memoryview], where: str = "bundle"):
+        self._index = {n: i for i, n in enumerate(names)}
+        self._texts = texts
+        self._compiled: dict[str, Tool] = {}
+        self._where = where
+
+    def __getitem__(self, name: str) -> Tool:
+        tool = self._compiled.get(name)
+        if tool is None:
+            text = self._texts[self._index[name]]  # KeyError for an unknown name, as a dict
+            # setdefault: two threads compiling one tool at once still share one Tool.
+            tool = self._compiled.setdefault(name, compile_tool(_parse_tool(text, name, self._where)))
+        return tool
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._index
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._index)
+
+    def __len__(self) -> int:
+        return len(self._index)
+
+    def __reduce__(self):
+        return dict, (dict(self.items()),)
+
+    def __repr__(self) -> str:
+        return f"LazyTools({len(self)} tools, {len(self._compiled)} compiled)"
+
+
+def _complete_spec(parts: _BundleParts, where: str) -> Callable[[], dict[str, Any]]:
+    def complete() -> dict[str, Any]:
+        rest = cachefile.loads(parts.rest)
+        if not isinstance(rest, dict):
+            raise cachefile.CorruptCacheFile(f"{where}: the spec's tables and data line is not an object")
+        fields = {**parts.head, **rest,
+                  "tools": [_parse_tool(t, n, where) for n, t in zip(parts.tool_names, parts.tool_texts)]}
+        return {k: fields[k] for k in parts.order}  # the spec's own key order
+
+    return complete
 
 
 def _cached_bundle(entry: dict[str, Any]) -> EnvBundle | None:
@@ -442,13 +574,18 @@ def _cached_bundle(entry: dict[str, Any]) -> EnvBundle | None:
     cached = cachefile.load_parsed(path, key, BUNDLE_KIND, _parse_bundle)
     if cached is None:
         return None
-    (spec, ids, texts, record), size = cached
+    parts, size = cached
+    record = parts.golden
     golden = cachefile.load_if_matches(state.cache_dir() / "golden" / f"{record.key}.sqlite", record)
     if golden is None:  # evicted, corrupt or rebuilt: the slow path checks and repairs it, and rewrites this bundle
         return None
-    bundle = EnvBundle(name=entry["name"], env_id=entry["id"], split=entry["split"], spec=spec, golden=golden,
-                       tools={t["name"]: compile_tool(t) for t in spec["tools"]},
-                       tasks=LazyTasks(ids, texts, str(path)))
+    where = str(path)
+    bundle = EnvBundle(name=entry["name"], env_id=entry["id"], split=entry["split"], spec=None,  # type: ignore[arg-type]
+                       golden=golden, tools=LazyTools(parts.tool_names, parts.tool_texts, where),
+                       tasks=LazyTasks(parts.task_ids, parts.task_texts, where))
+    bundle.head = parts.head
+    bundle._complete_spec = _complete_spec(parts, where)
+    bundle._schemas = parts.schemas
     bundle.json_bytes = size
     return bundle
 
@@ -538,13 +675,25 @@ def _warm_process() -> None:
     """Per-process work that every first ``make`` needs, done once while the engine is imported.
 
     The code fingerprint stats every package file (~105 files, ~1 ms here) and the manifest's
-    name index takes ~0.3 ms to build. Both are per-process, not per-env: paying them inside the
-    first ``make`` made the first env of a process look ~1.3 ms slower than the next one. The
-    engine import they join takes ~70 ms, so they cost it ~2%.
+    name index takes ~0.3 ms to build. SQLite initialises itself on its first connection
+    (~0.13 ms), NumPy's first seeded generator costs ~0.1 ms more than later ones, and resolving
+    the cache directory checks it with a ``mkdir`` (~0.1 ms). All are per-process, not per-env:
+    paying them inside the first ``make`` + ``reset`` made the first env of a process ~1.5 ms
+    slower than the next one. The engine import they join takes ~70-110 ms, so they cost it ~2%.
     """
     code_fingerprint()
     for first in env_registry.manifest()[:1]:
         env_registry.entry(first["name"])  # builds the name index every lookup uses
+    sqlite3.connect(":memory:").close()
+    from gymnasium.utils import seeding
+
+    seeding.np_random(0)
+    # Only an existing cache: importing must not create (or fail on) a directory; a first make does.
+    if os.path.isdir(os.environ.get("AGENTWORLD_CACHE") or "\0"):
+        try:
+            state.cache_dir()
+        except CacheError:
+            pass
 
 
 _warm_process()

@@ -130,7 +130,7 @@ class AgentWorldEnv(gym.Env[str, str]):
             # The bundle's index: building one here would parse every lazily loaded task.
             self._task_index = self.bundle.task_index
         self._tasks = tasks
-        spec = self.bundle.spec
+        spec = self.bundle.head  # the spec's small fields: the full spec of a loaded bundle is parsed on demand
         self.max_turns = max_turns or spec.get("max_turns", DEFAULT_MAX_TURNS)
         self.render_mode = render_mode
         self.observation_space = UnicodeText()
@@ -232,7 +232,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         shown = set(needed + rest[: max(0, self.max_tools - len(needed))])
         ordered = [n for n in names if n in shown]  # catalogue order, so the solution's tools are not first
         self._real = {self._display[n]: n for n in ordered}
-        self._interpreter = Interpreter(self.bundle.tools, self.bundle.spec["now"], self._real)
+        self._interpreter = Interpreter(self.bundle.tools, self.bundle.head["now"], self._real)
         self._tool_schemas = [self.bundle.tools[n].openai_schema(self._display[n]) for n in ordered] + [SUBMIT_TOOL]
 
     def _restore_golden_state(self) -> None:

@@ -227,6 +227,28 @@ def test_a_loaded_bundle_parses_tasks_lazily_yet_acts_as_their_list(private_cach
     assert env.task_ids == [t["id"] for t in built.tasks]
 
 
+def test_a_loaded_bundle_compiles_tools_and_parses_the_spec_only_when_asked(private_cache):
+    import pickle
+
+    built = catalog.load_bundle("retail")
+    catalog.load_bundle.cache_clear()
+    loaded = catalog.load_bundle("retail")
+    env = gym.make("agentworld/retail-v0", obscure_tools=True).unwrapped
+    _, info = env.reset(seed=0)
+    # make + reset showed every tool without compiling one or parsing the full spec
+    assert repr(loaded.tools) == f"LazyTools({len(built.tools)} tools, 0 compiled)"
+    assert loaded.__dict__["spec"] is None and loaded.head["now"] == built.spec["now"]
+    assert info["tools"][:-1] == [t.openai_schema(f"tool_{i + 1:02d}") for i, t in enumerate(built.tools.values())]
+    assert loaded.shown_schemas(False) == built.shown_schemas(False)
+    assert "get_order_details" in loaded.tools and "no_such_tool" not in loaded.tools
+    with pytest.raises(KeyError):
+        loaded.tools["no_such_tool"]
+    assert loaded.tools["get_order_details"] == built.tools["get_order_details"]
+    assert repr(loaded.tools).endswith("1 compiled)")
+    assert dict(loaded.tools) == dict(built.tools) and pickle.loads(pickle.dumps(loaded.tools)) == dict(built.tools)
+    assert loaded.spec == built.spec and list(loaded.spec) == list(built.spec)   # same fields, same order
+
+
 def test_a_golden_file_changed_under_its_bundle_is_caught_and_rebuilt(private_cache):
     golden = catalog.load_bundle("retail").golden
     catalog.load_bundle.cache_clear()
