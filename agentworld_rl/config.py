@@ -141,8 +141,8 @@ class TrainConfig:
     sft_micro_batch_size: int = 0
     """Episodes per SFT forward/backward; gradients accumulate over sft_batch_size (0 = whole batch)."""
     sft_context_grad: bool = True
-    """Backpropagate SFT through the task context (exact). False: the context before the first assistant
-    token runs once without gradient (KV cached): ~2x cheaper with long prompts, an approximation."""
+    """Backpropagate SFT through the context (exact). False: the prompt and tool results run once without
+    gradient (KV cached), only assistant turns with it: 2-3x cheaper, an approximation (same loss)."""
 
     # --- bookkeeping
     seed: int = 0
@@ -237,7 +237,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         model="smollm2-135m", torch_threads=-1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
         batch_size=2, group_size=4, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=1,
         max_solution_steps=2, tool_descriptions=False, show_policy=False,
-        steps=3, learning_rate=5e-4, micro_batch_size=4, temperature=1.0,
+        steps=3, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
         sft_steps=20, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
     ),
