@@ -68,12 +68,17 @@ def resolve_model(ref: str) -> str:
                      f"or a local Hugging Face model directory")
 
 
-def gguf_to_hf_dir(gguf_path: Path, cache: Path | None = None) -> Path:
-    """Dequantise a GGUF file into a cached HF directory (built once, atomically)."""
+def _converted_dir(gguf_path: Path, cache: Path | None = None) -> Path:
     gguf_path = Path(gguf_path).resolve()
     st = gguf_path.stat()
     key = hashlib.sha256(f"{gguf_path}|{st.st_size}|{st.st_mtime_ns}|{CONVERTER_VERSION}".encode()).hexdigest()[:16]
-    out = (cache or default_cache_dir()) / "models" / f"{gguf_path.stem}-{key}"
+    return (cache or default_cache_dir()) / "models" / f"{gguf_path.stem}-{key}"
+
+
+def gguf_to_hf_dir(gguf_path: Path, cache: Path | None = None) -> Path:
+    """Dequantise a GGUF file into a cached HF directory (built once, atomically)."""
+    gguf_path = Path(gguf_path).resolve()
+    out = _converted_dir(gguf_path, cache)
     if (out / "agentworld_gguf.json").exists():
         return out
     if importlib.util.find_spec("gguf") is None:
@@ -110,3 +115,37 @@ def gguf_to_hf_dir(gguf_path: Path, cache: Path | None = None) -> Path:
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     return out
+
+
+def needs_conversion(ref: str) -> bool:
+    """Whether resolving ``ref`` would dequantise a GGUF file now (it is not cached yet)."""
+    try:
+        if ref in PACKAGED_MODELS:
+            path = packaged_gguf(ref)
+        elif ref.endswith(".gguf") and Path(ref).expanduser().is_file():
+            path = Path(ref).expanduser()
+        else:
+            return False
+    except TrainError:
+        return False  # resolve_model says why, in the main process
+    return not (_converted_dir(path) / "agentworld_gguf.json").exists()
+
+
+def _convert_quietly(ref: str) -> None:
+    try:
+        resolve_model(ref)
+    except Exception:  # noqa: BLE001 - the main process resolves again and reports the error
+        pass
+
+
+def start_conversion(ref: str):
+    """Dequantise ``ref`` in a child process (~40 s for SmolLM2 on a CPU) while the caller does other
+    work (building environments); returns the process to ``join()``, or None if nothing is to do.
+    The conversion is atomic, so the caller's own ``resolve_model`` afterwards either finds it
+    done or, if the child failed, converts (and reports errors) itself."""
+    if not needs_conversion(ref):
+        return None
+    import multiprocessing
+    proc = multiprocessing.get_context("spawn").Process(target=_convert_quietly, args=(ref,), daemon=True)
+    proc.start()
+    return proc

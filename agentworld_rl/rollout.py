@@ -240,7 +240,8 @@ class RolloutEngine:
 
     @torch.no_grad()
     def _prefill(self, seq: torch.Tensor, att: torch.Tensor, cache):
-        """Fill ``cache`` with every column of the left-padded batch ``seq`` but the last, row by row.
+        """Fill ``cache`` with every column of the left-padded batch ``seq`` but the last, row by row
+        (on an accelerator: only at the first turn).
 
         Each row's uncached tokens (right-aligned; holes on their left are padding) run through
         the model on their own, on top of that row's cached past, so no compute is spent on
@@ -254,7 +255,9 @@ class RolloutEngine:
         past = cache.get_seq_length() if cache is not None else 0
         cache = cache if cache is not None else GrowingCache()
         todo = W - 1 - past
-        if todo <= 0:
+        if todo <= 0 or (past and device.type != "cpu"):
+            # On an accelerator padding is nearly free and a forward per row is launch-bound: after the
+            # first turn (whose group prompts are still shared here), generate() prefills batched.
             return cache
         computed: dict[tuple, list[tuple[torch.Tensor, torch.Tensor]]] = {}
         filled = False

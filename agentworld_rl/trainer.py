@@ -117,6 +117,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     set_seed(cfg.seed)
 
     # ---------------------------------------------------------------- tasks
+    from .models import start_conversion
+    converting = start_conversion(cfg.model)  # a GGUF dequantises in a child while envs build here
     import_modules = import_env_modules(cfg.env_import_modules)
     train_ids = select_env_ids(cfg.env_ids, cfg.l1, cfg.split, cfg.max_envs, cfg.seed)
     train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps,
@@ -135,6 +137,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
 
     # ---------------------------------------------------------------- model
     hint = _corpus_hint(train_pairs, cfg.env_kwargs()) if cfg.model == "tiny" else None
+    if converting is not None:
+        converting.join()
     model, tokenizer, model_path = load_model_and_tokenizer(cfg.model, hint)
     set_seed(cfg.seed)  # building a model on a cold cache draws random numbers: reseed so runs repeat exactly
     if cfg.gradient_checkpointing:
