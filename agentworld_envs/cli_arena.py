@@ -74,7 +74,8 @@ def register_arena_commands(app: typer.Typer) -> None:
                                                      f"policies, {MODEL_DEFAULT_TURNS} for model/openai)"),
               max_tools: int = typer.Option(0, help="tools shown per episode (0: all)"),
               show_policy: bool = typer.Option(True, "--show-policy/--hide-policy",
-                                               help="put the service policy before each task (as training did)"),
+                                               help="put the service policy before each task (as training did); "
+                                                    "hidden: trap tasks, which need it, are left out"),
               batch_size: int = typer.Option(16, help="episodes played at once (batched generation)"),
               max_new_tokens: int = typer.Option(128, help="tokens generated per turn (model/openai)"),
               out: Optional[Path] = typer.Option(None, help="run directory for records.jsonl and summary.json"),
@@ -110,7 +111,7 @@ def register_arena_commands(app: typer.Typer) -> None:
         run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
         try:
             pairs, overlay = select_tasks(env_ids, tasks_per_env=tasks_per_env, round_=round_, seed=seed,
-                                          overlay_dir=run_dir)
+                                          overlay_dir=run_dir, skip_traps=not show_policy)
             records = evaluate(pol, pairs, seed=seed, max_turns=max_turns or None, batch_size=batch_size,
                                overlay=overlay, round_=round_, max_tools=max_tools or None,
                                show_policy=show_policy, env_workers=env_workers, ray_address=ray_address, ray_workers=ray_workers)

@@ -200,9 +200,14 @@ def round_tasks(env_id: str, round_: int, n: int, max_steps: int | None = None) 
 
 def select_tasks(env_ids: Sequence[str], *, tasks_per_env: int = 0, round_: int | None = None,
                  seed: int = 0, overlay_dir: Path | None = None,
-                 max_steps: int | None = None) -> tuple[list[tuple[str, str]], Path | None]:
-    """``(env_id, task_id)`` pairs to evaluate, and the overlay file holding round tasks (if any)."""
+                 max_steps: int | None = None,
+                 skip_traps: bool = False) -> tuple[list[tuple[str, str]], Path | None]:
+    """``(env_id, task_id)`` pairs to evaluate, and the overlay file holding round tasks (if any).
+
+    ``skip_traps``: leave out tasks whose right outcome is a refusal citing the policy
+    (:func:`agentworld_envs.env.needs_policy`), for policies that are not shown the policy."""
     from .catalog import load_bundle
+    from .env import needs_policy
     from .overlay import write_overlay
 
     pairs: list[tuple[str, str]] = []
@@ -216,7 +221,7 @@ def select_tasks(env_ids: Sequence[str], *, tasks_per_env: int = 0, round_: int 
             tasks = [t for t in bundle.tasks if max_steps is None or len(t["solution"]) <= max_steps]
             if tasks_per_env and len(tasks) > tasks_per_env:
                 tasks = random.Random(f"{seed}:{bundle.name}").sample(tasks, tasks_per_env)
-        pairs += [(bundle.env_id, t["id"]) for t in tasks]
+        pairs += [(bundle.env_id, t["id"]) for t in tasks if not (skip_traps and needs_policy(t))]
     path = None
     if round_ is not None:
         path = write_overlay((overlay_dir or Path(".")) / f"round-{round_}-tasks.json", overlay)

@@ -228,7 +228,7 @@ PRESETS: dict[str, dict[str, Any]] = {
     # tool the reference solution uses plus submit, no descriptions: ~270 tokens instead of
     # ~1,100 with the policy and two tools. Tasks solvable in one lookup + submit; an SFT warm
     # start on reference trajectories (prompt and tool results prefilled without gradient),
-    # a few GRPO steps, greedy held-out evaluation before and after. max_new_tokens 60: the
+    # two GRPO steps, greedy held-out evaluation before and after. max_new_tokens 60: the
     # longest reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 4 = one
     # group, so its shared prompt runs once per update. learning_rate 1e-4: one 4-episode
     # update at 5e-4 took held-out success from 4/24 to 0/24 (measured). torch_threads -1:
@@ -238,7 +238,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         model="smollm2-135m", torch_threads=-1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
         batch_size=2, group_size=4, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=1,
         max_solution_steps=2, tool_descriptions=False, show_policy=False,
-        steps=3, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
+        steps=2, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
         sft_steps=16, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
     ),

@@ -79,7 +79,8 @@ def _evaluate(model: str, base: TrainConfig, cfg: EvolveConfig, round_: int, run
         return json.loads((run_dir / "summary.json").read_text())
     steps = base.max_solution_steps or None
     pairs, overlay = select_tasks(_arena_envs(cfg), tasks_per_env=cfg.eval_tasks_per_env, round_=round_,
-                                  seed=cfg.seed, overlay_dir=run_dir, max_steps=steps)
+                                  seed=cfg.seed, overlay_dir=run_dir, max_steps=steps,
+                                  skip_traps=not base.show_policy)
     policy = ModelPolicy(model, batch_size=max(1, min(16, len(pairs))), max_new_tokens=base.max_new_tokens,
                          tool_descriptions=base.tool_descriptions, max_context_tokens=base.max_context_tokens,
                          torch_threads=base.torch_threads)

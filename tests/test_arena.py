@@ -41,6 +41,17 @@ def test_reference_scores_one_and_noop_zero_deterministically():
     assert all({"tool", "error"} <= set(c) for c in rec["calls"])
 
 
+def test_hidden_policy_evaluation_leaves_out_trap_tasks():
+    import gymnasium as gym
+    every, _ = select_tasks(ARENA, tasks_per_env=0)
+    kept, _ = select_tasks(ARENA, tasks_per_env=0, skip_traps=True)
+    assert set(kept) < set(every)  # the arena has traps, and only they go
+    for env_id, task_id in every:
+        env = gym.make(env_id, show_policy=False)
+        _, info = env.reset(options={"task_id": task_id})
+        assert ((env_id, task_id) in kept) == (not info["needs_policy"])
+
+
 def test_round_tasks_are_seeded_fresh_and_disjoint():
     env = ARENA[0]
     own = {t["instruction"] for t in load_bundle(env).tasks}
