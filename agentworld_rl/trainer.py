@@ -33,8 +33,8 @@ from .grpo import group_advantages, grpo_loss, shared_prefix_cut, shared_prefix_
 from .metrics import MetricsLogger, episode_metrics, plot_curves
 from .rollout import DEFAULT_SYSTEM_PROMPT, RolloutEngine, shape_rewards
 from .sft import collate, reference_episodes, sft_warm_start
-from .threads import ThreadPicker
 from .tasks import TaskSampler, import_env_modules, select_env_ids, task_pairs
+from .threads import ThreadPicker
 
 
 def load_model_and_tokenizer(model_ref: str, corpus_hint: list[str] | None = None):
@@ -140,7 +140,6 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     if converting is not None:
         converting.join()
     model, tokenizer, model_path = load_model_and_tokenizer(cfg.model, hint)
-    set_seed(cfg.seed)  # building a model on a cold cache draws random numbers: reseed so runs repeat exactly
     if cfg.gradient_checkpointing:
         # Non-reentrant: works with frozen base weights (LoRA) without enable_input_require_grads.
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -285,7 +284,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                     rows = rows[advantages != 0]
                 chunks = _update_chunks(rows, cfg.group_size, cfg.micro_batch_size)
                 # A chunk's rows belong to one group: its shared prompt runs once (see grpo.shared_prefix_logprobs).
-                share = SHARE_PROMPTS and not cfg.gradient_checkpointing
+                # Single process only: DDP allows one forward per parameter per backward.
+                share = SHARE_PROMPTS and not cfg.gradient_checkpointing and world == 1
                 for _epoch in range(cfg.inner_epochs):
                     optimizer.zero_grad(set_to_none=True)
                     if not chunks:  # all-zero gradient: step the optimizer exactly as if it had been computed
