@@ -51,15 +51,24 @@ def packaged_gguf(name: str) -> Path:
     return path
 
 
-def resolve_model(ref: str) -> str:
-    """A local HF directory for ``ref`` (anything but "tiny"; see the module docstring)."""
+def _gguf_source(ref: str) -> Path | None:
+    """The GGUF file ``ref`` names (a packaged model or a ``.gguf`` path), None if it names none."""
     if ref in PACKAGED_MODELS:
-        return str(gguf_to_hf_dir(packaged_gguf(ref)))
+        return packaged_gguf(ref)
     path = Path(ref).expanduser()
     if path.suffix == ".gguf":
         if not path.is_file():
             raise TrainError(f"--model {ref}: no such GGUF file")
-        return str(gguf_to_hf_dir(path))
+        return path
+    return None
+
+
+def resolve_model(ref: str) -> str:
+    """A local HF directory for ``ref`` (anything but "tiny"; see the module docstring)."""
+    gguf = _gguf_source(ref)
+    if gguf is not None:
+        return str(gguf_to_hf_dir(gguf))
+    path = Path(ref).expanduser()
     if path.is_dir():
         if not (path / "config.json").exists():
             raise TrainError(f"--model {ref}: directory has no config.json (not a Hugging Face model directory)")
@@ -120,15 +129,10 @@ def gguf_to_hf_dir(gguf_path: Path, cache: Path | None = None) -> Path:
 def needs_conversion(ref: str) -> bool:
     """Whether resolving ``ref`` would dequantise a GGUF file now (it is not cached yet)."""
     try:
-        if ref in PACKAGED_MODELS:
-            path = packaged_gguf(ref)
-        elif ref.endswith(".gguf") and Path(ref).expanduser().is_file():
-            path = Path(ref).expanduser()
-        else:
-            return False
+        path = _gguf_source(ref)
     except TrainError:
         return False  # resolve_model says why, in the main process
-    return not (_converted_dir(path) / "agentworld_gguf.json").exists()
+    return path is not None and not (_converted_dir(path) / "agentworld_gguf.json").exists()
 
 
 def _convert_quietly(ref: str) -> None:
