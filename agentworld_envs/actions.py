@@ -148,7 +148,7 @@ def parse_calls(action: Any) -> list[ToolCall]:
             calls = _from_obj(_decode_at(text, start)[0])
     if len(calls) > MAX_CALLS_PER_ACTION:
         raise ActionError("too_many_calls", f"{len(calls)} tool calls in one action; the limit is {MAX_CALLS_PER_ACTION}")
-    if any(c.name == "submit" for c in calls[:-1]):
+    if len(calls) > 1 and any(c.name == "submit" for c in calls[:-1]):
         raise ActionError("parse_error", "submit must be the last tool call of an action")
     return calls
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import errno
 import hashlib
+import itertools
 import json
 import os
 import tempfile
@@ -79,7 +80,7 @@ class CacheRecord:
 
     @classmethod
     def parse(cls, text: str) -> "CacheRecord":
-        return cls.from_obj(json.loads(text))
+        return cls.from_obj(loads(text))
 
     @classmethod
     def from_obj(cls, raw: Any) -> "CacheRecord":
@@ -244,42 +245,36 @@ def loads(data: bytes | memoryview) -> Any:
 
 
 class Lines(Sequence):
-    """The newline-separated lines of ``data`` as views into it, not copies, split as far as asked.
+    """The lines of ``data`` as views into it, not copies, located from their known byte lengths.
 
-    ``bytes.split`` copies every line: for a bundle that is ~100 KB of task text of which a first
-    use parses one task, and fresh memory is what a new process pays most for. The first
-    ``eager`` lines are split at once; the rest when an index past them is first asked for
-    (``len`` counts newlines without splitting)."""
+    ``sizes`` is the byte length of every line (each but the last followed by one newline), as
+    the writer recorded it, so a line is found without scanning ``data`` for newlines. Copying
+    every line (``bytes.split``) was ~100 KB of task text per bundle of which a first use parses
+    one task, and fresh memory is what a new process pays most for. Raises
+    :class:`CorruptCacheFile` when the sizes do not tile ``data`` exactly.
+    """
 
-    def __init__(self, data: bytes, eager: int = 0):
+    def __init__(self, data: bytes, sizes: Sequence[int]):
+        if not sizes or set(map(type, sizes)) != {int} or min(sizes) < 0 or sum(sizes) + len(sizes) - 1 != len(data):
+            raise CorruptCacheFile(f"{len(sizes)} line sizes do not add up to the {len(data)} bytes")
         self._data, self._view = data, memoryview(data)
-        self._starts = [0]   # start offsets of the lines split so far
-        self._len = data.count(b"\n") + 1
-        self._split(min(eager, self._len))
-
-    def _split(self, upto: int) -> None:
-        starts, data = self._starts, self._data
-        while len(starts) <= upto and len(starts) < self._len:
-            starts.append(data.index(b"\n", starts[-1]) + 1)
+        self._sizes = list(sizes)
+        self._starts = [0, *itertools.accumulate(n + 1 for n in self._sizes[:-1])]
 
     def __len__(self) -> int:
-        return self._len
+        return len(self._sizes)
 
     def __getitem__(self, index):  # type: ignore[override]
         if isinstance(index, slice):
-            return _LineSlice(self, range(*index.indices(self._len)))
-        if index < 0:
-            index += self._len
-        if not 0 <= index < self._len:
-            raise IndexError(index)
-        self._split(index + 1)
-        start = self._starts[index]
-        end = self._starts[index + 1] - 1 if index + 1 < len(self._starts) else len(self._data)
+            return _LineSlice(self, range(*index.indices(len(self))))
+        start, end = self._starts[index], self._starts[index] + self._sizes[index]
+        if end < len(self._data) and self._data[end] != 0x0A:
+            raise CorruptCacheFile(f"line {index} does not end where its size says")
         return self._view[start:end]
 
 
 class _LineSlice(Sequence):
-    """A range of :class:`Lines`, itself lazy (the task lines of a bundle)."""
+    """A range of :class:`Lines` (the tool or task lines of a bundle)."""
 
     def __init__(self, lines: Lines, indices: range):
         self._lines, self._indices = lines, indices
@@ -291,11 +286,6 @@ class _LineSlice(Sequence):
         if isinstance(index, slice):
             return _LineSlice(self._lines, self._indices[index])
         return self._lines[self._indices[index]]
-
-
-def lines(data: bytes, eager: int = 0) -> Lines:
-    """:class:`Lines` of ``data``, the first ``eager`` split at once."""
-    return Lines(data, eager)
 
 
 def read_file(path: Path | str) -> bytes:

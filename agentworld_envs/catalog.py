@@ -441,31 +441,34 @@ def _stat_files(root: str, out: list[str]) -> None:
 #: Spec fields no make, reset or step reads: a loaded bundle keeps them as JSON text until ``bundle.spec``.
 LAZY_SPEC_FIELDS = ("tools", "tables", "data", "rules")
 #: Layout of the bundle artefact (in its header, so another layout is rebuilt, never misread).
-BUNDLE_FORMAT = 2
+BUNDLE_FORMAT = 3
 
 
 def _bundle_bytes(spec: dict[str, Any], golden: cachefile.CacheRecord, tasks: Sequence[dict[str, Any]],
                   tools: Mapping[str, Tool]) -> bytes:
     """A bundle artefact: JSON Lines, parsed only as far as a first use needs.
 
-    Line 1 is the header ``{"format", "spec", "order", "golden", "tool_names", "task_ids"}`` whose
-    ``spec`` holds the small fields (everything but :data:`LAZY_SPEC_FIELDS`); line 2 the tools'
-    OpenAI schemas, which ``reset`` shows; line 3 the other lazy spec fields; then one line per
-    tool definition and one per sealed task. A load parses the header and the schemas; a tool's
-    line is parsed when the tool is first called, a task's when it is first played, and line 3
-    when something asks for the full spec. Before this split, parsing every tool definition and
-    compiling every tool was over half of a first ``make`` (retail: 37 tools, a synthesised env
-    ~60, of which an episode calls a handful). Splitting lines is a byte scan (JSON text never
-    holds a raw newline). ``golden`` is the golden file's integrity record, so the verified bundle
-    vouches for the golden bytes too and loading skips reading and parsing that file's sidecar.
+    Line 1 is the header ``{"format", "spec", "order", "golden", "tool_names", "task_ids",
+    "line_bytes"}`` whose ``spec`` holds the small fields (everything but :data:`LAZY_SPEC_FIELDS`);
+    line 2 the tools' OpenAI schemas, which ``reset`` shows; line 3 the other lazy spec fields;
+    then one line per tool definition and one per sealed task. A load parses the header and the
+    schemas; a tool's line is parsed when the tool is first called, a task's when it is first
+    played, and line 3 when something asks for the full spec. Before this split, parsing every
+    tool definition and compiling every tool was over half of a first ``make`` (retail: 37 tools,
+    a synthesised env ~60, of which an episode calls a handful). ``line_bytes`` (the byte length
+    of every line after the header) locates any line without scanning the file for newlines (a
+    scan of the whole artefact was ~0.1 ms of a first use). ``golden`` is the golden file's
+    integrity record, so the verified bundle vouches for the golden bytes too and loading skips
+    reading and parsing that file's sidecar.
     """
     head = {k: v for k, v in spec.items() if k not in LAZY_SPEC_FIELDS}
     rest = {k: spec[k] for k in LAZY_SPEC_FIELDS if k in spec and k != "tools"}
-    header = {"format": BUNDLE_FORMAT, "spec": head, "order": list(spec), "golden": json.loads(golden.to_json()),
-              "tool_names": [t["name"] for t in spec["tools"]], "task_ids": [t["id"] for t in tasks]}
     schemas = [tools[t["name"]].openai_schema() for t in spec["tools"]]
-    lines = [header, schemas, rest, *spec["tools"], *tasks]
-    return "\n".join(json.dumps(x, ensure_ascii=False) for x in lines).encode()
+    body = [json.dumps(x, ensure_ascii=False).encode() for x in (schemas, rest, *spec["tools"], *tasks)]
+    header = {"format": BUNDLE_FORMAT, "spec": head, "order": list(spec), "golden": json.loads(golden.to_json()),
+              "tool_names": [t["name"] for t in spec["tools"]], "task_ids": [t["id"] for t in tasks],
+              "line_bytes": [len(b) for b in body]}
+    return b"\n".join([json.dumps(header, ensure_ascii=False).encode(), *body])
 
 
 @dataclass
@@ -495,10 +498,11 @@ def _parse_bundle(data: bytes) -> _BundleParts:
         if name not in head:
             raise cachefile.CorruptCacheFile(f"spec has no {name!r}")
     golden = cachefile.CacheRecord.from_obj(header["golden"])
-    lines = cachefile.lines(data, 3 + len(names))  # the task lines stay one lazily split tail
-    if len(lines) != 3 + len(names) + len(ids) or not all(isinstance(x, str) for x in ids) \
-            or not all(isinstance(x, str) for x in names):
-        raise cachefile.CorruptCacheFile(f"{len(names)} tools and {len(ids)} tasks but {len(lines) - 1} lines after the header")
+    sizes = header.get("line_bytes")
+    if not isinstance(sizes, list) or len(sizes) != 2 + len(names) + len(ids) \
+            or not all(isinstance(x, str) for x in ids) or not all(isinstance(x, str) for x in names):
+        raise cachefile.CorruptCacheFile(f"{len(names)} tools and {len(ids)} tasks do not match the header's line sizes")
+    lines = cachefile.Lines(data, [data.find(b"\n"), *sizes])
     schemas = cachefile.loads(lines[1])
     if not isinstance(schemas, list) or [s["function"]["name"] for s in schemas] != names:
         raise cachefile.CorruptCacheFile("the tool schemas do not match the tool names")
@@ -676,18 +680,24 @@ def _warm_process() -> None:
 
     The code fingerprint stats every package file (~105 files, ~1 ms here) and the manifest's
     name index takes ~0.3 ms to build. SQLite initialises itself on its first connection
-    (~0.13 ms), NumPy's first seeded generator costs ~0.1 ms more than later ones, and resolving
-    the cache directory checks it with a ``mkdir`` (~0.1 ms). All are per-process, not per-env:
+    (~0.13 ms), NumPy's first seeded generator and draw cost ~0.15 ms more than later ones, the
+    first JSON parse, record check and key hash ~0.15 ms, and resolving the cache directory
+    checks it with a ``mkdir`` (~0.1 ms). All are per-process, not per-env:
     paying them inside the first ``make`` + ``reset`` made the first env of a process ~1.5 ms
     slower than the next one. The engine import they join takes ~70-110 ms, so they cost it ~2%.
     """
     code_fingerprint()
     for first in env_registry.manifest()[:1]:
-        env_registry.entry(first["name"])  # builds the name index every lookup uses
+        bundle_key(env_registry.entry(first["name"]))  # builds the name index every lookup uses
     sqlite3.connect(":memory:").close()
     from gymnasium.utils import seeding
 
-    seeding.np_random(0)
+    seeding.np_random(0)[0].integers(2)
+    # The code a first make runs on any env, run once on throwaway input: first calls of
+    # orjson, of the record parser and of the hashes cost ~30-50 us each here, per process.
+    sample = cachefile.make_record(BUNDLE_KIND, "warm", b"{}")
+    cachefile.CacheRecord.parse(sample.to_json()).matches(b"{}")
+    cachefile.loads(memoryview(b'{"warm": [1, "a", null]}'))
     # Only an existing cache: importing must not create (or fail on) a directory; a first make does.
     if os.path.isdir(os.environ.get("AGENTWORLD_CACHE") or "\0"):
         try:

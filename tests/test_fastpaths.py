@@ -279,3 +279,34 @@ def test_cache_records_check_the_fast_hash_and_still_read_sha256_only_records(tm
         cachefile.meta_path(path).write_text(forged.to_json())
         with pytest.warns(cachefile.CacheWarning, match="recorded hash"):
             assert cachefile.load(path, "k", "thing") is None
+
+
+def test_bundle_lines_are_located_by_their_recorded_sizes():
+    lines = cachefile.Lines(b'{"a":1}\n[2]\n"x"', [7, 3, 3])
+    assert [bytes(x) for x in lines] == [b'{"a":1}', b"[2]", b'"x"'] and bytes(lines[1:][1]) == b'"x"'
+    with pytest.raises(cachefile.CorruptCacheFile):
+        cachefile.Lines(b"ab\ncd", [2, 3])          # sizes longer than the data
+    with pytest.raises(cachefile.CorruptCacheFile):
+        cachefile.Lines(b"ab\ncd", [2, -1, 4])      # a negative size
+    misplaced = cachefile.Lines(b"ab\ncd", [3, 1])  # adds up, but line 0 would swallow the newline
+    with pytest.raises(cachefile.CorruptCacheFile):
+        misplaced[0]
+
+
+def test_a_bundle_whose_line_sizes_disagree_is_rebuilt(private_cache):
+    import agentworld_envs  # noqa: F401
+
+    gym.make("agentworld/retail-v0").close()
+    path, key = catalog.bundle_path(catalog._entry("retail"))
+    data = path.read_bytes()
+    header, rest = data.split(b"\n", 1)
+    head = json.loads(header)
+    head["line_bytes"][0] += 1
+    bad = json.dumps(head).encode() + b"\n" + rest
+    cachefile.store(path, key, catalog.BUNDLE_KIND, bad)   # a valid record: only the layout is wrong
+    catalog.load_bundle.cache_clear()
+    with pytest.warns(cachefile.CacheWarning, match="wrong shape"):
+        env = gym.make("agentworld/retail-v0")
+    env.reset(seed=0)
+    assert path.read_bytes() != bad
+
