@@ -487,7 +487,8 @@ class _BundleParts:
 def _parse_bundle(data: bytes) -> _BundleParts:
     """Shape check of a cached bundle (the hash already vouches for its content; the lazy lines
     are checked when parsed)."""
-    header = cachefile.loads(memoryview(data)[:data.find(b"\n")] if b"\n" in data else data)
+    header_end = data.find(b"\n")  # -1 for a one-line file, which the line sizes below then reject
+    header = cachefile.loads(memoryview(data)[:header_end] if header_end >= 0 else data)
     if not isinstance(header, dict) or header.get("format") != BUNDLE_FORMAT:
         raise cachefile.CorruptCacheFile(f"not a format-{BUNDLE_FORMAT} bundle header")
     head, order, names, ids = header.get("spec"), header.get("order"), header.get("tool_names"), header.get("task_ids")
@@ -502,7 +503,7 @@ def _parse_bundle(data: bytes) -> _BundleParts:
     if not isinstance(sizes, list) or len(sizes) != 2 + len(names) + len(ids) \
             or not all(isinstance(x, str) for x in ids) or not all(isinstance(x, str) for x in names):
         raise cachefile.CorruptCacheFile(f"{len(names)} tools and {len(ids)} tasks do not match the header's line sizes")
-    lines = cachefile.Lines(data, [data.find(b"\n"), *sizes])
+    lines = cachefile.Lines(data, [header_end, *sizes])
     schemas = cachefile.loads(lines[1])
     if not isinstance(schemas, list) or [s["function"]["name"] for s in schemas] != names:
         raise cachefile.CorruptCacheFile("the tool schemas do not match the tool names")
