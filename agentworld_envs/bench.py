@@ -38,7 +38,7 @@ def _first_call(env: AgentWorldEnv, writes: bool) -> tuple[str, str] | None:
 def bench_env(env_id: str = "agentworld/retail-v0", n: int = 2000, live: int = 1024, vec_envs: int = 8,
               vec_steps: int = 300) -> dict[str, Any]:
     env = AgentWorldEnv(env_id)
-    out: dict[str, Any] = {"env_id": env_id, "golden_bytes": len(env.bundle.golden)}
+    out: dict[str, Any] = {"env_id": env_id, "golden_bytes": env.bundle.golden_size}
 
     env.reset(seed=0)
     t_reset = []

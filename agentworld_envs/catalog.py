@@ -75,6 +75,11 @@ class EnvBundle:
 
     def __post_init__(self) -> None:
         self.set_tasks(self.tasks, getattr(self.tasks, "ids", None))
+        #: Where a loaded bundle's golden database lives and the integrity record the bundle keeps
+        #: for it. Such a bundle holds no golden bytes until something asks for ``golden``:
+        #: :meth:`connect` copies the verified file straight into SQLite (see :meth:`connect`).
+        self.golden_file: str | None = None
+        self.golden_record: cachefile.CacheRecord | None = None
         #: Spec fields a make, reset and step read (the whole spec unless the bundle is lazy).
         self.head: dict[str, Any] = self.__dict__["spec"] if self.__dict__["spec"] is not None else {}
         self._complete_spec: Callable[[], dict[str, Any]] | None = None
@@ -95,10 +100,31 @@ class EnvBundle:
             else {t["id"]: i for i, t in enumerate(tasks)}
 
     @property
+    def golden_size(self) -> int:
+        """Size of the golden database in bytes (without reading it)."""
+        data = self.__dict__["golden"]
+        return len(data) if data is not None else self.golden_record.size  # type: ignore[union-attr]
+
+    def connect(self) -> sqlite3.Connection:
+        """A private, writable in-memory copy of the golden state: one episode's database.
+
+        A loaded bundle copies its golden file into SQLite through a memory map of the verified
+        file (:func:`cachefile.mapped_if_matches`, checked against the bundle's record each
+        time), not through a ``bytes`` copy first: that read was ~0.35 ms of retail's first
+        ``make`` + ``reset``, and a bundle that never needs the bytes never holds them. A file
+        that is gone or no longer matches falls back to :attr:`golden`, which rebuilds it.
+        """
+        if self.__dict__["golden"] is None and self.golden_file is not None:
+            with cachefile.mapped_if_matches(self.golden_file, self.golden_record) as view:  # type: ignore[arg-type]
+                if view is not None:
+                    return state.episode_connection(view)
+        return state.episode_connection(self.golden)
+
+    @property
     def initial(self) -> sqlite3.Connection:
         """A read-only connection to the golden state (for verifiers and diffs)."""
         if self._initial is None:
-            conn = state.episode_connection(self.golden)
+            conn = self.connect()
             conn.execute("PRAGMA query_only = ON")
             self._initial = conn
         return self._initial
@@ -158,8 +184,30 @@ def _spec_set(self: EnvBundle, value: dict[str, Any]) -> None:
         self.head = value
 
 
-# A property installed after the dataclass is built, so ``EnvBundle(spec=...)`` keeps its signature.
+def _golden_get(self: EnvBundle) -> bytes:
+    data = self.__dict__["golden"]
+    if data is None:  # a loaded bundle: read its golden file, checked against the bundle's record
+        path, record = self.golden_file, self.golden_record
+        data = cachefile.load_if_matches(path, record)  # type: ignore[arg-type]
+        if data is None:
+            # Deleted, corrupted or replaced since the bundle was loaded: rebuild it from the spec
+            # (warned, and stored again). The build is deterministic, so the bytes must match the
+            # record that the bundle's sealed tasks were made against; anything else is refused.
+            data = state.golden_bytes(self.spec)
+            if len(data) != record.size or not record.matches(data):  # type: ignore[union-attr]
+                raise CacheError(path, "was rebuilt with other content than its bundle recorded",  # type: ignore[arg-type]
+                                 "delete the cache directory (AGENTWORLD_CACHE) to rebuild everything")
+        self.__dict__["golden"] = data
+    return data
+
+
+def _golden_set(self: EnvBundle, value: bytes | None) -> None:
+    self.__dict__["golden"] = value
+
+
+# Properties installed after the dataclass is built, so ``EnvBundle(spec=..., golden=...)`` keeps its signature.
 EnvBundle.spec = property(_spec_get, _spec_set)  # type: ignore[assignment]
+EnvBundle.golden = property(_golden_get, _golden_set)  # type: ignore[assignment]
 
 
 class _LazyTableHashes(Mapping):
@@ -394,15 +442,30 @@ def bundle_key(entry: dict[str, Any]) -> str:
     # The switch of agentworld_envs.tasks.llm.enabled(), read here directly: importing that module
     # would import the whole task package (networkx) on every env's first use.
     llm = bool(os.environ.get("AGENTWORLD_LLM_BASE_URL"))
-    # repr of the sorted items, not canonical JSON: entries hold only strings, and this runs in
-    # every first make, where json's sorted encoding cost ~0.1 ms more.
-    text = f"{sorted(entry.items())!r}|{code_fingerprint()}|{llm}"
-    return hashlib.sha256(text.encode()).hexdigest()[:24]
+    fingerprint = code_fingerprint()
+    memo = (tuple(entry.items()), fingerprint, llm)
+    key = _BUNDLE_KEYS.get(memo)
+    if key is None:
+        # repr of the sorted items, not canonical JSON: entries hold only strings.
+        text = f"{sorted(entry.items())!r}|{fingerprint}|{llm}"
+        key = _BUNDLE_KEYS[memo] = hashlib.sha256(text.encode()).hexdigest()[:24]
+    return key
+
+
+#: (entry items, code fingerprint, LLM switch) -> bundle key: hashing it was ~15 us of every first make.
+_BUNDLE_KEYS: dict[tuple[Any, ...], str] = {}
 
 
 def bundle_path(entry: dict[str, Any]) -> tuple[Path, str]:
+    """Where the bundle of ``entry`` lives, and its cache key."""
+    path, key = _bundle_file(entry)
+    return Path(path), key
+
+
+def _bundle_file(entry: dict[str, Any]) -> tuple[str, str]:
+    # A str, not a Path: building Paths was ~25 us of every first make on the benchmark VM.
     key = f"{entry['name']}-{bundle_key(entry)}"
-    return state.cache_dir() / "bundles" / f"{key}.jsonl", key
+    return os.path.join(state.cache_dir(), "bundles", f"{key}.jsonl"), key
 
 
 @functools.cache
@@ -501,7 +564,7 @@ def _parse_bundle(data: bytes) -> _BundleParts:
     golden = cachefile.CacheRecord.from_obj(header["golden"])
     sizes = header.get("line_bytes")
     if not isinstance(sizes, list) or len(sizes) != 2 + len(names) + len(ids) \
-            or not all(isinstance(x, str) for x in ids) or not all(isinstance(x, str) for x in names):
+            or not {str}.issuperset(map(type, ids)) or not {str}.issuperset(map(type, names)):
         raise cachefile.CorruptCacheFile(f"{len(names)} tools and {len(ids)} tasks do not match the header's line sizes")
     lines = cachefile.Lines(data, [header_end, *sizes])
     schemas = cachefile.loads(lines[1])
@@ -575,21 +638,19 @@ def _complete_spec(parts: _BundleParts, where: str) -> Callable[[], dict[str, An
 def _cached_bundle(entry: dict[str, Any]) -> EnvBundle | None:
     if entry["source"] not in BUNDLED_SOURCES:
         return None
-    path, key = bundle_path(entry)
+    path, key = _bundle_file(entry)
     cached = cachefile.load_parsed(path, key, BUNDLE_KIND, _parse_bundle)
     if cached is None:
         return None
     parts, size = cached
-    record = parts.golden
-    golden = cachefile.load_if_matches(state.cache_dir() / "golden" / f"{record.key}.sqlite", record)
-    if golden is None:  # evicted, corrupt or rebuilt: the slow path checks and repairs it, and rewrites this bundle
-        return None
-    where = str(path)
     bundle = EnvBundle(name=entry["name"], env_id=entry["id"], split=entry["split"], spec=None,  # type: ignore[arg-type]
-                       golden=golden, tools=LazyTools(parts.tool_names, parts.tool_texts, where),
-                       tasks=LazyTasks(parts.task_ids, parts.task_texts, where))
+                       golden=None, tools=LazyTools(parts.tool_names, parts.tool_texts, path),  # type: ignore[arg-type]
+                       tasks=LazyTasks(parts.task_ids, parts.task_texts, path))
+    # The golden file is checked against this record when first copied or read (EnvBundle.connect).
+    bundle.golden_file = os.path.join(state.cache_dir(), "golden", f"{parts.golden.key}.sqlite")
+    bundle.golden_record = parts.golden
     bundle.head = parts.head
-    bundle._complete_spec = _complete_spec(parts, where)
+    bundle._complete_spec = _complete_spec(parts, path)
     bundle._schemas = parts.schemas
     bundle.json_bytes = size
     return bundle
@@ -660,10 +721,11 @@ class BundleCache:
 def bundle_size(bundle: EnvBundle) -> int:
     """Estimated bytes a cached bundle keeps alive (an estimate, not an exact count).
 
-    The golden bytes, plus the same again for the read-only connection verifiers open on them,
+    The golden bytes (a loaded bundle reads them only when asked), plus the same again for the
+    read-only connection verifiers open on them,
     plus the parsed spec, tasks and compiled tools at :data:`JSON_OBJECT_FACTOR` times their JSON size.
     """
-    return 2 * len(bundle.golden) + JSON_OBJECT_FACTOR * bundle.json_bytes
+    return 2 * bundle.golden_size + JSON_OBJECT_FACTOR * bundle.json_bytes
 
 
 #: Python objects parsed from JSON take several times the text's size: tracemalloc measured 4.8-5.9x

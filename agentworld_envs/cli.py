@@ -93,7 +93,7 @@ def show(env_id: str, as_json: bool = typer.Option(False, "--json"),
         "tables": [{"name": t["name"], "columns": [c["name"] for c in t["columns"]], "rows": counts[t["name"]]}
                    for t in spec["tables"]],
         "tools": [{"name": t["name"], "kind": t["impl"]["kind"], "description": t["description"]} for t in spec["tools"]],
-        "tasks": len(bundle.tasks), "golden_bytes": len(bundle.golden),
+        "tasks": len(bundle.tasks), "golden_bytes": bundle.golden_size,
         "example_task": bundle.tasks[0]["instruction"] if bundle.tasks else None,
     }
     if as_json:

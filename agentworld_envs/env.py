@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 import numbers
+import sqlite3
 import threading
 from typing import Any
 
@@ -145,7 +146,8 @@ class AgentWorldEnv(gym.Env[str, str]):
         self._interpreter = Interpreter(self.bundle.tools, spec["now"], self._real)
         self._policy = spec["policy"]
         self.show_policy = show_policy
-        self.conn = None
+        self._conn: sqlite3.Connection | None = None
+        self._conn_due = False  # reset() done, private copy not made yet (see ``conn``)
         self.task: dict[str, Any] | None = None
         self.turn = 0
         self.done = True
@@ -193,11 +195,11 @@ class AgentWorldEnv(gym.Env[str, str]):
             return self._step(action)
 
     def _step(self, action: str) -> tuple[str, float, bool, bool, dict[str, Any]]:
-        if self.done or self.conn is None:
+        if self.done or (self._conn is None and not self._conn_due):
             return error_text("episode_over", "the episode has ended; call reset()"), 0.0, True, False, {
                 "tool_name": None, "error": "episode_over", "calls": [], "turn": self.turn}
         self.turn += 1
-        out = self._interpreter.act(self.conn, action)
+        out = self._interpreter.act(self._conn or self.conn, action)
         reward, terminated = 0.0, out.submitted
         info: dict[str, Any] = {"tool_name": out.tool_name, "error": out.error,
                                 "calls": [{"tool_name": c.name, "error": c.error} for c in out.calls]}
@@ -238,18 +240,38 @@ class AgentWorldEnv(gym.Env[str, str]):
     def _restore_golden_state(self) -> None:
         """Give this episode a pristine copy of the golden state.
 
-        The first episode of an instance deserialises the golden bytes into a private
-        in-memory database; each episode then runs inside one transaction that the next
-        reset rolls back. Rolling back restores the exact golden pages and keeps SQLite's
-        parsed schema, which a fresh copy would re-parse (~1 ms for retail) on its first query.
+        Each episode runs inside one transaction that the next reset rolls back: rolling back
+        restores the exact golden pages and keeps SQLite's parsed schema, which a fresh copy
+        would re-parse (~1 ms for retail) on its first query. An instance's first episode gets
+        its private copy when something first needs it (see :attr:`conn`).
         """
-        if self.conn is not None and self.conn.in_transaction:
-            self.conn.execute("ROLLBACK")
-        else:
-            if self.conn is not None:
-                self.conn.close()
-            self.conn = state.episode_connection(self.bundle.golden)
-        self.conn.execute("BEGIN")
+        conn = self._conn
+        if conn is not None and conn.in_transaction:
+            conn.execute("ROLLBACK")
+            conn.execute("BEGIN")
+            return
+        if conn is not None:
+            conn.close()
+            self._conn = None
+        self._conn_due = True
+
+    @property
+    def conn(self) -> sqlite3.Connection | None:
+        """This episode's private in-memory database (``None`` before the first reset and after close).
+
+        The first episode of an instance copies the golden state here when something first
+        needs it (the first ``step``, :meth:`verify`, or reading this attribute), not in
+        ``reset``: a reset that is never stepped (collecting prompts and tool schemas,
+        filtering tasks) then costs no copy and holds no database. The copy is ~0.5 ms and the
+        golden file's size in memory (retail: 535 KB); later resets roll back instead.
+        """
+        if self._conn is None and self._conn_due:
+            with self._lock:  # one copy however many threads ask
+                if self._conn is None and self._conn_due:
+                    conn = self.bundle.connect()
+                    conn.execute("BEGIN")
+                    self._conn, self._conn_due = conn, False
+        return self._conn
 
     def render(self) -> str | None:
         text = "\n\n".join(self.transcript)
@@ -260,9 +282,9 @@ class AgentWorldEnv(gym.Env[str, str]):
 
     def close(self) -> None:
         with self._lock:  # never under a step running in another thread (e.g. an MCP eviction)
-            if self.conn is not None:
-                self.conn.close()
-                self.conn = None
+            if self._conn is not None:
+                self._conn.close()
+            self._conn, self._conn_due = None, False
 
     # ------------------------------------------------------------------ helpers for tests, exporters, trainers
     def verify(self, answer: Any) -> tuple[float, list[dict[str, Any]]]:

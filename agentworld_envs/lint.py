@@ -323,10 +323,10 @@ def summarise(violations: list[Violation]) -> dict[str, Any]:
 
 def lint_env(name: str) -> list[Violation]:
     """Build (if needed) and lint one registered environment."""
-    from . import catalog, state
+    from . import catalog
 
     bundle = catalog.load_bundle(name)
-    conn = state.episode_connection(bundle.golden)
+    conn = bundle.connect()
     try:
         return lint_built(name, bundle.spec, conn, bundle.tasks)
     finally:

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import mmap
 import os
 import sqlite3
 from pathlib import Path
@@ -215,8 +216,8 @@ def golden_bytes(spec: dict[str, Any]) -> bytes:
     return data
 
 
-def episode_connection(golden: bytes) -> sqlite3.Connection:
-    """A private, writable in-memory copy of a golden database."""
+def episode_connection(golden: bytes | mmap.mmap) -> sqlite3.Connection:
+    """A private, writable in-memory copy of a golden database (any bytes-like source: SQLite copies it)."""
     conn = sqlite3.connect(":memory:", isolation_level=None, check_same_thread=False)
     conn.deserialize(golden)
     conn.execute("PRAGMA foreign_keys = ON")

@@ -15,7 +15,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import env_registry
-from agentworld_envs import argcheck, cachefile, catalog, episode
+from agentworld_envs import argcheck, cachefile, catalog, episode, state
 from agentworld_envs.errors import CacheError
 
 # ------------------------------------------------------------------ argument checks
@@ -310,3 +310,118 @@ def test_a_bundle_whose_line_sizes_disagree_is_rebuilt(private_cache):
     env.reset(seed=0)
     assert path.read_bytes() != bad
 
+
+
+# ------------------------------------------------------------------ lazy golden bytes and episode copies
+
+
+def _solve(env) -> tuple[float, dict]:
+    reward, info = 0.0, {}
+    for action in env.solution_actions():
+        _, reward, _, _, info = env.step(action)
+    return reward, info
+
+
+def test_a_loaded_bundle_copies_its_golden_file_without_holding_its_bytes(private_cache):
+    built = catalog.load_bundle("retail").golden
+    catalog.load_bundle.cache_clear()
+    env = gym.make("agentworld/retail-v0").unwrapped
+    env.reset(options={"task_index": 0})
+    reward, info = _solve(env)
+    assert reward == 1.0, info
+    assert env.bundle.__dict__["golden"] is None      # the episode and the verifier copied the mapped file
+    assert env.bundle.golden_size == len(built)
+    assert env.bundle.golden == built                  # read (and checked) only when asked for
+    assert env.bundle.__dict__["golden"] is not None
+
+
+def test_reset_copies_the_golden_state_only_when_the_episode_first_needs_it(private_cache, monkeypatch):
+    env = gym.make("agentworld/retail-v0").unwrapped
+    golden_hash = state.state_hash(env.bundle.initial)
+    copies = []
+    connect = env.bundle.connect
+    monkeypatch.setattr(env.bundle, "connect", lambda: copies.append(1) or connect())
+    for index in range(3):   # collecting prompts and tools: no database is copied
+        _, info = env.reset(options={"task_index": index})
+        assert info["tools"]
+    assert copies == []
+    env.reset(options={"task_index": 0})
+    reward, info = _solve(env)
+    assert reward == 1.0 and copies == [1], info
+    env.reset(options={"task_index": 1})                  # later episodes roll back: no new copy
+    assert env.state_hash() == golden_hash and copies == [1]
+    env.close()
+    obs, *_ = env.step(env.solution_actions()[0])         # closed before its episode touched the database
+    assert "episode_over" in obs and copies == [1]
+
+
+def test_threads_asking_for_a_new_episodes_database_share_one_copy(private_cache, monkeypatch):
+    import threading
+
+    env = gym.make("agentworld/retail-v0").unwrapped
+    env.reset(seed=0)
+    copies = []
+    connect = env.bundle.connect
+    monkeypatch.setattr(env.bundle, "connect", lambda: copies.append(1) or connect())
+    barrier = threading.Barrier(4)
+    seen = []
+
+    def ask():
+        barrier.wait()
+        seen.append(env.conn)
+
+    threads = [threading.Thread(target=ask) for _ in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert len(copies) == 1 and len({id(c) for c in seen}) == 1 and seen[0] is not None
+
+
+@pytest.mark.parametrize("how", ["deleted", "corrupted"])
+def test_a_golden_file_lost_after_its_bundle_loaded_is_rebuilt_when_first_copied(private_cache, how):
+    golden = catalog.load_bundle("retail").golden
+    catalog.load_bundle.cache_clear()
+    env = gym.make("agentworld/retail-v0").unwrapped     # the bundle is loaded; its golden file is not read yet
+    (path,) = (private_cache / "golden").glob("retail-*.sqlite")
+    if how == "deleted":
+        path.unlink()
+    else:
+        data = bytearray(path.read_bytes())
+        data[len(data) // 3] ^= 0x40
+        path.write_bytes(bytes(data))
+    env.reset(options={"task_index": 0})
+    if how == "corrupted":
+        with pytest.warns(cachefile.CacheWarning, match="retail"):
+            assert env.conn is not None
+    reward, info = _solve(env)
+    assert reward == 1.0, info
+    assert path.read_bytes() == golden                    # repaired in the cache too
+
+
+def test_a_golden_file_that_rebuilds_to_other_bytes_is_refused(private_cache, monkeypatch):
+    catalog.load_bundle("retail")
+    catalog.load_bundle.cache_clear()
+    env = gym.make("agentworld/retail-v0").unwrapped
+    (path,) = (private_cache / "golden").glob("retail-*.sqlite")
+    path.unlink()
+    monkeypatch.setattr(state, "golden_bytes", lambda spec: b"SQLite format 3\x00 but not this world")
+    env.reset(options={"task_index": 0})
+    with pytest.raises(CacheError, match="other content than its bundle recorded"):
+        env.step(env.solution_actions()[0])
+
+
+def test_a_mapped_read_checks_size_and_hash(tmp_path):
+    path = tmp_path / "artefact.bin"
+    cachefile.store(path, "k", "thing", b"payload bytes")
+    record = cachefile.CacheRecord.parse(cachefile.meta_path(path).read_text())
+    with cachefile.mapped_if_matches(path, record) as view:
+        assert view is not None and bytes(view) == b"payload bytes"
+    path.write_bytes(b"payload bytez")                    # same size, other bytes
+    with cachefile.mapped_if_matches(path, record) as view:
+        assert view is None
+    path.write_bytes(b"")                                 # empty: cannot be mapped, never matches
+    with cachefile.mapped_if_matches(path, record) as view:
+        assert view is None
+    with cachefile.mapped_if_matches(tmp_path / "missing.bin", record) as view:
+        assert view is None
