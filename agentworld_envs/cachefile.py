@@ -1,9 +1,10 @@
-"""Integrity-checked cache files: every artefact has a sidecar record of its key and SHA-256.
+"""Integrity-checked cache files: every artefact has a record of its key and hashes.
 
 A cached artefact ``NAME`` (a golden SQLite file, a synthesised spec, a task set) is stored
 next to ``NAME.meta``, a small JSON :class:`CacheRecord` ``{"format", "kind", "key", "size",
-"sha256"}`` (plus ``"xxh3_128"`` when the optional ``xxhash`` package wrote it). Loading checks
-that record before the bytes are trusted, so a truncated,
+"sha256"}`` (plus ``"xxh3_128"`` when ``xxhash`` wrote it). A *sealed* artefact (an env
+bundle, :func:`store_sealed`) carries that record as its own first line instead: one file to
+read on a hot path. Loading checks the record before the bytes are trusted, so a truncated,
 bit-flipped, zero-length or hand-edited file, or another environment's file copied under this
 name (its record names another key, or the bytes do not match this record), is rebuilt with
 one :class:`CacheWarning` naming the file instead of being served.
@@ -149,10 +150,10 @@ def _rebuild_warning(path: Path | str, kind: str, why: str) -> None:
     warnings.warn(f"cached {kind} {path} {why}; rebuilding it", CacheWarning, stacklevel=3)
 
 
-def load(path: Path | str, key: str, kind: str) -> bytes | None:
-    """The bytes stored at ``path`` for ``key``, or ``None`` when missing or failing the check (warned)."""
+def _read(path: Path | str, kind: str) -> bytes | None:
+    """The file's bytes; None when it is missing (or a directory, warned); CacheError when unreadable."""
     try:
-        data = read_file(path)
+        return read_file(path)
     except FileNotFoundError:
         return None
     except IsADirectoryError:
@@ -161,6 +162,26 @@ def load(path: Path | str, key: str, kind: str) -> bytes | None:
     except OSError as exc:
         raise CacheError(path, f"cannot read ({exc.strerror or exc})",
                          "fix its permissions, delete it, or point AGENTWORLD_CACHE elsewhere") from None
+
+
+def _mismatch(record: CacheRecord, key: str, kind: str, payload: bytes | memoryview) -> str | None:
+    """Why ``payload`` is not the artefact ``record`` vouches for (None: it is)."""
+    if record.format != FORMAT or record.kind != kind:
+        return f"has a record of another format or kind ({record.kind!r}, format {record.format})"
+    if record.key != key:
+        return f"was built for {record.key!r}, not {key!r}"
+    if record.size != len(payload):
+        return f"is {len(payload)} bytes, not the {record.size} recorded (truncated or edited)"
+    if not record.matches(payload):
+        return "does not match its recorded hash (corrupted or edited)"
+    return None
+
+
+def load(path: Path | str, key: str, kind: str) -> bytes | None:
+    """The bytes stored at ``path`` for ``key``, or ``None`` when missing or failing the check (warned)."""
+    data = _read(path, kind)
+    if data is None:
+        return None
     try:
         record = CacheRecord.parse(read_file(os.fspath(path) + META_SUFFIX).decode("utf-8"))
     except FileNotFoundError:
@@ -168,16 +189,33 @@ def load(path: Path | str, key: str, kind: str) -> bytes | None:
     except (OSError, ValueError, TypeError) as exc:
         why = f"has an unreadable integrity record ({type(exc).__name__})"
     else:
-        if record.format != FORMAT or record.kind != kind:
-            why = f"has a record of another format or kind ({record.kind!r}, format {record.format})"
-        elif record.key != key:
-            why = f"was built for {record.key!r}, not {key!r}"
-        elif record.size != len(data):
-            why = f"is {len(data)} bytes, not the {record.size} recorded (truncated or edited)"
-        elif not record.matches(data):
-            why = "does not match its recorded hash (corrupted or edited)"
-        else:
+        why = _mismatch(record, key, kind, data)
+        if why is None:
             return data
+    _rebuild_warning(path, kind, why)
+    return None
+
+
+def load_sealed(path: Path | str, key: str, kind: str, parse: Callable[[bytes, int], T]) -> tuple[T, int] | None:
+    """A sealed artefact (:func:`store_sealed`): checked against the record on its first line, then
+    decoded by ``parse(data, start)``, where the payload is ``data[start:]`` (not copied out), which
+    raises on the wrong shape. Returns the parsed value and the payload's size (a cheap memory
+    estimate for callers), or ``None``: missing, or failing a check (warned, as :func:`load`)."""
+    data = _read(path, kind)
+    if data is None:
+        return None
+    start = data.find(b"\n") + 1   # 0: no record line, which then fails to parse
+    try:
+        record = CacheRecord.parse(data[:start].decode("utf-8"))
+    except (ValueError, TypeError) as exc:
+        why = f"has an unreadable integrity record ({type(exc).__name__})"
+    else:
+        why = _mismatch(record, key, kind, memoryview(data)[start:])
+        if why is None:
+            try:
+                return parse(data, start), len(data) - start
+            except (ValueError, KeyError, TypeError, EOFError) as exc:  # includes CorruptCacheFile and decode errors
+                why = f"has the wrong shape ({str(exc)[:120]})"
     _rebuild_warning(path, kind, why)
     return None
 
@@ -270,6 +308,28 @@ def store(path: Path, key: str, kind: str, data: bytes) -> None:
                 _unlink(tmp)
 
 
+def store_sealed(path: Path | str, key: str, kind: str, data: bytes) -> None:
+    """Write ``data`` as one file whose first line is its own :class:`CacheRecord` (as JSON).
+
+    For artefacts read on a hot path: one file to open and one atomic rename, where
+    :func:`store` writes a sidecar beside the payload (a second file to read on every load, and a
+    crash between the two renames leaves a mismatch for the next load to repair). The record
+    covers the bytes after its line. :class:`CacheError` if the cache is unusable.
+    """
+    record = make_record(kind, key, data)
+    ensure_dir(Path(path).parent)
+    tmp = None
+    try:
+        tmp = _write_temp(Path(path), record.to_json().encode() + b"\n" + data)
+        os.replace(tmp, path)
+        tmp = None
+    except OSError as exc:
+        raise cache_error(Path(path), exc) from None
+    finally:
+        if tmp is not None:
+            _unlink(tmp)
+
+
 def loads(data: bytes | memoryview) -> Any:
     """``json.loads``, through orjson when it is installed (anything orjson rejects goes to json).
 
@@ -346,19 +406,6 @@ def load_json(path: Path, key: str, kind: str, parse: Callable[[Any], T]) -> T |
         return None
     try:
         return parse(loads(data))
-    except (ValueError, KeyError, TypeError) as exc:  # includes CorruptCacheFile and JSON errors
-        _rebuild_warning(path, kind, f"has the wrong shape ({str(exc)[:120]})")
-        return None
-
-
-def load_parsed(path: Path | str, key: str, kind: str, parse: Callable[[bytes], T]) -> tuple[T, int] | None:
-    """An artefact of any format, checked by hash and then decoded by ``parse`` (which raises on the
-    wrong shape), with its size in bytes (a cheap memory estimate for callers)."""
-    data = load(path, key, kind)
-    if data is None:
-        return None
-    try:
-        return parse(data), len(data)
     except (ValueError, KeyError, TypeError) as exc:  # includes CorruptCacheFile and JSON errors
         _rebuild_warning(path, kind, f"has the wrong shape ({str(exc)[:120]})")
         return None

@@ -137,9 +137,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         self.observation_space = UnicodeText()
         self.action_space = UnicodeText()
         self.obscure_tools = obscure_tools
-        names = list(self.bundle.tools)
-        self._display = {n: (f"tool_{i + 1:02d}" if obscure_tools else n) for i, n in enumerate(names)}
-        self._all_real = {d: n for n, d in self._display.items()}
+        self._display, self._all_real = self.bundle.display_names(obscure_tools)  # shared: never edited
         self._all_schemas = self.bundle.shown_schemas(obscure_tools) + [SUBMIT_TOOL]
         self.max_tools = max_tools
         self._real, self._tool_schemas = self._all_real, self._all_schemas

@@ -155,7 +155,10 @@ def private_cache(tmp_path, monkeypatch):
 
 def test_bundle_artefact_round_trip_gives_the_same_env(private_cache):
     built = catalog.load_bundle("retail")
-    assert list((private_cache / "bundles").glob("retail-*.jsonl.meta"))
+    (path,) = (private_cache / "bundles").glob("retail-*.bundle")
+    assert not list((private_cache / "bundles").glob("*.meta"))   # its record is its first line
+    record = cachefile.CacheRecord.parse(path.read_bytes().split(b"\n", 1)[0].decode())
+    assert record.kind == catalog.BUNDLE_KIND and record.size == len(path.read_bytes().split(b"\n", 1)[1])
     catalog.load_bundle.cache_clear()
     loaded = catalog.load_bundle("retail")
     assert loaded is not built
@@ -172,7 +175,7 @@ def test_bundle_artefact_round_trip_gives_the_same_env(private_cache):
 def test_corrupt_bundle_is_rebuilt_with_a_warning(private_cache):
     catalog.load_bundle("retail")
     catalog.load_bundle.cache_clear()
-    path = next((private_cache / "bundles").glob("retail-*.jsonl"))
+    path = next((private_cache / "bundles").glob("retail-*.bundle"))
     path.write_bytes(path.read_bytes()[:-10])
     with pytest.warns(cachefile.CacheWarning, match="retail"):
         bundle = catalog.load_bundle("retail")
@@ -210,18 +213,20 @@ def test_bundle_cache_is_bounded_by_memory(private_cache, monkeypatch, toy_env_i
 def test_rebuilding_a_bundle_prunes_only_that_envs_stale_bundles(private_cache):
     folder = private_cache / "bundles"
     folder.mkdir(parents=True)
-    stale = folder / ("retail-" + "0" * 24 + ".jsonl")
-    stale_old_format = folder / ("retail-" + "1" * 24 + ".json")   # the single-JSON bundles of before
-    neighbour = folder / ("retail-pharmacy-prescription-fills-" + "0" * 24 + ".jsonl")
-    for path in (stale, stale_old_format, neighbour):
+    stale = folder / ("retail-" + "0" * 24 + ".bundle")
+    stale_jsonl = folder / ("retail-" + "2" * 24 + ".jsonl")        # the JSON Lines bundles of before
+    stale_old_format = folder / ("retail-" + "1" * 24 + ".json")   # the single-JSON bundles before those
+    neighbour = folder / ("retail-pharmacy-prescription-fills-" + "0" * 24 + ".bundle")
+    for path in (stale, stale_jsonl, stale_old_format, neighbour):
         path.write_text("{}")
+    for path in (stale_jsonl, stale_old_format):
         path.with_name(path.name + ".meta").write_text("{}")
     catalog.load_bundle("retail")
     names = sorted(p.name for p in folder.iterdir())
-    for gone in (stale, stale_old_format):
+    for gone in (stale, stale_jsonl, stale_old_format):
         assert gone.name not in names and gone.name + ".meta" not in names
-    assert neighbour.name in names and neighbour.name + ".meta" in names
-    assert sum(n.startswith("retail-") and n.endswith(".jsonl") and "pharmacy" not in n for n in names) == 1
+    assert neighbour.name in names
+    assert sum(n.startswith("retail-") and n.endswith(".bundle") and "pharmacy" not in n for n in names) == 1
 
 
 def test_an_unwritable_cache_still_loads_when_only_the_bundle_is_missing(private_cache, monkeypatch):
@@ -323,12 +328,11 @@ def test_a_bundle_whose_line_sizes_disagree_is_rebuilt(private_cache):
 
     gym.make("agentworld/retail-v0").close()
     path, key = catalog.bundle_path(catalog._entry("retail"))
-    data = path.read_bytes()
-    header, rest = data.split(b"\n", 1)
+    _record, header, rest = path.read_bytes().split(b"\n", 2)
     head = json.loads(header)
     head["line_bytes"][0] += 1
-    bad = json.dumps(head).encode() + b"\n" + rest
-    cachefile.store(path, key, catalog.BUNDLE_KIND, bad)   # a valid record: only the layout is wrong
+    cachefile.store_sealed(path, key, catalog.BUNDLE_KIND, json.dumps(head).encode() + b"\n" + rest)
+    bad = path.read_bytes()   # a valid record: only the layout is wrong
     catalog.load_bundle.cache_clear()
     with pytest.warns(cachefile.CacheWarning, match="wrong shape"):
         env = gym.make("agentworld/retail-v0")
@@ -450,3 +454,34 @@ def test_a_mapped_read_checks_size_and_hash(tmp_path):
         assert view is None
     with cachefile.mapped_if_matches(tmp_path / "missing.bin", record) as view:
         assert view is None
+
+
+def test_sealed_artefacts_check_the_record_on_their_first_line(tmp_path):
+    path = tmp_path / "artefact.bin"
+    cachefile.store_sealed(path, "k", "thing", b"pay\nload")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["artefact.bin"]   # no sidecar, no temporary file
+
+    def payload(data, start):
+        return bytes(memoryview(data)[start:])
+
+    assert cachefile.load_sealed(path, "k", "thing", payload) == (b"pay\nload", 8)
+    good = path.read_bytes()
+    with pytest.warns(cachefile.CacheWarning, match="was built for 'k', not 'other'"):
+        assert cachefile.load_sealed(path, "other", "thing", payload) is None
+    with pytest.warns(cachefile.CacheWarning, match="another format or kind"):
+        assert cachefile.load_sealed(path, "k", "other kind", payload) is None
+    flipped = bytearray(good)
+    flipped[-2] ^= 1
+    for bad, why in ((good[:-1], "bytes, not the 8 recorded"), (bytes(flipped), "recorded hash"),
+                     (b"pay\nload", "unreadable integrity record"), (b"", "unreadable integrity record")):
+        path.write_bytes(bad)
+        with pytest.warns(cachefile.CacheWarning, match=why):
+            assert cachefile.load_sealed(path, "k", "thing", payload) is None
+    path.write_bytes(good)
+
+    def refuse(data, start):
+        raise cachefile.CorruptCacheFile("not this layout")
+
+    with pytest.warns(cachefile.CacheWarning, match="wrong shape"):
+        assert cachefile.load_sealed(path, "k", "thing", refuse) is None
+    assert cachefile.load_sealed(tmp_path / "missing.bin", "k", "thing", payload) is None
