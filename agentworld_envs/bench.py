@@ -41,6 +41,7 @@ def bench_env(env_id: str = "agentworld/retail-v0", n: int = 2000, live: int = 1
     out: dict[str, Any] = {"env_id": env_id, "golden_bytes": env.bundle.golden_size}
 
     env.reset(seed=0)
+    env.conn.execute("SELECT 1")  # make its episode database: each reset below rolls it back, as in training
     t_reset = []
     for i in range(n):
         t0 = time.perf_counter()
@@ -111,8 +112,11 @@ def _rss_live(env_id: str, live: int) -> dict[str, Any]:
     gc.collect()
     before = proc.memory_info().rss
     envs = [AgentWorldEnv(env_id) for _ in range(live)]
+    found = _first_call(envs[0], writes=False)
     for i, e in enumerate(envs):
         e.reset(seed=i)
+        # A step makes the episode's private database (reset alone does not): a live episode has one.
+        e.step(found[1] if found else format_call("no_such_tool", {}))
     gc.collect()
     after = proc.memory_info().rss
     for e in envs:

@@ -740,11 +740,12 @@ class BundleCache:
 def bundle_size(bundle: EnvBundle) -> int:
     """Estimated bytes a cached bundle keeps alive (an estimate, not an exact count).
 
-    The golden bytes (a loaded bundle reads them only when asked), plus the same again for the
-    read-only connection verifiers open on them,
+    The read-only golden copy verifiers open (:attr:`EnvBundle.initial`), the golden bytes too
+    when the bundle holds them (a bundle loaded from its artefact reads them only when asked),
     plus the parsed spec, tasks and compiled tools at :data:`JSON_OBJECT_FACTOR` times their JSON size.
     """
-    return 2 * bundle.golden_size + JSON_OBJECT_FACTOR * bundle.json_bytes
+    copies = 1 if bundle.__dict__["golden"] is None else 2
+    return copies * bundle.golden_size + JSON_OBJECT_FACTOR * bundle.json_bytes
 
 
 #: Python objects parsed from JSON take several times the text's size: tracemalloc measured 4.8-5.9x
