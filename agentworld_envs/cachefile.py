@@ -330,16 +330,28 @@ def store_sealed(path: Path | str, key: str, kind: str, data: bytes) -> None:
             _unlink(tmp)
 
 
-def loads(data: bytes | memoryview) -> Any:
-    """``json.loads``, through orjson when it is installed (anything orjson rejects goes to json).
+#: Every byte to a space but digits, which become "0": finds runs of digits with one ``in``.
+_DIGITS_ONLY = bytes(0x30 if 0x30 <= b <= 0x39 else 0x20 for b in range(256))
+#: orjson reads an integer outside [-2**63, 2**64) as a float, without an error (3.8): text with
+#: a run of this many digits (a number, or digits inside a string) is parsed by json instead.
+#: -2**63 - 1 already has 19.
+_LONG_NUMBER = b"0" * 19
 
-    Takes a memoryview too (a line of a loaded artefact, sliced without copying)."""
-    if _orjson is not None:
+
+def loads(data: bytes | memoryview | str) -> Any:
+    """``json.loads``, through orjson when it is installed and gives the same value.
+
+    Takes a memoryview too (a line of a loaded artefact, sliced without copying). What orjson
+    rejects (NaN, numbers out of a double's range) goes to json, and so does text with 19 digits
+    in a row, where orjson could turn an integer beyond 64 bits into a float (the scan costs
+    ~1 us per KB; such text is rare, and json reads it exactly)."""
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    if _orjson is not None and _LONG_NUMBER not in raw.translate(_DIGITS_ONLY):
         try:
-            return _orjson.loads(data)
+            return _orjson.loads(raw)
         except _orjson.JSONDecodeError:
-            pass  # e.g. NaN or a huge integer, which json accepts: let json decide
-    return json.loads(bytes(data) if isinstance(data, memoryview) else data)
+            pass  # e.g. NaN, which json accepts: let json decide
+    return json.loads(raw)
 
 
 class Lines(Sequence):

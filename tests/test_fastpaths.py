@@ -485,3 +485,16 @@ def test_sealed_artefacts_check_the_record_on_their_first_line(tmp_path):
     with pytest.warns(cachefile.CacheWarning, match="wrong shape"):
         assert cachefile.load_sealed(path, "k", "thing", refuse) is None
     assert cachefile.load_sealed(tmp_path / "missing.bin", "k", "thing", payload) is None
+
+
+@settings(max_examples=300, deadline=None)
+@given(obj=st.recursive(st.one_of(st.integers(-(2**80), 2**80), st.sampled_from([-(2**63) - 1, -(2**63), 2**64 - 1, 2**64]),
+                                  st.text(alphabet="0123456789a", max_size=30),
+                                  st.floats(allow_nan=False), st.none()),
+                        lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=5), inner, max_size=4),
+                        max_leaves=12))
+def test_cached_json_reads_back_exactly_even_integers_beyond_64_bits(obj):
+    text = json.dumps(obj)
+    for data in (text.encode(), memoryview(text.encode()), text):
+        back = cachefile.loads(data)
+        assert back == obj and json.dumps(back) == text   # same types too: an int stays an int
