@@ -160,6 +160,13 @@ def test_missing_model_package_is_one_line(monkeypatch):
         resolve_model("/nonexistent/model.gguf")
 
 
+def _warm_tiny_model(tmp_path):
+    """Build this module's tiny model before runs that must match: a cold build reseeds torch's
+    global generator (tiny_model.build_tiny_chat_model), so the run that builds it samples a
+    different stream from one that loads it, and the two arms would differ for that alone."""
+    train(_lookup_cfg(tmp_path / "warm", steps=1, save_every=0, inner_epochs=1))
+
+
 def _half_groups_vary(ep):
     # Group 0 gets reward variance from its tokens, group 1 none: half the sequences have advantage 0.
     return 0.0 if ep.group == 1 else sum(t for t, m in zip(ep.token_ids, ep.mask) if m) % 5 / 5
@@ -168,6 +175,7 @@ def _half_groups_vary(ep):
 @pytest.mark.parametrize("reward_fn", [_half_groups_vary, lambda ep: 0.0], ids=["half", "all-zero"])
 def test_skipping_zero_advantage_sequences_does_not_change_the_update(tmp_path, monkeypatch, reward_fn):
     import agentworld_rl.trainer as trainer_mod
+    _warm_tiny_model(tmp_path)
     results = {}
     for skip in (True, False):
         monkeypatch.setattr(trainer_mod, "SKIP_ZERO_ADVANTAGE", skip)
@@ -182,6 +190,7 @@ def test_skipping_zero_advantage_sequences_does_not_change_the_update(tmp_path, 
 
 def test_sharing_group_prompts_does_not_change_the_update(tmp_path, monkeypatch):
     import agentworld_rl.trainer as trainer_mod
+    _warm_tiny_model(tmp_path)
     results = {}
     for share in (True, False):
         monkeypatch.setattr(trainer_mod, "SHARE_PROMPTS", share)
