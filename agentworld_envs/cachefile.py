@@ -214,7 +214,7 @@ def load_sealed(path: Path | str, key: str, kind: str, parse: Callable[[bytes, i
         if why is None:
             try:
                 return parse(data, start), len(data) - start
-            except (ValueError, KeyError, TypeError, EOFError) as exc:  # includes CorruptCacheFile and decode errors
+            except (ValueError, LookupError, TypeError, EOFError) as exc:  # CorruptCacheFile, decode errors, missing keys
                 why = f"has the wrong shape ({str(exc)[:120]})"
     _rebuild_warning(path, kind, why)
     return None
