@@ -3,7 +3,8 @@
     git worktree add /tmp/base <commit>
     python benchmarks/bench_first_use_ab.py agentworld/retail-v0 base=/tmp/base:/tmp/cache-base new=.:/tmp/cache-new
 
-Each side is ``NAME=CHECKOUT:CACHE``: the checkout goes first on ``PYTHONPATH``, and the cache
+Each side is ``NAME=CHECKOUT:CACHE``: its processes run in the checkout (``python -c`` puts the
+working directory first on ``sys.path``, ahead of an editable install), and the cache
 is the ``AGENTWORLD_CACHE`` that side uses (keep them apart: each checkout has its own bundle
 keys). This VM's speed drifts by tens of percent from minute to minute, so comparing two runs
 of ``bench_first_use.py`` taken minutes apart misleads; here the sides take turns, process by
@@ -47,14 +48,16 @@ def main() -> None:
         checkout, _, cache = rest.rpartition(":")
         if not name or not checkout or not cache:
             ap.error(f"{arg!r}: expected NAME=CHECKOUT:CACHE")
+        if not os.path.isdir(os.path.join(checkout, "agentworld_envs")):
+            ap.error(f"{checkout!r} is not an agentworld checkout")
         env = dict(os.environ, AGENTWORLD_CACHE=cache, PYTHONPATH=os.path.abspath(checkout))
-        sides.append((name, env))
-    for _, env in sides:  # warm each side's cache
-        subprocess.run([sys.executable, "-c", CHILD, args.env_id], env=env, check=True, capture_output=True)
-    samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, _ in sides}
+        sides.append((name, env, os.path.abspath(checkout)))
+    for _, env, cwd in sides:  # warm each side's cache
+        subprocess.run([sys.executable, "-c", CHILD, args.env_id], env=env, cwd=cwd, check=True, capture_output=True)
+    samples: dict[str, tuple[list[float], list[float]]] = {name: ([], []) for name, _, _ in sides}
     for i in range(args.runs):
-        for name, env in sides if i % 2 == 0 else sides[::-1]:
-            out = subprocess.run([sys.executable, "-c", CHILD, args.env_id], env=env, check=True,
+        for name, env, cwd in sides if i % 2 == 0 else sides[::-1]:
+            out = subprocess.run([sys.executable, "-c", CHILD, args.env_id], env=env, cwd=cwd, check=True,
                                  capture_output=True, text=True).stdout.split()
             samples[name][0].append(float(out[0]) * 1e3)
             samples[name][1].append(float(out[1]) * 1e3)
