@@ -667,7 +667,7 @@ def _cached_bundle(entry: dict[str, Any]) -> EnvBundle | None:
                        golden=None, tools=LazyTools(parts.tool_names, parts.tool_texts, path),  # type: ignore[arg-type]
                        tasks=LazyTasks(parts.task_ids, parts.task_texts, path))
     # The golden file is checked against this record when first copied or read (EnvBundle.connect).
-    bundle.golden_file = os.path.join(state.cache_dir(), "golden", f"{parts.golden.key}.sqlite")
+    bundle.golden_file = state.golden_file(parts.golden.key)
     bundle.golden_record = parts.golden
     bundle.head = parts.head
     bundle._complete_spec = _complete_spec(parts, path)

@@ -198,7 +198,12 @@ GOLDEN_KIND = "golden database"
 def golden_path(spec: dict[str, Any]) -> tuple[Path, str]:
     """Where the golden file of ``spec`` lives, and the cache key its integrity record must name."""
     key = f"{spec['id']}-{golden_key(spec)}"
-    return cache_dir() / "golden" / f"{key}.sqlite", key
+    return Path(golden_file(key)), key
+
+
+def golden_file(key: str) -> str:
+    """The golden file whose integrity record names ``key`` (a str: a loaded bundle asks on every first use)."""
+    return os.path.join(cache_dir(), "golden", f"{key}.sqlite")
 
 
 def golden_bytes(spec: dict[str, Any]) -> bytes:
