@@ -52,7 +52,7 @@ def bench_env(env_id: str = "agentworld/retail-v0", n: int = 2000, live: int = 1
     # A cold episode: a new instance's first reset and first tool call (golden copy + schema parse).
     found = _first_call(env, writes=False)
     t_cold = []
-    for i in range(min(n, 300)):
+    for _ in range(min(n, 300)):
         fresh = AgentWorldEnv(env_id)
         t0 = time.perf_counter()
         fresh.reset(options={"task_id": found[0]} if found else None)
@@ -68,7 +68,7 @@ def bench_env(env_id: str = "agentworld/retail-v0", n: int = 2000, live: int = 1
             continue
         task_id, action = found
         samples = []
-        for i in range(n if not writes else n // 2):
+        for _ in range(n if not writes else n // 2):
             env.reset(options={"task_id": task_id})
             if writes:
                 # replay the steps before the write so its preconditions hold

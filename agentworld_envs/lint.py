@@ -220,7 +220,7 @@ def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: 
             yield Violation("value_range", f"{table}.{c}", "age outside 0-120")
     if "metric" in cols and "value" in cols:
         for metric, (lo, hi) in semantics.METRIC_RANGES.items():
-            n = count(f"metric = ? AND (value < ? OR value > ?)", (metric, lo, hi))
+            n = count("metric = ? AND (value < ? OR value > ?)", (metric, lo, hi))
             if n:
                 yield Violation("value_range", f"{table}.value", f"{n} {metric} readings outside {lo}..{hi}")
     if "analyte" in cols and "unit" in cols:

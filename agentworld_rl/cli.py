@@ -61,7 +61,7 @@ def register(app: typer.Typer) -> None:
         except (TrainError, EnvWorkerError) as e:
             # User errors and lost env workers: one line and a non-zero exit, never a traceback.
             typer.echo(f"error: {e}", err=True)
-            raise typer.Exit(2)
+            raise typer.Exit(2) from None
         out = summary["output_dir"]
         typer.echo(f"done: {out}/report.md, {out}/metrics.jsonl, {out}/curves.png")
 

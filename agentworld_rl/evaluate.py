@@ -37,7 +37,8 @@ def report_markdown(columns: list[tuple[str, dict | None]], title: str = "Held-o
     envs = sorted(set().union(*(ev["per_env"] for _, ev in columns)))
     for env in envs + ["**all**"]:
         row = [ev if env == "**all**" else ev["per_env"].get(env, {}) for _, ev in columns]
-        fmt = lambda d, k: f"{d[k]:.3f}" if k in d else "-"
+        def fmt(d, k):
+            return f"{d[k]:.3f}" if k in d else "-"
         n = next((d["episodes"] for d in row if "episodes" in d), "-")
         cells = [fmt(d, "success_rate") for d in row] + [fmt(d, "reward_mean") for d in row]
         lines.append(f"| {env} | {n} | " + " | ".join(cells) + " |")

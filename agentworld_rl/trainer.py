@@ -294,7 +294,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                     for k, sl in enumerate(chunks):
                         w = int(att[sl].sum(1).max())  # right padded: trim the micro-batch to its width
                         cut = shared_prefix_cut(ids[sl, :w], att[sl, :w], mask[sl, :w]) if share else 0
-                        dev = lambda t: t[sl, cut:w].to(accelerator.device)  # columns whose logprobs are computed
+                        def dev(t):
+                            return t[sl, cut:w].to(accelerator.device)  # noqa: B023 (called in this iteration) columns whose logprobs are computed
                         sync = k == len(chunks) - 1
                         with (contextlib.nullcontext() if sync else accelerator.no_sync(model)):
                             with accelerator.autocast():

@@ -25,7 +25,7 @@ import functools
 import importlib
 from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Any, Sequence
+from typing import Sequence
 
 import gymnasium as gym
 import numpy as np

@@ -7,7 +7,6 @@ import subprocess
 import sys
 
 import anyio
-import pytest
 
 from agentworld_envs.mcp_server import EpisodeHost
 from mcp_http import http_server

@@ -1,6 +1,5 @@
 """End-to-end trainer behaviour: learning, exact resume, CLI/config, report files."""
 
-import json
 
 import pytest
 import torch

@@ -16,7 +16,7 @@ from agentworld_envs.spec import spec_schema
 from agentworld_envs.tasks import generate_tasks, merge_task_stats, synthesize_tasks, task_summary, tool_graph
 from agentworld_envs.tasks.gate import gate
 from agentworld_envs.tasks.runner import Runner
-from agentworld_envs.validation import NOOP, near_misses, random_actions, replay
+from agentworld_envs.validation import NOOP, random_actions, replay
 
 TRAIN = "agentworld/wine-club-subscriptions-v0"
 ARENA = "agentworld/florist-same-day-delivery-v0"
@@ -47,7 +47,7 @@ def test_graph_edges_come_from_schema(bundle):
     # group-by counts return only status values: they identify nothing, so they feed nothing
     assert g.out_degree("count_shipment_orders_by_status") == 0
     # writes never feed a tool through a non-identifying column
-    for a, b, d in g.edges(data=True):
+    for _a, _b, d in g.edges(data=True):
         assert d["kind"] in ("id", "key") and d["weight"] > 0
     json.dumps([[a, b, d] for a, b, d in g.edges(data=True)])
 

@@ -158,7 +158,6 @@ def test_quota_is_enforced_on_create(bundles):
     room = runner.conn.execute(f'SELECT id FROM "{parent_table}" WHERE {count} < ? LIMIT 1', (int(rule.value),)).fetchone()[0]
     template = runner.conn.execute(f'SELECT * FROM "{parent}" LIMIT 1')
     row = dict(zip([d[0] for d in template.description], template.fetchone()))
-    props = tool["parameters"]["properties"]
     args = {k: row[k] for k in tool["parameters"].get("required", []) if k in row}
     unique = {c["name"] for t in bundle.spec["tables"] if t["name"] == parent for c in t["columns"] if c.get("unique")}
     for k in args:

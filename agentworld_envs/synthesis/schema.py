@@ -67,7 +67,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
 
     depends = nx.DiGraph()  # child table → parent table; kept acyclic so rows can be generated parents-first
     depends.add_nodes_from(e.table for e in entities)
-    for i, ent in enumerate(entities):
+    for _i, ent in enumerate(entities):
         cols: list[dict[str, Any]] = [{"name": "id", "type": "INTEGER", "primary_key": True}]
         names = {"id"}
         for col in ent.module["columns"]:
@@ -134,7 +134,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
         base = int(ent.module.get("rows", 200))
         ent.rows = max(20, min(900, int(base * rng.uniform(0.5, 1.2))))
         # Unique code generators need room; shrink tables whose unique pools are small.
-        for name, gen in ent.gens.items():
+        for gen in ent.gens.values():
             if gen.get("unique") and gen["gen"] == "code":
                 room = 10 ** gen["pattern"].count("#") * 26 ** gen["pattern"].count("?")
                 ent.rows = min(ent.rows, room // 4 or 1)

@@ -330,7 +330,8 @@ def simple_writes(g: Golden) -> list[dict[str, Any]]:
     for o in g.pick_orders("status = 'pending' AND payment_method_id IN (SELECT id FROM payment_methods WHERE kind != 'gift_card')", 6):
         others = [m for m in g.methods(o["customer_id"]) if m["id"] != o["payment_method_id"] and m["kind"] != "gift_card"]
         if not others or n == 2:
-            g.used_orders.discard(o["id"]); g.used_customers.discard(o["customer_id"])
+            g.used_orders.discard(o["id"])
+            g.used_customers.discard(o["customer_id"])
             continue
         n += 1
         new, cust = others[0], g.customer(o["customer_id"])
@@ -502,7 +503,8 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
         diff = money(sum(new["price"] - old["unit_price"] for old, new in pair))
         if diff > gc["balance"]:
             continue
-        g.used_orders.add(o["id"]); g.used_customers.add(o["customer_id"])
+        g.used_orders.add(o["id"])
+        g.used_customers.add(o["customer_id"])
         n += 1
         cust = g.customer(o["customer_id"])
         deltas: dict[int, int] = {}
@@ -537,7 +539,8 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
         cand = [i for i in g.items(o["id"]) if g.swaps(i["variant_id"])]
         pms = [m for m in g.methods(cust["id"]) if m["kind"] != "gift_card"]
         if not cand or not pms or n == 2:
-            g.used_orders.discard(o["id"]); g.used_customers.discard(o["customer_id"])
+            g.used_orders.discard(o["id"])
+            g.used_customers.discard(o["customer_id"])
             continue
         item, new, pm = cand[0], g.swaps(cand[0]["variant_id"])[0], pms[-1]
         a1, a2, city, st, z = NEW_ADDRESSES[n + 1]
