@@ -10,16 +10,24 @@ without deserialising the golden database for each one. The self-verification ga
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import state, statediff
-from ..actions import ToolCall
+from ..actions import ToolCall, format_call
 from ..episode import DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter
 from ..tools import Tool, compile_tool, invoke
 from ..trajectories import value_pool
 from ..verifiers import VerifierContext, run_checks
 
+
+
+def _key(step: Any) -> str:
+    """One step as the text action it stands for (a spec-level call and its formatted text are one key)."""
+    if isinstance(step, dict) and "name" in step and "arguments" in step and "role" not in step:
+        return format_call(step["name"], step["arguments"])
+    return step if isinstance(step, str) else json.dumps(step, sort_keys=True, default=str)
 
 
 @dataclass
@@ -49,6 +57,10 @@ class Runner:
         self._hashes: dict[str, str] | None = None
         self._pool: dict[str, dict[str, list[Any]]] | None = None
         self.memo: dict[Any, Any] = {}
+        # The state after a run's steps but its last, held open in a savepoint: the gate's probes replay one
+        # reference many times with a different ending, and only the ending needs running again.
+        self._prefix: list[str] | None = None
+        self._prefix_results: list[Any] = []
         # what validation.random_actions sees as env.tools (real names, submit last)
         self.tools = [t.openai_schema() for t in self.compiled.values()] + [SUBMIT_TOOL]
 
@@ -69,8 +81,16 @@ class Runner:
         self.conn.close()
         self.initial.close()
 
+    def drop_prefix(self) -> None:
+        """Forget the held prefix state (the connection is back at the golden state)."""
+        if self._prefix is not None:
+            self.conn.execute("ROLLBACK TO aw_prefix")
+            self.conn.execute("RELEASE aw_prefix")
+            self._prefix, self._prefix_results = None, []
+
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run one call on the live connection (inside the caller's savepoint); raises ToolError."""
+        self.drop_prefix()
         return invoke(self.conn, self.compiled[name], arguments, self.now)
 
     def context(self) -> VerifierContext:
@@ -88,15 +108,16 @@ class Runner:
             diff: bool = False) -> Outcome:
         """Play ``steps`` (dicts ``{name, arguments}`` or text actions) from the golden state.
 
-        The connection is rewound afterwards unless ``keep`` (then call :meth:`rewind`)."""
+        The connection is rewound afterwards unless ``keep`` (then call :meth:`rewind`). A run that starts
+        with the steps of the held prefix (see ``_prefix``) plays only the rest; the determinism check
+        (``hash_state``) always plays every step."""
+        start = self._reuse_prefix(steps, fresh=keep or hash_state)
         self.conn.execute("SAVEPOINT episode")
         out = Outcome(0.0, False)
+        out.results = list(self._prefix_results) if start else []
         try:
-            for turn, step in enumerate(steps, start=1):
-                if isinstance(step, dict) and "name" in step and "arguments" in step and "role" not in step:
-                    act = self.interpreter.run_calls(self.conn, [ToolCall(step["name"], step["arguments"])])
-                else:
-                    act = self.interpreter.act(self.conn, step)
+            for turn, step in enumerate(steps[start:], start=start + 1):
+                act = self._act(step)
                 out.results += [c.result if not c.error else {"error": c.error, "message": c.message} for c in act.calls]
                 if act.submitted:
                     out.submitted, out.answer = True, act.answer
@@ -115,6 +136,33 @@ class Runner:
             if not keep:
                 self.rewind()
         return out
+
+    def _act(self, step: Any):
+        if isinstance(step, dict) and "name" in step and "arguments" in step and "role" not in step:
+            return self.interpreter.run_calls(self.conn, [ToolCall(step["name"], step["arguments"])])
+        return self.interpreter.act(self.conn, step)
+
+    def _reuse_prefix(self, steps: list[Any], fresh: bool) -> int:
+        """How many leading steps of ``steps`` the held prefix state already covers (0: none; the
+        connection is then at the golden state). Holds a new prefix (every step but the last) when none fits."""
+        keys = [_key(s) for s in steps]
+        held = self._prefix
+        if not fresh and held is not None and keys[:len(held)] == held:
+            return len(held)
+        self.drop_prefix()
+        if fresh or len(steps) < 3 or len(steps) > self.max_turns:
+            return 0
+        self.conn.execute("SAVEPOINT aw_prefix")
+        results: list[Any] = []
+        for step in steps[:-1]:
+            act = self._act(step)
+            results += [c.result if not c.error else {"error": c.error, "message": c.message} for c in act.calls]
+            if act.submitted:   # an early submit ends the episode there: nothing to hold
+                self.conn.execute("ROLLBACK TO aw_prefix")
+                self.conn.execute("RELEASE aw_prefix")
+                return 0
+        self._prefix, self._prefix_results = keys[:-1], results
+        return len(steps) - 1
 
     def rewind(self) -> None:
         self.conn.execute("ROLLBACK TO episode")

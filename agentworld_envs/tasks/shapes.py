@@ -51,6 +51,7 @@ def rule_task(gen: Generator, shape: str, trap: bool) -> Part:
     why = f" The reason is: {args['reason']}." if "reason" in args else ""
     text = gen.rng.choice([f"Please {act}.{why}", f"Could you {act}?{why}", f"I need you to {act}.{why}"])
     if trap:
+        gen.hidden += 1   # the value that breaks the rule is only seen by looking the record up
         value = row[rule["column"]]
         limit = fmt_value(rule["value"]) if rule["kind"] == "threshold" else number(rule["value"])
         # The reason, not the record's code: a code's digits would read as competing figures.
@@ -310,6 +311,7 @@ def quota_task(gen: Generator, trap: bool) -> Part:
     prow = gen.pick_row(parent, f"{count} {'>=' if trap else '<'} ?", (int(rule.value),))
     steps, args, text, t = _create_request(gen, tool, (rule.column, prow))
     if trap:
+        gen.hidden += 1   # how many the parent already holds is only seen by counting
         held = gen.conn.execute(f'SELECT {count} FROM "{parent.name}" WHERE id = ?', (prow["id"],)).fetchone()[0]
         desc = gen.describe(parent, prow)
         refusal = (f"I cannot add the new {t.singular} for {desc}: {rule.text} It already has {held}.")

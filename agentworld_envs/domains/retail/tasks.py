@@ -437,7 +437,7 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
                         f"gift card {gc['gift_card_code']}, not my original payment method.",
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=o["order_number"]),
-                      call("get_customer_details", customer_id=cust["id"]),
+                      call("list_payment_methods", customer_id=cust["id"], kind="gift_card"),
                       call("return_delivered_order_items", order_number=o["order_number"], item_ids=[i["id"] for i in items],
                            refund_method_id=gc["id"]), submit()],
             checks=[sql("SELECT id, status FROM order_items WHERE order_id = ? ORDER BY id", [o["id"]],
@@ -479,7 +479,7 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
                         f"for the {new['options']} version of the same product? Use {method_phrase(pm)} for any price difference.",
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                       call("get_product_details", product_id=item["product_id"]),
-                      call("get_customer_details", customer_id=cust["id"]),
+                      call("list_payment_methods", customer_id=cust["id"]),
                       call("exchange_delivered_order_items", order_number=o["order_number"], item_ids=[item["id"]],
                            new_variant_ids=[new["id"]], payment_method_id=pm["id"]), submit()],
             checks=[sql("SELECT status FROM order_items WHERE id = ?", [item["id"]], [["exchanged"]]),
@@ -557,7 +557,7 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=o["order_number"]),
                       call("get_product_details", product_id=item["product_id"]),
-                      call("get_customer_details", customer_id=cust["id"]),
+                      call("list_payment_methods", customer_id=cust["id"]),
                       call("modify_pending_order_items", order_number=o["order_number"], item_ids=[item["id"]],
                            new_variant_ids=[new["id"]], payment_method_id=pm["id"]),
                       call("modify_pending_order_address", **addr), submit()],
@@ -569,7 +569,7 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
                     footprint(["orders", "order_items", "variants", "payment_transactions", "payment_methods", "addresses"])],
             tags=["write", "modify", "multi-step"]))
     # place a new order of two products, paid with a named method
-    for k, cid in enumerate([23, 188]):
+    for k, cid in enumerate([23]):   # one phone order: a second copy of the template taught nothing new
         cust = g.customer(cid)
         g.used_customers.add(cid)
         pm = [m for m in g.methods(cid) if m["kind"] != "gift_card"][0]
@@ -676,7 +676,7 @@ def traps(g: Golden) -> list[dict[str, Any]]:
         instruction=f"I'm {cust['email']}. Please return the {label(item)} from order {o['order_number']} and refund it to "
                     f"{method_phrase(other)} — only that, nothing else.",
         solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
-                  call("get_customer_details", customer_id=cust["id"]),
+                  call("list_payment_methods", customer_id=cust["id"]),
                   refusal("I cannot refund to that payment method: refunds can only go to the order's original payment method "
                           "or to a gift card. I have not made any change; tell me if you want one of those options.")],
         checks=[refused([["original payment method"], ["original payment"], ["original method"]], ["returned", "refunded"]),
@@ -780,18 +780,109 @@ def traps(g: Golden) -> list[dict[str, Any]]:
     return tasks
 
 
+def hard_tier(g: Golden) -> list[dict[str, Any]]:
+    """Tasks whose reference needs at least eight dependent calls: find the customer, list their delivered
+    orders, read every one (the delivery date decides whether it can still be returned), return what the
+    window allows, and report the total refunded. The customer's older orders are the distractors."""
+    tasks = []
+    wording = [
+        lambda c, _gc: (f"Hi, I'm {c['email']}. I'd like to send back every item I still have from my delivered orders, "
+                        "as far as the return policy allows, each refunded the way I paid for that order. How much will I "
+                        "get back in total?"),
+        lambda c, _gc: (f"{c['first_name']} {c['last_name']} here, zip {c['zip']}. Please return all the items from my "
+                        "delivered orders that can still be returned, with every refund going to the payment method of "
+                        "its order, and tell me the total amount refunded."),
+        lambda c, gc: (f"Hello, this is {c['email']}. Whatever I can still return from my delivered orders, please return "
+                       f"all of it and put the refunds on my gift card {gc}. What is the total that goes onto the card?"),
+    ]
+    candidates = g.all("SELECT customer_id FROM orders WHERE status = 'delivered' GROUP BY 1 HAVING COUNT(*) BETWEEN 3 AND 7 "
+                       "ORDER BY customer_id")
+    for row in candidates:
+        if len(tasks) == len(wording):
+            break
+        cid = row["customer_id"]
+        k = len(tasks)
+        gift = [m for m in g.methods(cid) if m["kind"] == "gift_card"]
+        if cid in g.used_customers or (k == 2 and not gift):
+            continue
+        delivered = g.all("SELECT * FROM orders WHERE customer_id = ? AND status = 'delivered' ORDER BY placed_at DESC, id", cid)
+        if any(o["id"] in g.used_orders for o in delivered):
+            continue
+        days = {o["id"]: g.delivered_days(o["id"]) for o in delivered}
+        if any(d is None or RETURN_WINDOW_DAYS - 2 <= d <= RETURN_WINDOW_DAYS + 2 for d in days.values()):
+            continue   # no order on the edge of the window: the policy, not a day's rounding, decides
+        items = {o["id"]: g.items(o["id"]) for o in delivered}
+        inside = [o for o in delivered if days[o["id"]] < RETURN_WINDOW_DAYS and any(i["status"] == "active" for i in items[o["id"]])]
+        outside = [o for o in delivered if days[o["id"]] > RETURN_WINDOW_DAYS and any(i["status"] == "active" for i in items[o["id"]])]
+        if not inside or not outside or any(i["status"] == "replacement" for o in inside for i in items[o["id"]]):
+            continue
+        calls = 2 + len(delivered) + len(inside) + (1 if k == 2 else 0)
+        if calls < 8:
+            continue
+        g.used_customers.add(cid)
+        g.used_orders |= {o["id"] for o in delivered}
+        cust = g.customer(cid)
+        find = (call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"])
+                if k == 1 else call("find_customer_by_email", email=cust["email"]))
+        steps = [find, call("search_orders", customer_id=cid, status="delivered")]
+        steps += [call("get_order_details", order_number=o["order_number"]) for o in delivered]
+        if k == 2:
+            steps.append(call("list_payment_methods", customer_id=cid, kind="gift_card"))
+        checks, total, deltas = [], 0.0, {}
+        for o in inside:
+            active = [i for i in items[o["id"]] if i["status"] == "active"]
+            method = gift[0]["id"] if k == 2 else o["payment_method_id"]
+            steps.append(call("return_delivered_order_items", order_number=o["order_number"], item_ids=[i["id"] for i in active],
+                              refund_method_id=method))
+            amount = money(sum(i["unit_price"] for i in active))
+            total = money(total + amount)
+            checks.append(new_txns_check(g, o["id"], [[method, "refund", amount]]))
+            for i in active:
+                deltas[i["variant_id"]] = deltas.get(i["variant_id"], 0) + 1
+        ids = [i["id"] for o in delivered for i in items[o["id"]]]
+        inside_ids = {o["id"] for o in inside}
+        expect = sorted([i["id"], "returned" if o["id"] in inside_ids and i["status"] == "active" else i["status"]]
+                        for o in delivered for i in items[o["id"]])
+        checks += [sql(f"SELECT id, status FROM order_items WHERE id IN ({', '.join('?' * len(ids))}) ORDER BY id", ids, expect,
+                       "every returnable item returned, the rest untouched"),
+                   stock_check(g, deltas)]
+        if k == 2:
+            checks.append(balance_check(g, gift[0]["id"], total))
+        tasks.append(dict(
+            instruction=wording[k](cust, gift[0]["gift_card_code"] if gift else ""),
+            solution=[*steps, submit(fmt(total))],
+            checks=[*checks, answer("numeric", fmt(total)), footprint(RETURN_TABLES)],
+            tags=["write", "return", "multi-step", "hard"]))
+    assert len(tasks) == len(wording), "not enough customers for the hard tier"
+    return tasks
+
+
 def build_tasks(spec: dict[str, Any]) -> list[dict[str, Any]]:
     state_spec = {k: v for k, v in spec.items() if k != "tasks"}
     conn = state.episode_connection(state.golden_bytes(state_spec))
     try:
         g = Golden(conn, spec["now"][:10])
-        families = lookups(g) + simple_writes(g) + workflows(g) + traps(g)
+        families = lookups(g) + simple_writes(g) + workflows(g) + traps(g) + hard_tier(g)
     finally:
         conn.close()
-    tasks = []
-    for n, t in enumerate(families, 1):
-        calls = len(t["solution"]) - 1
-        tasks.append({"id": f"retail-{n:03d}", "instruction": t["instruction"], "kind": "handcrafted",
-                      "difficulty": calls + (2 if "trap" in t["tags"] else 0) + (1 if "multi-step" in t["tags"] else 0),
-                      "tags": t["tags"], "solution": t["solution"], "checks": t["checks"]})
-    return tasks
+    tasks = [{"id": f"retail-{n:03d}", "instruction": t["instruction"], "kind": "handcrafted", "difficulty": 0.0,
+              "knobs": {"hidden": 1 if {"trap", "hard"} & set(t["tags"]) else 0,   # a blocking fact the request leaves out
+                        "tier": "hard" if "hard" in t["tags"] else "standard"},
+              "tags": t["tags"], "solution": t["solution"], "checks": t["checks"]} for n, t in enumerate(families, 1)]
+    return rate_tasks(state_spec, tasks)
+
+
+def rate_tasks(spec: dict[str, Any], tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each task's difficulty from the factors its reference measures (the synthesised tasks' formula)."""
+    from agentworld_envs.tasks.factors import difficulty, measure
+    from agentworld_envs.tasks.runner import Runner
+
+    runner = Runner(spec, state.golden_bytes(spec))
+    try:
+        out = []
+        for t in tasks:
+            f = measure(runner, t)
+            out.append({**t, "difficulty": difficulty(f), "knobs": {**t["knobs"], "factors": f}})
+        return out
+    finally:
+        runner.close()
