@@ -16,6 +16,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``word_salad``      free text of four or more words with no function word ("owner east ball Republican")
 ``grammar``         instruction smells: "the is <flag>", doubled words, dangling prepositions,
                     snake_case column names, "Hi, Please"
+(task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
+                    ``hard_too_short``: see :mod:`agentworld_envs.lint_tasks`
 ==================  ==============================================================================
 
 The rules read the same semantic tables synthesis uses (:mod:`agentworld_envs.synthesis.semantics`)
@@ -35,10 +37,11 @@ import env_registry
 
 from .datagen import mime_type
 from .language import singular
+from .lint_tasks import TASK_RULES, check_tasks
 from .synthesis import semantics
 
 RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
-         "value_range", "impossible", "mime_mismatch", "word_salad", "grammar")
+         "value_range", "impossible", "mime_mismatch", "word_salad", "grammar") + TASK_RULES
 #: Violations kept per rule per env (the count is always exact).
 MAX_EXAMPLES = 5
 
@@ -308,6 +311,7 @@ def lint_built(name: str, spec: dict[str, Any], golden_conn: sqlite3.Connection,
     modules = {key.split(".")[0]: module for key, (module, _) in _theme_columns(name).items()}
     out += check_data(spec, golden_conn, modules=modules)
     out += check_instructions(spec, tasks)
+    out += check_tasks(spec, golden_conn, tasks)   # task headroom: lint_tasks.py
     return out
 
 
