@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from .factors import reached, tool_writes
+from .factors import tool_writes
 
 BASELINES = ("greedy", "no_lookup")
 
@@ -66,55 +66,87 @@ def _retarget(step: dict[str, Any], old: dict[str, Any], new: dict[str, Any], ke
     return {"name": step["name"], "arguments": args}
 
 
-def greedy_steps(runner, task: dict[str, Any], results: list[Any]) -> list[dict[str, Any]]:
-    """The greedy agent's calls, from the reference's calls and their ``results``."""
-    body = [s for s in task["solution"] if s["name"] != "submit"]
-    spec_tools = {t["name"]: t for t in runner.spec["tools"]}
-    tables = [t["name"] for t in runner.spec["tables"]]
-    listings: list[tuple[int, list[dict[str, Any]]]] = []
-    picks: dict[int, list[tuple[int, int]]] = {}        # listing index -> [(step index, row index)]
+def _listings(body: list[dict[str, Any]], results: list[Any], spec_tools: dict[str, Any],
+              tables: list[str]) -> dict[int, list[dict[str, Any]]]:
+    """Step index -> the rows of every multi-row listing the reference's calls returned."""
+    out = {}
     for i, (step, res) in enumerate(zip(body, results)):
         tool = spec_tools.get(step["name"])
-        if tool is None:
-            continue
-        what, _ = reached(tool, step["arguments"], res, tables)
-        if what == "many" and isinstance(res, dict) and len(res.get("results", [])) > 1:
-            listings.append((i, [r for r in res["results"] if isinstance(r, dict)]))
-        elif tool_writes(tool) and listings:
-            key = (tool["impl"].get("key") or {}).get("param")
-            for li in range(len(listings) - 1, -1, -1):
-                row = _target(step, listings[li][1], key)
-                if row is not None:
-                    picks.setdefault(li, []).append((i, row))
-                    break
-    out: list[dict[str, Any]] = []
-    replaced: dict[int, list[dict[str, Any]]] = {}
-    for li, chosen in picks.items():
-        rows = listings[li][1]
-        first_step, first_row = chosen[0]
-        key = (spec_tools[body[first_step]["name"]]["impl"].get("key") or {}).get("param")
-        template = body[first_step]
-        if len(chosen) == 1:
-            replaced[first_step] = [_retarget(template, rows[first_row], rows[0], key)]
-        else:   # several picked: the greedy agent acts on every listed record
-            replaced[first_step] = [_retarget(template, rows[first_row], r, key) for r in rows]
-            for i, _ in chosen[1:]:
-                replaced[i] = []
-    for i, step in enumerate(body):
-        out += replaced.get(i, [step])
-    # A refused request is not attempted here: the tools enforce the policy, so an attempt changes nothing;
-    # what fails the greedy agent is its report ("Done.") instead of the refusal and its reason.
+        if tool is not None and not tool_writes(tool) and isinstance(res, dict) and len(res.get("results") or []) > 1:
+            out[i] = [r for r in res["results"] if isinstance(r, dict)]
     return out
 
 
-def _read_answer(runner, task: dict[str, Any], steps: list[dict[str, Any]], ref: list[Any]) -> Any:
+def _source(i: int, step: dict[str, Any], listings: dict[int, list[dict[str, Any]]], key: str | None,
+            value_match: bool) -> tuple[int, int] | None:
+    """(listing step, row index) the reference took this step's record from: the latest listing that holds it."""
+    for j in sorted((j for j in listings if j < i), reverse=True):
+        rows = listings[j]
+        row = _target(step, rows, key)
+        if row is None and value_match:
+            row = next((n for n, r in enumerate(rows) for v in step["arguments"].values()
+                        if not isinstance(v, (bool, list, dict)) and v is not None and n > 0
+                        and any(c != "id" and r.get(c) == v and rows[0].get(c) != v for c in r)), None)
+        if row is not None:
+            return j, row
+    return None
+
+
+def greedy_play(runner, task: dict[str, Any], results: list[Any]) -> tuple[list[dict[str, Any]], list[Any]]:
+    """Play the greedy agent live: the reference's calls, but every record picked out of a listing is the
+    first one listed (every one listed where the reference picked several), and what it read that way
+    flows into its later calls. Returns (its calls, the result of its call standing for each reference step)."""
+    body = [s for s in task["solution"] if s["name"] != "submit"]
+    spec_tools = {t["name"]: t for t in runner.spec["tools"]}
+    tables = [t["name"] for t in runner.spec["tables"]]
+    listings = _listings(body, results, spec_tools, tables)
+    picks: dict[int, int] = {}
+    for i, step in enumerate(body):
+        tool = spec_tools.get(step["name"])
+        if tool is not None and tool_writes(tool):
+            src = _source(i, step, listings, (tool["impl"].get("key") or {}).get("param"), False)
+            if src:
+                picks[src[0]] = picks.get(src[0], 0) + 1
+    steps: list[dict[str, Any]] = []
+    mine: list[Any] = []
+    mapping: dict[Any, Any] = {}
+    acted: set[int] = set()
+    for i, step in enumerate(body):
+        tool = spec_tools.get(step["name"])
+        args = {k: mapping.get(v, v) if isinstance(v, (str, int, float)) else v for k, v in step["arguments"].items()}
+        step = {"name": step["name"], "arguments": args}
+        emitted = [step]
+        if tool is not None:
+            writes = tool_writes(tool)
+            key = (tool["impl"].get("key") or {}).get("param")
+            src = _source(i, step, listings, key, not writes)
+            if src is not None:
+                j, row = src
+                ref_row = listings[j][row]
+                own = mine[j].get("results") if j < len(mine) and isinstance(mine[j], dict) else None
+                own = [r for r in own or [] if isinstance(r, dict)]
+                if not own:
+                    emitted = [step]
+                elif writes and picks.get(j, 0) > 1:
+                    emitted = [] if j in acted else [_retarget(step, ref_row, r, key) for r in own]
+                    acted.add(j)
+                else:
+                    emitted = [_retarget(step, ref_row, own[0], key)]
+                    if not writes:
+                        for k, v in step["arguments"].items():
+                            if isinstance(v, (str, int, float)) and emitted[0]["arguments"].get(k) != v:
+                                mapping[v] = emitted[0]["arguments"][k]
+        steps += emitted
+        out = runner.run(None, steps).results if emitted else []
+        mine.append(out[-1] if out else None)
+    return steps, mine
+
+
+def _read_answer(task: dict[str, Any], ref: list[Any], mine: list[Any]) -> Any:
     """The reference's answer if it is read off one call's result: the same field of the same call here."""
     answer = _answer(task)
     if answer is None or _is_refusal(task):
         return "Done." if _is_refusal(task) else None
-    if not any(isinstance(r, dict) and str(r.get("value", r.get("total"))) == str(answer) for r in ref):
-        return answer
-    mine = runner.run(None, steps).results
     text = str(answer)
     for i in range(len(ref) - 1, -1, -1):
         res = ref[i]
@@ -131,8 +163,8 @@ def play(runner, task: dict[str, Any], results: list[Any] | None = None) -> dict
     body = [s for s in task["solution"] if s["name"] != "submit"]
     if results is None:
         results = runner.run(None, body).results
-    greedy = greedy_steps(runner, task, results)
-    g_answer = _read_answer(runner, task, greedy, results)
+    greedy, mine = greedy_play(runner, task, results)
+    g_answer = _read_answer(task, results, mine)
     g = runner.run(task, greedy + [{"name": "submit", "arguments": {} if g_answer is None else {"answer": g_answer}}])
     said = task["instruction"]
     spec_tools = {t["name"]: t for t in runner.spec["tools"]}

@@ -8,8 +8,9 @@ span two entities, writes and a final aggregate read whose answer depends on the
   cancelled"): each child's related record must be read to decide; siblings whose related record
   does not match are plausible distractors in the same status.
 * **chain_sweep** — from a record the request describes by its fields, hop to its parent, change
-  that parent's children in one status (never the record the chain started from), then count what
-  the parent has in the resulting status.
+  that parent's children in one status past a bound on a number or date (never the record the chain
+  started from; a sibling sits exactly on the bound), then count what the parent has in the
+  resulting status.
 * **hidden_sweep** — change every child of a parent found by its fields, where the policy forbids
   it for some: no status is named, so each record's status decides between acting and refusing
   (the answer explains the refusals).
@@ -22,10 +23,11 @@ reference is checked against :data:`MIN_CALLS` here, so a kept hard task never h
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from ..language import field_value, in_state, participle, value_words, verb_phrase
-from .generate import Generator, Part, Skip, call
+from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value
 from .model import TableInfo, words
 
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
@@ -195,7 +197,7 @@ def _chain_target(gen: Generator, t: TableInfo, fk: str, q: TableInfo, c: TableI
     allowed, to = tr["impl"]["from"], tr["impl"]["to"]
     marks = ", ".join("?" * len(allowed))
     qs = gen.conn.execute(f'SELECT "{cfk}", "{st}", COUNT(*) FROM "{c.name}" WHERE "{st}" IN ({marks}) AND "{cfk}" IS NOT NULL '
-                          f'GROUP BY 1, 2 HAVING COUNT(*) BETWEEN 3 AND 6 ORDER BY 1, 2', tuple(allowed)).fetchall()
+                          f'GROUP BY 1, 2 HAVING COUNT(*) BETWEEN 3 AND 9 ORDER BY 1, 2', tuple(allowed)).fetchall()
     gen.rng.shuffle(qs)
     for qid, s, _ in qs[:5]:
         starts = gen.m.rows(gen.conn, t.name, f'"{fk}" = ?', (qid,))
@@ -221,8 +223,13 @@ def _chain_target(gen: Generator, t: TableInfo, fk: str, q: TableInfo, c: TableI
                 sargs[c.search_limit] = 50
             res = gen.run(c.search, **sargs)
             steps.append(call(c.search, **sargs))
-            targets = [r for r in res["results"] if (c.name, r["id"]) not in gen.visited]
-            if (len(targets) != res["total"]                                  # it would come back to a record it passed
+            listed = res["results"]
+            cut = _split(gen, c, listed)
+            if cut is None:
+                continue
+            col, bound, phrase = cut
+            targets = [r for r in listed if r[col] is not None and r[col] > bound]
+            if (len(listed) != res["total"] or any((c.name, r["id"]) in gen.visited for r in listed)  # never back
                     or not all(gen.rules_allow(tr, r["id"]) for r in targets)   # a business rule would refuse one
                     or len(steps) + len(targets) + 1 < MIN_CALLS):
                 continue
@@ -237,7 +244,7 @@ def _chain_target(gen: Generator, t: TableInfo, fk: str, q: TableInfo, c: TableI
             steps.append(confirm[0])
             _enough(steps)
             rel = gen.related(fk, q.singular, desc)
-            group = in_state(s, c.plural)
+            group = f"{in_state(s, c.plural)} {phrase}"
             done = participle(gen.verb(tr, c))
             text = gen.rng.choice([
                 f"Look up {rel} and {_act(gen, tr, c, f'all of its {group}')}.{_reason(last_args)} "
@@ -248,6 +255,29 @@ def _chain_target(gen: Generator, t: TableInfo, fk: str, q: TableInfo, c: TableI
                 f"Report the number of its {c.plural} that are {value_words(to)} afterwards.",
             ])
             return Part(steps, text, answer=("numeric", str(confirm[1])), writes=True, structure="branching")
+    return None
+
+
+def _split(gen: Generator, c: TableInfo, rows: list[dict[str, Any]]) -> tuple[str, Any, str] | None:
+    """A condition on a number or date that splits ``rows``: (column, bound, phrase) where the targets are
+    the rows strictly above the bound, at least two of them, and a row sits exactly on it (the distractor
+    just on the other side)."""
+    cols = [k for k, spec in c.cols.items() if k not in SKIP_READ and k not in c.fks and not spec.get("enum")
+            and (spec["type"] in ("REAL", "INTEGER") or (spec["type"] == "TEXT" and all(
+                isinstance(r.get(k), str) and DATE.match(r[k]) for r in rows)))]
+    gen.rng.shuffle(cols)
+    for col in cols:
+        vals = sorted({r[col] for r in rows if r[col] is not None})
+        if len(vals) < 3 or len(vals) != sum(1 for r in rows if r[col] is not None):
+            continue
+        bound = vals[-3] if gen.rng.random() < 0.5 or len(vals) < 4 else vals[-4]
+        if isinstance(bound, str):
+            m = re.fullmatch(r"(.+?)_(at|on|date|time)", col)
+            what = f"{m.group(1)}" if m and m.group(1).endswith("ed") and "_" not in m.group(1) else f"with {words(col)}"
+            return col, bound, f"{what} after {bound}"
+        if isinstance(bound, float) and bound != round(bound, 2):
+            continue
+        return col, bound, f"whose {words(col)} is above {fmt_value(bound)}"
     return None
 
 
