@@ -96,7 +96,9 @@ def check_chains(spec: dict[str, Any], conn: sqlite3.Connection, tasks: list[dic
 
 
 def _norm(value: Any) -> str:
-    return " " + re.sub(r"[^a-z0-9@.\-]+", " ", str(value).casefold().replace("_", " ")).strip() + " "
+    """Lower-case words, a full stop or dash ending a sentence or clause dropped ("891.43." -> "891.43")."""
+    tokens = re.sub(r"[^a-z0-9@.\-]+", " ", str(value).casefold().replace("_", " ")).split()
+    return " " + " ".join(t.strip(".-") for t in tokens) + " "
 
 
 def says(text: str, value: Any) -> bool:

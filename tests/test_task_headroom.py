@@ -176,8 +176,8 @@ def _planted(b):
     trap, group = next((t, g[0]) for t in tasks for g in [blocking_values(b.spec, conn, t)] if g)
     conn.close()
     out.append({**trap, "id": "plant-trap", "instruction": trap["instruction"] + f" (Note: {', '.join(group)}.)"})
-    # one template for four requests, filler, a dead knob, a short 'hard' task
-    for i in range(4):
+    # one template for seven requests, filler, a dead knob, a short 'hard' task
+    for i in range(7):
         out.append({**base, "id": f"plant-skel-{i}", "instruction": f"Kindly look into record ZZ-{1000 + i} for me today."})
     out.append({**base, "id": "plant-filler", "instruction": "Quick request: " + base["instruction"]})
     out.append({**base, "id": "plant-knob", "knobs": {**base["knobs"], "obscure_tools": True}})
