@@ -111,6 +111,17 @@ def greedy_play(runner, task: dict[str, Any], results: list[Any]) -> tuple[list[
     mine: list[Any] = []
     mapping: dict[Any, Any] = {}
     acted: set[int] = set()
+    runner.drop_prefix()
+    runner.conn.execute("SAVEPOINT greedy")
+    try:
+        _greedy_loop(runner, body, spec_tools, listings, picks, steps, mine, mapping, acted)
+    finally:
+        runner.conn.execute("ROLLBACK TO greedy")
+        runner.conn.execute("RELEASE greedy")
+    return steps, mine
+
+
+def _greedy_loop(runner, body, spec_tools, listings, picks, steps, mine, mapping, acted) -> None:
     for i, step in enumerate(body):
         tool = spec_tools.get(step["name"])
         args = {k: mapping.get(v, v) if isinstance(v, (str, int, float)) else v for k, v in step["arguments"].items()}
@@ -137,9 +148,9 @@ def greedy_play(runner, task: dict[str, Any], results: list[Any]) -> tuple[list[
                             if isinstance(v, (str, int, float)) and emitted[0]["arguments"].get(k) != v:
                                 mapping[v] = emitted[0]["arguments"][k]
         steps += emitted
-        out = runner.run(None, steps).results if emitted else []
+        out = [r for e in emitted for c in runner.act(e).calls
+               for r in [c.result if not c.error else {"error": c.error, "message": c.message}]]
         mine.append(out[-1] if out else None)
-    return steps, mine
 
 
 def _read_answer(task: dict[str, Any], ref: list[Any], mine: list[Any]) -> Any:

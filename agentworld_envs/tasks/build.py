@@ -19,10 +19,10 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "7"
+GEN_VERSION = "8"
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
-HARD_TARGET = 4
+HARD_TARGET = 3
 HARD_FAMILIES = ["hard_cross", "hard_chain", "hard_hidden", "hard_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
@@ -186,16 +186,14 @@ def skeleton(task: dict[str, Any]) -> str:
 
 
 def rate(runner: Runner, task: dict[str, Any]) -> dict[str, Any]:
-    """``task`` with its measured factors in ``knobs`` and the difficulty made from them."""
+    """``task`` with its measured factors and whether each scripted baseline fails it in ``knobs``, and the
+    difficulty made from the factors."""
     body = [s for s in task["solution"] if s["name"] != "submit"]
     results = runner.run(None, body).results
     f = factors.measure(runner, task, results)
-    return {**task, "difficulty": factors.difficulty(f), "knobs": {**task.get("knobs", {}), "factors": f}}
-
-
-def play_baselines(runner: Runner, task: dict[str, Any]) -> dict[str, Any]:
-    """``task`` with whether each scripted baseline fails it in ``knobs["baselines_failed"]``."""
-    return {**task, "knobs": {**task["knobs"], "baselines_failed": baselines.play(runner, task)}}
+    knobs = {**task.get("knobs", {}), "factors": f}
+    knobs["baselines_failed"] = baselines.play(runner, {**task, "knobs": knobs}, results)
+    return {**task, "difficulty": factors.difficulty(f), "knobs": knobs}
 
 
 def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: str, target: int = TARGET,
@@ -240,16 +238,15 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
             if accept is not None and not accept(task):
                 rejected["filtered"] += 1
                 return
+            if task["knobs"]["tier"] == "hard" and not task["knobs"]["baselines_failed"]["greedy"]:
+                rejected["no_headroom"] += 1   # the first plausible record happens to be right: nothing to judge
+                return
             why = gate(runner, task)
         except Exception as exc:  # noqa: BLE001 - a broken candidate is a rejection, not a crash
             why = "generation_error"
             task.setdefault("knobs", {})["error"] = f"{type(exc).__name__}: {exc}"[:200]
         if why:
             rejected[why] += 1
-            return
-        task = play_baselines(runner, task)
-        if task["knobs"]["tier"] == "hard" and not task["knobs"]["baselines_failed"]["greedy"]:
-            rejected["no_headroom"] += 1   # the first plausible record happens to be right: nothing to judge
             return
         seen.update((sig, start))
         skeletons[skel] += 1

@@ -200,6 +200,15 @@ def _chain_target(gen: Generator, t: TableInfo, fk: str, q: TableInfo, c: TableI
                           f'GROUP BY 1, 2 HAVING COUNT(*) BETWEEN 3 AND 9 ORDER BY 1, 2', tuple(allowed)).fetchall()
     gen.rng.shuffle(qs)
     for qid, s, _ in qs[:5]:
+        # what the search will list, and the bound that splits it, checked before any lookup is made
+        listed = gen.m.rows(gen.conn, c.name, f'"{cfk}" = ? AND "{st}" = ?', (qid, s))
+        cut = _split(gen, c, listed)
+        if cut is None:
+            continue
+        col, bound, phrase = cut
+        targets = [r for r in listed if r[col] is not None and r[col] > bound]
+        if not all(gen.rules_allow(tr, r["id"]) for r in targets) or len(targets) + 5 < MIN_CALLS:
+            continue
         starts = gen.m.rows(gen.conn, t.name, f'"{fk}" = ?', (qid,))
         starts = [r for r in starts if not (t.name == c.name and r[st] == s)]   # the start is never a target
         gen.rng.shuffle(starts)
@@ -223,14 +232,7 @@ def _chain_target(gen: Generator, t: TableInfo, fk: str, q: TableInfo, c: TableI
                 sargs[c.search_limit] = 50
             res = gen.run(c.search, **sargs)
             steps.append(call(c.search, **sargs))
-            listed = res["results"]
-            cut = _split(gen, c, listed)
-            if cut is None:
-                continue
-            col, bound, phrase = cut
-            targets = [r for r in listed if r[col] is not None and r[col] > bound]
-            if (len(listed) != res["total"] or any((c.name, r["id"]) in gen.visited for r in listed)  # never back
-                    or not all(gen.rules_allow(tr, r["id"]) for r in targets)   # a business rule would refuse one
+            if (len(res["results"]) != res["total"] or any((c.name, r["id"]) in gen.visited for r in listed)  # never back
                     or len(steps) + len(targets) + 1 < MIN_CALLS):
                 continue
             last_args: dict[str, Any] = {}

@@ -117,7 +117,7 @@ class Runner:
         out.results = list(self._prefix_results) if start else []
         try:
             for turn, step in enumerate(steps[start:], start=start + 1):
-                act = self._act(step)
+                act = self.act(step)
                 out.results += [c.result if not c.error else {"error": c.error, "message": c.message} for c in act.calls]
                 if act.submitted:
                     out.submitted, out.answer = True, act.answer
@@ -137,7 +137,8 @@ class Runner:
                 self.rewind()
         return out
 
-    def _act(self, step: Any):
+    def act(self, step: Any):
+        """Run one action (a spec-level call or a text action) on the live connection; its outcome."""
         if isinstance(step, dict) and "name" in step and "arguments" in step and "role" not in step:
             return self.interpreter.run_calls(self.conn, [ToolCall(step["name"], step["arguments"])])
         return self.interpreter.act(self.conn, step)
@@ -155,7 +156,7 @@ class Runner:
         self.conn.execute("SAVEPOINT aw_prefix")
         results: list[Any] = []
         for step in steps[:-1]:
-            act = self._act(step)
+            act = self.act(step)
             results += [c.result if not c.error else {"error": c.error, "message": c.message} for c in act.calls]
             if act.submitted:   # an early submit ends the episode there: nothing to hold
                 self.conn.execute("ROLLBACK TO aw_prefix")
