@@ -126,8 +126,9 @@ def loops_back(path: list[tuple[str, Any]]) -> bool:
 # ------------------------------------------------------------------------------ traps
 
 
-def blocking_values(task: dict[str, Any]) -> list[list[str]]:
-    """The value groups whose mention would announce a trap (empty: not a trap)."""
+def blocking_values(task: dict[str, Any], labels: set[str] = frozenset()) -> list[list[str]]:
+    """The value groups whose mention would announce a trap (empty: not a trap). A reason that cites a
+    record's label (a code, an e-mail: how the request names the record) is not a blocking value."""
     groups: list[list[str]] = []
     for c in task["checks"]:
         if c["type"] == "python" and (c.get("args") or {}).get("refuse_statuses"):
@@ -135,6 +136,8 @@ def blocking_values(task: dict[str, Any]) -> list[list[str]]:
         if c["type"] == "answer" and c.get("mode") == "refusal":
             about = {norm(a).strip() for a in c.get("about", [])}
             for reason in c.get("reasons", []):
+                if any(str(x) in labels for x in reason):
+                    continue
                 words = [str(x) for x in reason if norm(x).strip() not in about]
                 if words:
                     groups.append(words)
@@ -145,8 +148,8 @@ def is_trap(task: dict[str, Any]) -> bool:
     return bool(blocking_values(task)) or any(c["type"] == "answer" and c.get("mode") == "refusal" for c in task["checks"])
 
 
-def announced(task: dict[str, Any]) -> bool:
-    return any(all(says(task["instruction"], w) for w in group) for group in blocking_values(task))
+def announced(task: dict[str, Any], labels: set[str] = frozenset()) -> bool:
+    return any(all(says(task["instruction"], w) for w in group) for group in blocking_values(task, labels))
 
 
 # ------------------------------------------------------------------------------ skeletons
@@ -191,6 +194,8 @@ def probe_env(name: str) -> dict[str, Any]:
     spec, tasks = bundle.spec, bundle.tasks
     runner = Runner(spec, bundle.golden, bundle.tools)
     values = mask_values(spec, runner.initial)
+    labels = {v for t in spec["tables"] for c in t["columns"] if c.get("unique") and c["type"] == "TEXT"
+              for (v,) in runner.initial.execute(f'SELECT "{c["name"]}" FROM "{t["name"]}"') if isinstance(v, str)}
     rows = []
     try:
         for t in tasks:
@@ -199,7 +204,7 @@ def probe_env(name: str) -> dict[str, Any]:
             path = read_path(spec, body, out.results)
             rows.append({"id": t["id"], "calls": len(body), "difficulty": float(t.get("difficulty") or 0),
                          "multi_hop": len(set(path)) >= 2, "loop_back": loops_back(path), "trap": is_trap(t),
-                         "announced": is_trap(t) and announced(t), "hard": "hard" in (t.get("tags") or []),
+                         "announced": is_trap(t) and announced(t, labels), "hard": "hard" in (t.get("tags") or []),
                          "filler": bool(FILLER.search(t["instruction"])),
                          "obscure_knob": bool((t.get("knobs") or {}).get("obscure_tools")),
                          "skeleton": skeleton(t["instruction"], values), "instruction": t["instruction"]})

@@ -19,10 +19,10 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "8"
+GEN_VERSION = "10"
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
-HARD_TARGET = 3
+HARD_TARGET = 4
 HARD_FAMILIES = ["hard_cross", "hard_chain", "hard_hidden", "hard_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
@@ -255,10 +255,14 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
     attempt = 0
     if hard_fams and fams is not hard_fams:
         hard_goal = min(HARD_TARGET, max(1, target // 3))
-        for attempt in range(3 * hard_goal + 3):
+        tries: Counter[str] = Counter()
+        for attempt in range(4 * hard_goal + 3):
             if len(kept) >= hard_goal:
                 break
-            attempt_one(900 + attempt, hard_fams[(attempt + offset) % len(hard_fams)])
+            # round robin over the shapes: a varied tier, not the one shape that always fits
+            family = min(hard_fams, key=lambda f: (tries[f], (hard_fams.index(f) - offset) % len(hard_fams)))
+            tries[family] += 1
+            attempt_one(900 + attempt, family)
     for attempt in range(max_attempts + (len(prog) * 2 if prog else 0)):
         has_prog = any(t["kind"] == "programmatic" for t in kept)
         if len(kept) >= target and (has_prog or not prog or attempt >= max_attempts):

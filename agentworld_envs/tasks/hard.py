@@ -338,8 +338,8 @@ def hidden_batch(gen: Generator) -> Part:
         ])
         blocked = sorted({s for _, s in refused})
         why = "; ".join(f"{label} is {value_words(s)}" for label, s in refused)
-        refusal = (f"I cannot {verb} {' or '.join(label for label, _ in refused)}: {why}, and the policy does not allow it. "
-                   f"The other {len(done)} went through.")
+        refusal = (f"I cannot {_act(gen, tr, t, ' or '.join(label for label, _ in refused))}: {why}, and the policy does "
+                   f"not allow it. The other {len(done)} went through.")
         check = {"reasons": [blocked], "candidates": [f"{t.name}.{st}"], "values": list(t.cols[st].get("enum") or []),
                  "exclude": sorted({*allowed, to}), "results": [to], "about": [label for label, _ in refused]}
         return Part(steps, text, refusal=refusal, refusal_check=check, writes=True, structure="conditional",
