@@ -2,6 +2,8 @@
 
 * :mod:`.graph` — the tool dependency graph (networkx) derived from spec schemas;
 * :mod:`.generate` / :mod:`.build` — graph-walk and programmatic candidates executed on the golden state;
+* :mod:`.shapes` / :mod:`.hard` — rule and state shapes, and the hard tier (>= 8 dependent calls);
+* :mod:`.factors` / :mod:`.baselines` — difficulty from measured factors, scripted greedy / no-lookup agents;
 * :mod:`.runner` — one savepointed connection per env and the self-verification gate;
 * :mod:`.seal` — a task's exact intended change and answer candidates, from its reference;
 * :mod:`.probes` — the hack and fairness probes the gate runs on every task;

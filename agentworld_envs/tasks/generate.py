@@ -192,7 +192,6 @@ class Generator:
         return {"type": "sql", "query": query, "params": [rid], "expect": [[row[c] for c in cols]],
                 "description": desc or f"{table} row as the request leaves it"}
 
-    # ------------------------------------------------------------------ graph walk
     # ------------------------------------------------------------------ finding the first record
     def attribute_phrase(self, col: str, value: Any) -> str:
         """How a request singles a record out by one of its fields: "placed on 2026-03-10",
