@@ -350,11 +350,26 @@ def export_sft_cmd(out: str = typer.Option(..., "--out", help="a new or empty di
 
 
 def _load_plugins() -> None:
+    """Add the commands of the ``agentworld.cli`` entry points (``name = "module:register [extra]"``)."""
     for ep in entry_points(group="agentworld.cli"):
         try:
-            ep.load()(app)
-        except ImportError as exc:  # an optional component that is not installed
-            print(f"agentworld: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+            register = ep.load()
+        except ImportError as exc:
+            if ep.extras:  # its extra is not installed: the command still exists and says which one
+                _missing_extra_command(ep.name, ep.extras[0])
+            else:
+                print(f"agentworld: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+            continue
+        register(app)
+
+
+def _missing_extra_command(name: str, extra: str) -> None:
+    from .extras import MissingExtraError, message
+
+    @app.command(name, help=f"(needs the '{extra}' extra: pip install 'agentworld[{extra}]')",
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def stub(ctx: typer.Context) -> None:
+        raise MissingExtraError(message(extra, f"agentworld {name}"))
 
 
 def main() -> None:
