@@ -138,7 +138,7 @@ class EnvBundle:
 
         A loaded bundle copies its golden file into SQLite through a memory map of the verified
         file (:func:`cachefile.mapped_if_matches`, checked against the bundle's record each
-        time), not through a ``bytes`` copy first: that read was ~0.35 ms of retail's first
+        time), not through a ``bytes`` copy first: the copy would be a sizeable share of a first
         ``make`` + ``reset``, and a bundle that never needs the bytes never holds them. A file
         that is gone or no longer matches falls back to :attr:`golden`, which rebuilds it.
         """
@@ -477,7 +477,7 @@ def bundle_key(entry: dict[str, Any]) -> str:
     return key
 
 
-#: (entry items, code fingerprint, LLM switch) -> bundle key: hashing it was ~15 us of every first make.
+#: (entry items, code fingerprint, LLM switch) -> bundle key: computed once per entry and process, not per make.
 _BUNDLE_KEYS: dict[tuple[Any, ...], str] = {}
 
 
@@ -488,7 +488,7 @@ def bundle_path(entry: dict[str, Any]) -> tuple[Path, str]:
 
 
 def _bundle_file(entry: dict[str, Any]) -> tuple[str, str]:
-    # A str, not a Path: building Paths was ~25 us of every first make on the benchmark VM.
+    # A str, not a Path: every first make builds this path, and Path objects cost more than the join.
     key = f"{entry['name']}-{bundle_key(entry)}"
     return os.path.join(state.cache_dir(), "bundles", f"{key}.bundle"), key
 
@@ -546,10 +546,9 @@ def _bundle_bytes(spec: dict[str, Any], golden: cachefile.CacheRecord, tasks: Se
     half of a first ``make`` (retail: 37 tools, a synthesised env ~60, of which an episode calls
     a handful). ``line_bytes`` (the byte length of every line after the header) locates any
     line without scanning the file for newlines, so line 2 may hold any bytes: it is
-    ``marshal`` data. In a fresh process it loaded a synthesised env's 63 schemas (~2,600
-    objects) in 350-430 us against 480-780 us for orjson parsing their JSON (its repeated
-    strings are shared, so ~35% fewer fresh pages are touched); once warm the two are about
-    even. The bundle key names the Python and marshal versions. ``golden``
+    ``marshal`` data: a fresh process loads it faster than orjson parses the same schemas as
+    JSON, because marshal shares repeated strings and so touches fewer fresh pages (README,
+    Measured). The bundle key names the Python and marshal versions. ``golden``
     is the golden file's integrity record, so the verified bundle vouches for the golden bytes
     too and loading skips reading and parsing that file's sidecar.
     """
@@ -779,8 +778,8 @@ def _warm_process() -> None:
     first JSON parse, record check and key hash ~0.15 ms, and resolving the cache directory
     checks it with a ``mkdir`` (~0.1 ms). All are per-process, not per-env:
     paying them inside the first ``make`` + ``reset`` made the first env of a process ~1.5 ms
-    slower than the next one. The engine import they join takes ~40-110 ms (40-46 ms measured
-    with compiled bytecode), so they cost it a few percent.
+    slower than the next one. The engine import they join takes tens of milliseconds, so they
+    cost it a few percent.
     """
     code_fingerprint()
     for first in env_registry.manifest()[:1]:
@@ -789,8 +788,8 @@ def _warm_process() -> None:
     from gymnasium.utils import seeding
 
     seeding.np_random(0)[0].integers(2)
-    # The code a first make runs on any env, run once on throwaway input: first calls of
-    # orjson, of the record parser and of the hashes cost ~30-50 us each here, per process.
+    # The code a first make runs on any env, run once on throwaway input: the first call of
+    # orjson, of the record parser and of each hash is slower than later ones, once per process.
     sample = cachefile.make_record(BUNDLE_KIND, "warm", b"{}")
     cachefile.CacheRecord.parse(sample.to_json()).matches(b"{}")
     cachefile.loads(memoryview(b'{"warm": [1, "a", null]}'))

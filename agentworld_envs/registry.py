@@ -20,7 +20,7 @@ from collections.abc import Callable, Mapping
 from importlib.metadata import entry_points
 from typing import Any, Generic, TypeVar
 
-F = TypeVar("F", bound=Callable)
+F = TypeVar("F", bound=Callable[..., Any])
 
 
 def resolve(target: str) -> Any:
@@ -141,5 +141,5 @@ class Registry(Generic[F]):
         return target.replace(":", ".") if target is not None else None
 
 
-def _identity(fn: Callable) -> str:
+def _identity(fn: Callable[..., Any]) -> str:
     return f"{getattr(fn, '__module__', '?')}.{getattr(fn, '__qualname__', repr(fn))}"
