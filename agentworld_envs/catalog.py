@@ -60,8 +60,6 @@ for _hooks in (tools.PYTHON_TOOLS, verifiers.PYTHON_VERIFIERS, datagen.DATA_GENE
 
 def handbuilt_spec(entry: dict[str, Any]) -> dict[str, Any]:
     """Spec builder of ``handbuilt`` entries: the hand-built domain module of that name."""
-    from . import domains
-
     return validate_spec(domains.load(entry["name"]).build_spec())
 
 

@@ -362,9 +362,12 @@ def _load_plugins() -> None:
         try:
             register = ep.load()
         except ImportError as exc:
-            if ep.extras:  # its extra is not installed: the command still exists and says which one
-                _missing_extra_command(ep.name, ep.extras[0])
-            else:
+            from .extras import EXTRAS, missing
+
+            absent = [x for x in ep.extras if x not in EXTRAS or missing(x)]
+            if absent:  # its extra is not installed: the command still exists and says which one
+                _missing_extra_command(ep.name, absent[0])
+            else:  # installed but broken: say so, and keep the other commands working
                 print(f"agentworld: skipping command {ep.name!r}: {exc}", file=sys.stderr)
             continue
         register(app)

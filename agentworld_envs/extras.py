@@ -57,6 +57,7 @@ def require(extra: str, feature: str) -> None:
 
 def message(extra: str, feature: str, absent: list[str] | None = None) -> str:
     """``<feature> needs the '<extra>' extra (<module> is not installed): pip install 'agentworld[<extra>]'``."""
-    absent = missing(extra) if absent is None else absent
+    if absent is None:
+        absent = missing(extra) if extra in EXTRAS else []
     why = f" ({absent[0]} is not installed)" if absent else ""
     return f"{feature} needs the '{extra}' extra{why}: pip install 'agentworld[{extra}]'"

@@ -174,3 +174,34 @@ def test_a_fresh_venv_with_the_bare_install(tmp_path):
     assert train.stderr.strip().splitlines() == [
         "agentworld: error: agentworld train needs the 'train' extra (torch is not installed): "
         "pip install 'agentworld[train]'"]
+
+
+def test_a_plugin_command_whose_extra_is_missing_still_exists_and_says_which(monkeypatch, capsys):
+    """An ``agentworld.cli`` entry point ``name = "module:register [extra]"`` that cannot be imported."""
+    import typer
+    from importlib.metadata import EntryPoint
+
+    from agentworld_envs import cli
+    from agentworld_envs.errors import run_cli
+
+    import agentworld_envs.extras as extras
+
+    monkeypatch.setitem(extras.EXTRAS, "train", ("agentworld_no_such_module",))   # as without the extra
+    broken = EntryPoint(name="fit", value="agentworld_no_such_module:register [train]", group="agentworld.cli")
+    untagged = EntryPoint(name="other", value="agentworld_no_such_module:register", group="agentworld.cli")
+    monkeypatch.setattr(cli, "entry_points", lambda group: [broken, untagged])
+    app = typer.Typer(add_completion=False)
+    monkeypatch.setattr(cli, "app", app)
+
+    @app.callback()
+    def _root() -> None:
+        """test app"""
+
+    cli._load_plugins()
+    assert "skipping command 'other'" in capsys.readouterr().err   # no extra named: reported, not registered
+    with pytest.raises(SystemExit) as exit_:
+        run_cli(app, args=["fit", "--preset", "x", "extra-arg"])
+    assert exit_.value.code == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["agentworld: error: agentworld fit needs the 'train' extra (agentworld_no_such_module is not "
+                   "installed): pip install 'agentworld[train]'"]
