@@ -317,7 +317,7 @@ def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", min=1, help="tasks
     console.print(f"kept {report['kept']} in {report['seconds']} s; rejected {report['rejected']}")
 
 
-export_app = typer.Typer(help="Export tasks and reference trajectories as Hugging Face datasets.", no_args_is_help=True)
+export_app = typer.Typer(help="Export tasks and reference trajectories as JSON lines and Hugging Face datasets.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
 
@@ -327,12 +327,12 @@ def export_tasks_cmd(out: str = typer.Option(..., "--out", help="a new or empty 
                      split: Optional[str] = typer.Option(None, callback=_split),
                      limit: Optional[int] = typer.Option(None, min=1),
                      overwrite: bool = typer.Option(False, help="replace an earlier task export in --out")) -> None:
-    """Tasks as a datasets-loadable dataset (env_id, task_id, split, kind, difficulty, instruction, tools, prompt)."""
+    """Tasks as tasks.jsonl and a Hugging Face dataset (env_id, task_id, split, kind, difficulty, instruction, tools, prompt)."""
     import agentworld_envs  # noqa: F401
     from .tasks.export import export_tasks, select_envs
 
     n = export_tasks(out, select_envs(ids, split, limit), overwrite=overwrite)
-    console.print(f"wrote {n} tasks to {out}")
+    console.print(f"wrote {n} tasks to {out}{_arrow_note()}", markup=False, soft_wrap=True)
 
 
 @export_app.command("sft")
@@ -346,15 +346,40 @@ def export_sft_cmd(out: str = typer.Option(..., "--out", help="a new or empty di
     from .tasks.export import export_sft, select_envs
 
     n = export_sft(out, select_envs(ids, split, limit), overwrite=overwrite)
-    console.print(f"wrote {n} trajectories to {out}")
+    console.print(f"wrote {n} trajectories to {out}{_arrow_note()}", markup=False, soft_wrap=True)
+
+
+def _arrow_note() -> str:
+    from .tasks.export import arrow_available
+
+    return "" if arrow_available() else " (JSON lines only: the Arrow dataset needs the 'train' extra, " \
+                                        "pip install 'agentworld[train]')"
 
 
 def _load_plugins() -> None:
+    """Add the commands of the ``agentworld.cli`` entry points (``name = "module:register [extra]"``)."""
     for ep in entry_points(group="agentworld.cli"):
         try:
-            ep.load()(app)
-        except ImportError as exc:  # an optional component that is not installed
-            print(f"agentworld: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+            register = ep.load()
+        except ImportError as exc:
+            from .extras import EXTRAS, missing
+
+            absent = [x for x in ep.extras if x not in EXTRAS or missing(x)]
+            if absent:  # its extra is not installed: the command still exists and says which one
+                _missing_extra_command(ep.name, absent[0])
+            else:  # installed but broken: say so, and keep the other commands working
+                print(f"agentworld: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+            continue
+        register(app)
+
+
+def _missing_extra_command(name: str, extra: str) -> None:
+    from .extras import MissingExtraError, message
+
+    @app.command(name, help=f"(needs the '{extra}' extra: pip install 'agentworld[{extra}]')",
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def stub(ctx: typer.Context) -> None:
+        raise MissingExtraError(message(extra, f"agentworld {name}"))
 
 
 def main() -> None:

@@ -46,11 +46,16 @@ def _policy(name: str, model: str | None, base_url: str | None, adapter: str | N
     if name == "model":
         if not model:
             raise typer.BadParameter("--policy model needs --model (an HF directory, a .gguf file or smollm2-135m)")
+        # The trainer provides this policy through the "agentworld.policies" entry points: the suite never imports it.
+        from .extras import require
+        from .registry import entry_point
+
+        require("train", "--policy model")
         try:
-            from agentworld_rl.policy import ModelPolicy
-        except ImportError as exc:
-            raise typer.BadParameter(f"--policy model needs the trainer package (agentworld_rl): {exc}") from None
-        return ModelPolicy(model, adapter=adapter, batch_size=batch_size, max_new_tokens=max_new_tokens)
+            model_policy = entry_point("agentworld.policies", "model")
+        except KeyError as exc:  # installed metadata without the entry point (an old install)
+            raise typer.BadParameter(exc.args[0]) from None
+        return model_policy(model, adapter=adapter, batch_size=batch_size, max_new_tokens=max_new_tokens)
     raise typer.BadParameter(f"unknown policy {name!r}: reference | noop | random | model | openai")
 
 

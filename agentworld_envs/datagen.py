@@ -28,13 +28,13 @@ import string
 from collections.abc import Callable
 from typing import Any
 
-from .registry import Registry, load_domain_of
+from .registry import Registry
 from .textgen import text_drawer
 
 
 DataGenerator = Callable[[sqlite3.Connection, dict[str, Any]], None]
 #: Python data generators of hand-built domains: ``fn(conn, spec)``.
-DATA_GENERATORS: Registry[DataGenerator] = Registry("data generator", load_domain_of)
+DATA_GENERATORS: Registry[DataGenerator] = Registry("data generator")
 data_generator = DATA_GENERATORS.register
 get_data_generator = DATA_GENERATORS.get
 

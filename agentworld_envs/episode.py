@@ -72,8 +72,8 @@ def dumps(obj: Any) -> str:
     keys, lone surrogates). Either way NaN and infinities are ``null`` (strict JSON, which json's
     ``NaN`` is not), enums are their value, other values outside JSON go through ``str``, and
     floats keep their exact value (orjson spells exponents ``1e16`` where json writes ``1e+16``).
-    Checking first whether orjson would write json's exact text cost 3-5x the encoding itself
-    on retail's reads (~16 of the ~100 us of a ``get_customer_details`` step).
+    Checking first whether orjson would write json's exact text cost several times the encoding
+    itself on retail's reads (figure in the README's Measured table).
     """
     text = None
     if _orjson is not None:

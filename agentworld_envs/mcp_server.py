@@ -334,6 +334,9 @@ def register_mcp_command(app: typer.Typer) -> None:
                  "call fails with a session_evicted error (start a new session)"),
     ) -> None:
         """Serve one environment episode per MCP session (tools, submit -> verifier score, agentworld://task)."""
+        from .extras import require
+
+        require("mcp", "agentworld serve-mcp")
         if transport not in ("stdio", "http"):
             raise typer.BadParameter("--transport must be stdio or http")
         # Unknown env/task ids raise UnknownEnvError/UnknownTaskError: the CLI wrapper prints them as one line.

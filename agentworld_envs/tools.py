@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .argcheck import compile_accept
 from .language import singular
-from .registry import Registry, load_domain_of
+from .registry import Registry
 
 if TYPE_CHECKING:
     import jsonschema
@@ -52,7 +52,7 @@ class ToolError(Exception):
 
 PythonTool = Callable[..., Any]
 #: Python tool implementations: ``fn(ctx: ToolContext, **arguments)``, named ``domain.function``.
-PYTHON_TOOLS: Registry[PythonTool] = Registry("Python tool", load_domain_of)
+PYTHON_TOOLS: Registry[PythonTool] = Registry("Python tool")
 python_tool = PYTHON_TOOLS.register
 get_python_tool = PYTHON_TOOLS.get
 

@@ -26,14 +26,14 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from . import answers, program_checks, state, statediff
-from .registry import Registry, load_domain_of
+from .registry import Registry
 
 PythonVerifier = Callable[..., Any]
 
 
 #: Python verification functions: ``fn(initial, final, answer, task, **args) -> bool | (bool, str)``;
 #: the built-in ``tasks.*`` ones, and hand-built domains' (loaded on first use of their name).
-PYTHON_VERIFIERS: Registry[PythonVerifier] = Registry("Python verifier", load_domain_of)
+PYTHON_VERIFIERS: Registry[PythonVerifier] = Registry("Python verifier")
 python_verifier = PYTHON_VERIFIERS.register
 get_python_verifier = PYTHON_VERIFIERS.get
 for _name, _fn in program_checks.VERIFIERS.items():

@@ -223,6 +223,9 @@ def register(app) -> None:
                        sft_steps: int = typer.Option(-1, help="round-1 SFT steps (-1: the preset's)"),
                        seed: int = typer.Option(0)) -> None:
         """The self-evolving loop: arena eval -> diagnosis -> targeted tasks -> continued GRPO, N rounds."""
+        from agentworld_envs.extras import require
+
+        require("train", "agentworld evolve")
         try:
             cfg = EvolveConfig(rounds=rounds, preset=preset, output_dir=output_dir, eval_envs=eval_envs,
                                eval_tasks_per_env=eval_tasks_per_env, target_tasks=target_tasks,

@@ -73,7 +73,8 @@ def select(ids: Iterable[str] | None = None, l1: Iterable[str] | str | None = No
 
 @functools.cache
 def taxonomy() -> dict[str, Any]:
-    return _read("taxonomy.json")
+    out: dict[str, Any] = _read("taxonomy.json")
+    return out
 
 
 @functools.cache
@@ -130,4 +131,5 @@ def vocabularies() -> dict[str, dict[str, Any]]:
 @functools.cache
 def workflows() -> dict[str, dict[str, Any]]:
     """Workflow modules (state machines) of the domain library."""
-    return _read("library/workflows.json")
+    out: dict[str, dict[str, Any]] = _read("library/workflows.json")
+    return out

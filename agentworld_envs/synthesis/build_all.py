@@ -61,7 +61,7 @@ def env_summary(name: str) -> dict[str, Any]:
 def _task_summary(name: str) -> dict[str, Any]:
     """Task counts, when a task source is available (filled in by the task synthesis stage)."""
     try:
-        from ..tasks.store import task_summary
+        from ..tasks.summary import task_summary
     except ImportError:
         return {}
     return task_summary(name)

@@ -1,4 +1,4 @@
-"""Exports: tasks as a Hugging Face dataset, reference trajectories as OpenAI-style SFT messages."""
+"""Exports: tasks and reference trajectories (OpenAI-style SFT messages) as JSON lines and Hugging Face datasets."""
 
 from __future__ import annotations
 
@@ -81,14 +81,31 @@ def task_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def export_tasks(out: str | Path, entries: list[dict[str, Any]], overwrite: bool = False) -> int:
-    from datasets import Dataset
-
     prepare_output_dir(out, "tasks", overwrite, clear=False)
     rows = task_rows(entries)
     path = prepare_output_dir(out, "tasks", overwrite)
-    Dataset.from_list(rows).save_to_disk(str(path))
+    _save_rows(rows, path, "tasks.jsonl")
     _mark(path, "tasks", len(rows))
     return len(rows)
+
+
+def arrow_available() -> bool:
+    """Whether the Hugging Face ``datasets`` package (the ``train`` extra) is installed to write Arrow datasets."""
+    import importlib.util
+
+    return importlib.util.find_spec("datasets") is not None
+
+
+def _save_rows(rows: list[dict[str, Any]], path: Path, jsonl_name: str) -> None:
+    """``rows`` as JSON lines (``datasets.load_dataset("json", ...)`` reads them), and as a Hugging Face
+    Arrow dataset (``datasets.load_from_disk``) when ``datasets`` is installed: the suite alone can export."""
+    if arrow_available():
+        from datasets import Dataset
+
+        Dataset.from_list(rows).save_to_disk(str(path))
+    with open(path / jsonl_name, "w", encoding="utf-8") as fh:
+        for r in rows:
+            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
 
 
 def sft_messages(env, task_id: str) -> tuple[list[dict[str, Any]], float]:
@@ -127,15 +144,10 @@ def sft_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def export_sft(out: str | Path, entries: list[dict[str, Any]], overwrite: bool = False) -> int:
-    from datasets import Dataset
-
     prepare_output_dir(out, "sft", overwrite, clear=False)
     rows = sft_rows(entries)
     path = prepare_output_dir(out, "sft", overwrite)
-    Dataset.from_list(rows).save_to_disk(str(path))
-    with open(path / "sft.jsonl", "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+    _save_rows(rows, path, "sft.jsonl")
     _mark(path, "sft", len(rows))
     return len(rows)
 

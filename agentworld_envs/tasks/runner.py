@@ -11,6 +11,7 @@ without deserialising the golden database for each one. The self-verification ga
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -45,7 +46,7 @@ class Outcome:
 class Runner:
     """Replays trajectories against one golden state on one connection."""
 
-    def __init__(self, spec: dict[str, Any], golden: bytes, tools: dict[str, Tool] | None = None):
+    def __init__(self, spec: dict[str, Any], golden: bytes, tools: Mapping[str, Tool] | None = None):
         self.spec = spec
         self.now = spec["now"]
         self.max_turns = spec.get("max_turns", DEFAULT_MAX_TURNS)
