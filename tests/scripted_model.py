@@ -6,7 +6,8 @@ user turn holds, and answers with the next tool call of a fixed policy, as nativ
 
 * model ``reference``: the task's reference solution, one call per turn, then a text reply;
 * model ``noop``: ``submit`` at once (scores 0: every kept task rejects a no-op);
-* model ``silent``: a text reply and no tool call (never submits: scores 0).
+* model ``silent``: a text reply and no tool call (never submits: scores 0);
+* model ``script``: per task, the policy ``policies[task id]`` names (default ``reference``).
 
 It speaks both the plain JSON and the streamed (SSE) form of ``/v1/chat/completions``. It runs
 with the system Python of the test session, which has agentworld installed; the framework under
@@ -20,19 +21,20 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-POLICIES = ("reference", "noop", "silent")
+POLICIES = ("reference", "noop", "silent", "script")
 
 
 class ScriptedModel:
     """Serve the policies for the tasks of ``env_ids`` at ``self.base_url`` (``.../v1``) until :meth:`close`."""
 
-    def __init__(self, env_ids: list[str]):
+    def __init__(self, env_ids: list[str], policies: dict[str, str] | None = None):
         from agentworld_envs.catalog import load_bundle
 
-        self.solutions: list[tuple[str, list[dict[str, Any]]]] = []
+        self.policies = dict(policies or {})
+        self.solutions: list[tuple[str, str, list[dict[str, Any]]]] = []
         for env_id in env_ids:
             for task in load_bundle(env_id).tasks:
-                self.solutions.append((task["instruction"], task["solution"]))
+                self.solutions.append((task["instruction"], task["id"], task["solution"]))
         # Longest first: an instruction that contains another's must win.
         self.solutions.sort(key=lambda s: -len(s[0]))
         self.requests: list[dict[str, Any]] = []
@@ -94,17 +96,21 @@ class ScriptedModel:
         self._thread = threading.Thread(target=self.server.serve_forever, daemon=True)
         self._thread.start()
 
-    def solution_for(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+    def task_for(self, messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]] | None:
+        """``(task id, reference steps)`` of the task the conversation is about."""
         text = "\n".join(_text(m.get("content")) for m in messages if m.get("role") in ("user", "system"))
-        return next((steps for instruction, steps in self.solutions if instruction in text), None)
+        return next(((tid, steps) for instruction, tid, steps in self.solutions if instruction in text), None)
 
     def reply(self, policy: str, messages: list[dict[str, Any]]) -> dict[str, Any]:
         """The assistant message of ``policy`` for the conversation so far."""
         done = sum(1 for m in messages if m.get("role") == "tool")
+        found = self.task_for(messages)
+        if policy == "script":
+            policy = self.policies.get(found[0], "reference") if found else "reference"
         if policy == "reference":
-            steps = self.solution_for(messages)
-            if steps is None:
+            if found is None:
                 return {"role": "assistant", "content": "I do not know this task."}
+            steps = found[1]
         elif policy == "noop":
             steps = [{"name": "submit", "arguments": {}}]
         else:

@@ -208,11 +208,18 @@ class AgentWorldOpenEnv(Environment[AgentWorldAction, AgentWorldObservation, Age
 
     # ------------------------------------------------------------------ helpers
     def _env(self, env_id: Any) -> AgentWorldEnv:
-        from ..catalog import load_bundle
+        import env_registry
 
         if not isinstance(env_id, str):
             raise TypeError(f"env_id must be a str, not {type(env_id).__name__}")
-        canonical = load_bundle(env_id).env_id  # UnknownEnvError names `agentworld list`
+        canonical = env_id
+        if env_id not in self.env_ids:
+            try:  # the manifest first: asking for an env this server does not serve builds nothing
+                canonical = env_registry.entry(env_id)["id"]
+            except env_registry.UnknownEnvError:
+                from ..catalog import load_bundle
+
+                canonical = load_bundle(env_id).env_id  # a spec registered in this process, or the error
         if canonical not in self.env_ids:
             raise ValueError(f"this server does not serve {env_id[:200]!r}; it serves {', '.join(self.env_ids)}")
         env = self._envs.get(canonical)
