@@ -144,3 +144,28 @@ def test_show_table_prints_rows_through_the_same_path(capsys):
     code, stdout, _ = cli(capsys, "show", "retail", "--table", "customers", "--limit", "2")
     assert code == 0 and f"customers: {total} rows (first 2)" in stdout
     assert str(expected[0]["email"])[:10] in stdout and str(expected[2]["email"])[:10] not in stdout
+
+
+@pytest.mark.slow
+def test_docs_recipe_runs_as_written(tmp_path):
+    """The `db` recipe of docs/integrations.md, run as a user would (the CLI, then sqlite-utils' CLI)."""
+    import re
+    import shutil
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    if shutil.which("sqlite-utils") is None or shutil.which("agentworld") is None:
+        pytest.skip("the sqlite-utils and agentworld commands are not on PATH")
+    docs = (root / "docs" / "integrations.md").read_text(encoding="utf-8")
+    recipe = re.search(r"<!-- recipe: db -->\s*```bash\n(.*?)```", docs, re.S).group(1)
+    env = {**os.environ, "PYTHONPATH": str(root) + os.pathsep + os.environ.get("PYTHONPATH", "")}
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", recipe], cwd=tmp_path, env=env, capture_output=True,
+                         text=True, timeout=600)
+    assert out.returncode == 0, out.stderr[-3000:]
+    golden = load_bundle("retail").initial
+    for table in state.user_tables(golden):  # `sqlite-utils tables --counts` lists every table and its rows
+        n = golden.execute(f'SELECT COUNT(*) FROM "{table}"').fetchone()[0]
+        assert f'{{"table": "{table}", "count": {n}}}' in out.stdout, table
+    assert '"status": "cancelled"' in out.stdout  # retail-021 cancels its order: the after-solution state
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["retail-021.db", "retail.db"]
