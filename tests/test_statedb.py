@@ -169,3 +169,16 @@ def test_docs_recipe_runs_as_written(tmp_path):
         assert f'{{"table": "{table}", "count": {n}}}' in out.stdout, table
     assert '"status": "cancelled"' in out.stdout  # retail-021 cancels its order: the after-solution state
     assert sorted(p.name for p in tmp_path.iterdir()) == ["retail-021.db", "retail.db"]
+
+
+def test_serve_openenv_errors_are_one_line(capsys):
+    """Without OpenEnv the command names the extra; with it, a bad id is one line before anything listens."""
+    import importlib.util
+
+    if importlib.util.find_spec("openenv") is None:
+        code, _, err = cli(capsys, "serve-openenv", "retail")
+        assert code == 2 and "pip install 'agentworld[openenv]'" in err and len(err.strip().splitlines()) == 1
+    for argv in (["serve-openenv", "nope"], ["serve-openenv", "retail", "--task", "nope"],
+                 ["serve-openenv", "retail", "--port", "0"], ["serve-openenv"]):
+        code, _, err = cli(capsys, *argv)
+        assert code == 2 and "Traceback" not in err and err.strip(), (argv, err)
