@@ -89,8 +89,10 @@ def fresh_venv(tmp_path_factory):
             venv = Venv(tmp_path_factory.mktemp(f"venv-{extra}"), extra)
             subprocess.run([sys.executable, "-m", "venv", str(venv.root / "venv")], check=True)
             t0 = time.perf_counter()
-            venv.run([str(venv.python), "-m", "pip", "install", "-q", "-c", str(src / "constraints.txt"),
-                      f"{src}[{extra}]"], timeout=1800)
+            # --no-compile: byte-compiling every installed file (torch's thousands) is most of an
+            # install's CPU time; Python compiles the modules a test imports when it imports them.
+            venv.run([str(venv.python), "-m", "pip", "install", "-q", "--no-compile", "-c",
+                      str(src / "constraints.txt"), f"{src}[{extra}]"], timeout=1800)
             print(f"\nfresh venv agentworld[{extra}]: installed in {time.perf_counter() - t0:.0f} s", flush=True)
             made[extra] = venv
         return made[extra]
