@@ -7,6 +7,8 @@ user turn holds, and answers with the next tool call of a fixed policy, as nativ
 * model ``reference``: the task's reference solution, one call per turn, then a text reply;
 * model ``noop``: ``submit`` at once (scores 0: every kept task rejects a no-op);
 * model ``silent``: a text reply and no tool call (never submits: scores 0);
+* model ``fumble``: the reference solution after one call with an argument the tool does not
+  have (the env answers ``invalid_arguments`` and changes nothing, so it still scores 1.0);
 * model ``script``: per task, the policy ``policies[task id]`` names (default ``reference``).
 
 It speaks both the plain JSON and the streamed (SSE) form of ``/v1/chat/completions``. It runs
@@ -21,7 +23,9 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-POLICIES = ("reference", "noop", "silent", "script")
+POLICIES = ("reference", "noop", "silent", "fumble", "script")
+#: The argument the ``fumble`` policy adds to its first call.
+BOGUS_ARGUMENT = "no_such_argument"
 
 
 class ScriptedModel:
@@ -107,10 +111,13 @@ class ScriptedModel:
         found = self.task_for(messages)
         if policy == "script":
             policy = self.policies.get(found[0], "reference") if found else "reference"
-        if policy == "reference":
+        if policy in ("reference", "fumble"):
             if found is None:
                 return {"role": "assistant", "content": "I do not know this task."}
             steps = found[1]
+            if policy == "fumble":
+                first = steps[0]
+                steps = [{"name": first["name"], "arguments": {**first["arguments"], BOGUS_ARGUMENT: 1}}, *steps]
         elif policy == "noop":
             steps = [{"name": "submit", "arguments": {}}]
         else:

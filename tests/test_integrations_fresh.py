@@ -283,7 +283,7 @@ def test_verifiers_eval_in_a_fresh_venv(fresh_venv, tmp_path):
                     "`pip install agentworld[verifiers]` cannot resolve until mcp moves to its extra (issue 27)")
     from scripted_model import ScriptedModel
 
-    policies = {"retail-001": "reference", "syn-000": "reference", "retail-002": "noop", "syn-001": "noop"}
+    policies = {"retail-001": "fumble", "syn-000": "reference", "retail-002": "noop", "syn-001": "noop"}
     model = ScriptedModel([RETAIL, SYNTH], policies)
     try:
         venv = fresh_venv("verifiers")
@@ -308,4 +308,16 @@ def test_verifiers_eval_in_a_fresh_venv(fresh_venv, tmp_path):
 
     expected = {t["function"]["name"]: t["function"]["parameters"] for t in AgentWorldEnv(RETAIL).tools}
     assert {t["name"]: t["parameters"] for t in tools} == expected
-    assert len(model.requests) >= 4
+    # A call with an argument the tool does not have got the gym env's own error observation, byte
+    # for byte (the SDK's argument model lets it through; the env's schema check refused it).
+    from scripted_model import BOGUS_ARGUMENT
+
+    from agentworld_envs.actions import format_call
+
+    env = AgentWorldEnv(RETAIL)
+    env.reset(options={"task_id": "retail-001"})
+    first = env.task["solution"][0]
+    error, *_ = env.step(format_call(first["name"], {**first["arguments"], BOGUS_ARGUMENT: 1}))
+    assert "invalid_arguments" in error
+    seen = [m.get("content") for body in model.requests for m in body["messages"] if m.get("role") == "tool"]
+    assert error in seen
