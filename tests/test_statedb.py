@@ -119,6 +119,7 @@ def test_never_overwrites_a_file_it_did_not_write(tmp_path, capsys):
     ["db", "retail", "--out", "{tmp}/x.db", "--task", "nope"],
     ["db", "retail", "--out", "{tmp}/x.db", "--after-solution"],
     ["db", "retail", "--out", "{tmp}/missing/x.db"],
+    ["db", "retail", "--out", "/proc/x.db"],  # a directory nothing can be written in
     ["show", "retail", "--table", "nope"],
     ["show", "retail", "--task", "retail-001"],
 ])

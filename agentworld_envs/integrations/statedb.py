@@ -169,7 +169,11 @@ def write(source: StateSource, out: str | os.PathLike[str], overwrite: bool = Fa
     path = check_output(out, overwrite)
     db, env_id = build(source)
     counts = {t.name: t.count for t in db.tables}
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent if str(path.parent) else ".")
+    except OSError as exc:
+        db.conn.close()
+        raise UserInputError(f"--out {path}: cannot write in {path.parent or '.'}: {exc.strerror or exc}") from None
     os.close(fd)
     try:
         dest = sqlite3.connect(tmp)
@@ -181,9 +185,11 @@ def write(source: StateSource, out: str | os.PathLike[str], overwrite: bool = Fa
         # Checked again just before the rename: a file that appeared meanwhile is never clobbered.
         check_output(path, overwrite)
         os.replace(tmp, path)
-    except BaseException:
+    except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)
+        if isinstance(exc, (OSError, sqlite3.Error)):  # disk full, permissions: a user's problem, one line
+            raise UserInputError(f"--out {path}: could not write the database: {exc}") from None
         raise
     finally:
         db.conn.close()

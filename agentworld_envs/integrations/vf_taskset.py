@@ -228,10 +228,11 @@ class AgentWorldTaskset(vf.Taskset[AgentWorldTask, AgentWorldTasksetConfig]):
         import agentworld_envs  # noqa: F401  (registers the ids)
 
         config = self.config
-        wanted = set(config.task_ids)
+        wanted, found = set(config.task_ids), set()
         for env_id in select_env_ids(config):
             env = AgentWorldEnv(env_id, max_turns=config.max_turns, show_policy=config.show_policy)
             ids = [t for t in env.task_ids if not wanted or t in wanted]
+            found.update(ids)
             for task_id in ids[:config.tasks_per_env] if config.tasks_per_env else ids:
                 obs, info = env.reset(options={"task_id": task_id})
                 yield AgentWorldTask(AgentWorldData(
@@ -239,6 +240,8 @@ class AgentWorldTaskset(vf.Taskset[AgentWorldTask, AgentWorldTasksetConfig]):
                     env_id=info["env_id"], task_id=task_id, split=info["split"], kind=info["kind"],
                     difficulty=info["difficulty"], max_turns=config.max_turns), config.task)
             env.close()
+        if wanted - found:  # a typo'd task id must not turn into a silently smaller evaluation
+            raise ValueError(f"task_ids matched no task of the selected environments: {sorted(wanted - found)[:5]}")
 
 
 class AgentWorldHarnessConfig(NullHarnessConfig):
