@@ -129,12 +129,20 @@ def test_skyrl_gym_make_and_step_in_a_fresh_venv(fresh_venv):
         "out = env.step('not a tool call')\n"
         "print(out['done'], out['metadata']['error'], out['reward'])\n"
         "out = env.step('<tool_call>{\"name\": \"get_order_details\", \"arguments\": {\"order_number\": 7}}</tool_call>')\n"
-        "print(out['done'], out['metadata']['error'], out['metadata']['truncated'], out['reward'])\n")
+        "print(out['done'], out['metadata']['error'], out['metadata']['truncated'], out['reward'])\n"
+        # A dataset row (SkyRL passes its other columns as extras) already holds the whole first turn.
+        "rows = m.dataset_rows(['retail'], tasks_per_env=2, system_prompt='Be careful.')\n"
+        "row = rows[1]\n"
+        "env = skyrl_gym.make(row['env_class'], env_config={}, extras={k: v for k, v in row.items() "
+        "if k not in ('prompt', 'env_class')})\n"
+        "chat, meta = env.init(row['prompt'])\n"
+        "print(len(rows), [x['role'] for x in row['prompt']], meta['task_id'], chat == row['prompt'])\n")
     lines = out_lines(check)
     assert lines[0] == "agentworld_envs.integrations.skyrl_env:AgentWorldSkyRLEnv"
     assert lines[1] == "retail-004 38 False"
     assert lines[2] == "False parse_error 0.0"  # a bad action is an error observation, not an exception
     assert lines[3] == "True invalid_arguments True 0.0"  # the turn limit from SkyRL's max_turns truncates
+    assert lines[4] == "2 ['system', 'user'] retail-002 True"
 
 
 def out_lines(text: str) -> list[str]:
