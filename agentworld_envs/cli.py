@@ -68,8 +68,20 @@ def list_(split: Optional[str] = typer.Option(None, help="train | arena", callba
 
 @app.command()
 def show(env_id: str, as_json: bool = typer.Option(False, "--json"),
-         graph: bool = typer.Option(False, "--graph", help="print the tool dependency graph")) -> None:
-    """Describe one environment: taxonomy, tables, tools, tasks."""
+         graph: bool = typer.Option(False, "--graph", help="print the tool dependency graph"),
+         table: Optional[str] = typer.Option(None, help="print this table's rows (as `agentworld db` exports them)"),
+         task: Optional[str] = typer.Option(None, help="with --table --after-solution: the task to replay"),
+         after_solution: bool = typer.Option(False, "--after-solution", help="with --table: the state after the "
+                                             "task's reference solution"),
+         limit: int = typer.Option(20, min=0, help="with --table: rows to print (0: all)")) -> None:
+    """Describe one environment: taxonomy, tables, tools, tasks; or print one table's rows (--table)."""
+    if table is not None:
+        from .integrations.cli import print_table
+
+        print_table(env_id, table, task, after_solution, limit, as_json)
+        return
+    if task is not None or after_solution:
+        raise typer.BadParameter("--task and --after-solution go with --table")
     import agentworld_envs  # noqa: F401
     from .catalog import load_bundle
     from . import state
@@ -286,8 +298,11 @@ def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Optio
 from .cli_arena import register_arena_commands  # noqa: E402
 from .mcp_server import register_mcp_command  # noqa: E402  (typer-only import; the server loads lazily)
 
+from .integrations.cli import register_integration_commands  # noqa: E402  (frameworks load lazily)
+
 register_mcp_command(app)
 register_arena_commands(app)
+register_integration_commands(app)
 
 
 tasks_app = typer.Typer(help="Verified task synthesis.", no_args_is_help=True)
