@@ -193,5 +193,22 @@ def test_every_plugin_string_resolves():
                     try:
                         resolve(node.value.strip())
                     except ImportError as exc:
-                        bad.append(f"{mod}: {exc}")
+                        if not _defined_behind_missing_extra(node.value.strip(), exc, mods):
+                            bad.append(f"{mod}: {exc}")
     assert not bad, bad
+
+
+def _defined_behind_missing_extra(target: str, exc: ImportError, mods: dict[str, Path]) -> bool:
+    """A plug-in whose module needs an optional extra that is not installed here (e.g. skyrl_gym):
+    it still must name a module of the project that defines the attribute at top level."""
+    cause = exc.__cause__ or exc.__context__ or exc
+    missing = getattr(cause, "name", None) or ""
+    if not missing or missing.split(".")[0] in PACKAGES:
+        return False
+    module, _, attr = target.partition(":")
+    if module not in mods:
+        return False
+    tree = ast.parse(mods[module].read_text(encoding="utf-8"))
+    names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+    return attr.split(".")[0] in names
