@@ -73,6 +73,7 @@ class Generator:
     def __init__(self, model: EnvModel, runner: Runner, rng: random.Random):
         self.m, self.r, self.rng = model, runner, rng
         self.conn = runner.initial
+        self._reason: str | None = None
 
     # ------------------------------------------------------------------ helpers
     def run(self, name: str, /, **arguments: Any) -> Any:
@@ -112,7 +113,10 @@ class Generator:
         return call(tool, **{param: row[t.label]})
 
     def reason(self) -> str:
-        return self.rng.choice(REASONS)
+        # One reason per task: the instruction states it once, so every write of the task must use it.
+        if self._reason is None:
+            self._reason = self.rng.choice(REASONS)
+        return self._reason
 
     def transition_args(self, tool: dict[str, Any], rid: int) -> dict[str, Any]:
         impl = tool["impl"]

@@ -15,6 +15,7 @@ from typing import Any
 
 from .. import state, statediff
 from ..actions import ToolCall
+from ..answers import Observed
 from ..episode import DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter
 from ..tools import Tool, compile_tool, invoke
 from ..trajectories import value_pool
@@ -27,6 +28,7 @@ class Outcome:
     score: float
     submitted: bool
     answer: Any = None
+    submission: Any = None                              # the Submission, when submitted
     results: list[Any] = field(default_factory=list)   # per tool call: result dict or {"error": code}
     changed: list[str] = field(default_factory=list)
     state_hash: str = ""
@@ -73,15 +75,16 @@ class Runner:
         """Run one call on the live connection (inside the caller's savepoint); raises ToolError."""
         return invoke(self.conn, self.compiled[name], arguments, self.now)
 
-    def context(self) -> VerifierContext:
+    def context(self, observed: list[Any] | None = None) -> VerifierContext:
         return VerifierContext(final=self.conn, initial=self.initial, initial_table_hashes=self.initial_table_hashes,
-                               memo=self.memo)
+                               memo=self.memo, observed=None if observed is None else Observed(observed), spec=self.spec)
 
     # -------------------------------------------------------------- scoring
-    def score(self, task: dict[str, Any], answer: Any, *, full: bool = False) -> tuple[float, list[dict[str, Any]]]:
-        """The verifier's score on the live connection. Unless ``full``, stops at the first failing check
-        (same score, less work)."""
-        return run_checks(task, answer, self.context(), first_failure=not full)
+    def score(self, task: dict[str, Any], answer: Any, *, full: bool = False,
+              observed: list[Any] | None = None) -> tuple[float, list[dict[str, Any]]]:
+        """The verifier's score on the live connection (``observed``: the episode's successful tool
+        results). Unless ``full``, stops at the first failing check (same score, less work)."""
+        return run_checks(task, answer, self.context(observed), first_failure=not full)
 
     # -------------------------------------------------------------- trajectories
     def run(self, task: dict[str, Any] | None, steps: list[Any], *, keep: bool = False, hash_state: bool = False,
@@ -91,6 +94,7 @@ class Runner:
         The connection is rewound afterwards unless ``keep`` (then call :meth:`rewind`)."""
         self.conn.execute("SAVEPOINT episode")
         out = Outcome(0.0, False)
+        seen: list[Any] = []
         try:
             for turn, step in enumerate(steps, start=1):
                 if isinstance(step, dict) and "name" in step and "arguments" in step and "role" not in step:
@@ -98,10 +102,11 @@ class Runner:
                 else:
                     act = self.interpreter.act(self.conn, step)
                 out.results += [c.result if not c.error else {"error": c.error, "message": c.message} for c in act.calls]
+                seen += [c.result for c in act.calls if not c.error]
                 if act.submitted:
-                    out.submitted, out.answer = True, act.answer
+                    out.submitted, out.answer, out.submission = True, act.answer, act.submission
                     if task is not None:
-                        out.score, out.checks = self.score(task, out.answer)
+                        out.score, out.checks = self.score(task, act.submission, observed=seen)
                     break
                 if turn >= self.max_turns:
                     break
