@@ -82,6 +82,12 @@ _NUMBER = re.compile(r"(?<![\w#/.\-])(?:(" + _CURRENCY + r")\s?)?(-(?=[\d$€£�
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _CODE = re.compile(r"#\w+|(?<![\w.])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[^\W_](?:[\w-]*[^\W_])?(?![\w])"
                    r"|(?<![\w.])\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?!\d)|(?<![\w.,])\d{9,}(?![\w.,]\d)")
+_FUNCTION_WORDS = frozenset("i it is a an the in on at to of and or no not off out up by for as be so do if me my we us "
+                            "our you your he she his her they them their this that all any".split())
+_CURRENCIES = frozenset("usd eur gbp jpy cad aud chf cny inr mxn brl sek nok dkk nzd sgd hkd zar krw pln czk huf "
+                        "try ils aed sar".split())
+_BARE_FILLER = frozenset("it its s is was are were be been the a an and or also now currently still already status state "
+                         "type category value kind level answer".split())
 _UNIT_CODE = re.compile(r"\d+-?(?:st|nd|rd|th|[a-z]{1,2}|days?|hours?|weeks?|months?|years?|minutes?|persons?|people|"
                         r"packs?|pieces?|items?|seats?|nights?)")
 _UNITS = {"usd", "eur", "gbp", "dollar", "dollars", "euro", "euros", "pound", "pounds", "percent", "pct", "ml", "l",
@@ -538,6 +544,14 @@ class _Text:
             return True
         return bool(_POST_NEGATION.match(self.t[end:min(s1, end + 40)]))
 
+    def bare(self, start: int, end: int, others: list[tuple[int, int]]) -> bool:
+        """Is the word at ``start:end`` asserted on its own: alone in its clause but for fillers ("it is",
+        "status:", "and") and other values ("magazine and inactive")?"""
+        c0, c1 = self.clause(start)
+        rest = [(t, a) for t, a, b in self.tok if c0 <= a < min(c1, len(self.t)) and not start <= a < end
+                and not any(s <= a < e for s, e in others)]
+        return all(t in _BARE_FILLER for t, _ in rest)
+
     def scope_negated(self, start: int) -> bool:
         c0, _ = self.clause(start)
         return bool(_SCOPE_NEGATION.search(self.t[c0:start]))
@@ -719,19 +733,23 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                 extras.append(shown)
                 spans_seen.append((a, b))
                 break
-    bare_words = dict(cands.vocab_keys)
+    # Category words (the env's enum values) and single words the results held, when asserted on their own
+    # ("magazine, inactive", "It is inactive."): a category of another column asserted beside the answer
+    # hedges across fields, so it competes; another single word counts as a further value.
+    bare_words = {k: (v, True) for k, v in cands.vocab_keys.items()}
     if observed is not None:
         for key, shown in observed.words().items():
-            bare_words.setdefault(key, shown)
-    for key, shown in bare_words.items():
-        if key in exp_keys or mentioned_key(key) or key in cands.keys():
+            bare_words.setdefault(key, (shown, False))
+    taken = covered + spans_seen
+    for key, (shown, category) in bare_words.items():
+        if key in exp_keys or mentioned_key(key) or key in cands.keys() or key in _CURRENCIES or key in _UNITS \
+                or key in _FUNCTION_WORDS:
             continue
         for a, b in table.get(key, ()):
-            if _overlaps(covered, a, b) or _overlaps(spans_seen, a, b) or negated(a, b):
+            if _overlaps(taken, a, b) or negated(a, b):
                 continue
-            c0, c1 = text.clause(a)
-            if text.t[c0:min(c1, len(text.t))].strip(" .,;:-*'\"\n\t()") == text.t[a:b]:   # listed bare
-                extras.append(shown)
+            if text.bare(a, b, taken):
+                (competing if category else extras).append(shown)
                 spans_seen.append((a, b))
                 break
     hedged = [text.t[a:b] for a, b in stated if text.hedged(a, b, spans_seen + [s for s in stated if s != (a, b)])]

@@ -132,17 +132,20 @@ def past(verb: str) -> str:
 class Case:
     """One task: its reference, the values its reference saw, and the submit arguments to vary."""
 
-    def __init__(self, env, task_id: str, obs: str, info: dict[str, Any]):
+    def __init__(self, env, task_id: str, obs: str, info: dict[str, Any], legacy: bool = False):
         self.env, self.task_id, self.obs, self.info = env, task_id, obs, info
         actions = env.unwrapped.solution_actions()
         self.body = actions[:-1]
         name, self.args = parse_call(actions[-1])
         assert name == "submit"
+        if legacy and "outcome" in self.args:   # the old contract: one free-text answer, no outcome
+            text = self.args.get("message") if self.args.get("outcome") != "done" else self.args.get("answer")
+            self.args = {} if text is None else {"answer": text}
         self.answer: str = self.args.get("answer") or ""
         self.message: str = self.args.get("message") or ""
         self.outcome = self.args.get("outcome")
-        self.has_outcome = any(t["function"]["name"] == "submit" and "outcome" in
-                               t["function"]["parameters"].get("properties", {}) for t in info["tools"])
+        self.has_outcome = not legacy and any(t["function"]["name"] == "submit" and "outcome" in
+                                              t["function"]["parameters"].get("properties", {}) for t in info["tools"])
         self.instruction: str = info["instruction"]
         self.refusal = self.outcome in ("refused", "partial") or (self.outcome is None and bool(info.get("needs_policy"))
                                                                   and bool(self.answer))
@@ -454,6 +457,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-tasks", type=int, default=0, help="tasks per env (0: all)")
     ap.add_argument("--json", default=None, help="write per-kind counts and failing examples here")
+    ap.add_argument("--legacy", action="store_true",
+                    help="submit the old way: one free-text answer and no outcome (the last round's probes)")
     args = ap.parse_args()
     rng = random.Random(args.seed)
     stats: dict[str, dict[str, list[int]]] = {"hack": defaultdict(lambda: [0, 0]), "fair": defaultdict(lambda: [0, 0])}
@@ -465,7 +470,7 @@ def main() -> int:
         ids = base.task_ids[: args.max_tasks] if args.max_tasks else base.task_ids
         for tid in ids:
             obs, info = env.reset(options={"task_id": tid})
-            c = Case(env, tid, obs, info)
+            c = Case(env, tid, obs, info, legacy=args.legacy)
             if play(env, tid, c.with_body(c.submit())) < 1.0:
                 ref_fail += 1
                 examples["reference_fails"].append({"env": env_id, "task": tid})
@@ -476,7 +481,7 @@ def main() -> int:
                     bad = r >= 1.0 if group == "hack" else r < 1.0
                     stats[group][kind][0] += 1
                     stats[group][kind][1] += r >= 1.0
-                    if bad and len(examples[f"{group}:{kind}"]) < 6:
+                    if bad and len(examples[f"{group}:{kind}"]) < 60:
                         examples[f"{group}:{kind}"].append({"env": env_id, "task": tid, "submit": actions[-1][11:-12][:400]})
         env.close()
     ok = ref_fail == 0

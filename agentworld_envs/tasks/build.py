@@ -15,6 +15,7 @@ from ..spec import canonical_json
 from .generate import BYES, HELLOS, NOISE, Generator, Part, Skip, fmt_value
 from .model import EnvModel
 from .gate import gate
+from .probes import add_counts
 from .runner import Runner
 from .seal import seal
 
@@ -191,6 +192,7 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
     model = EnvModel(spec)
     rng = random.Random(seed)
     rejected: Counter[str] = Counter()
+    probe_counts: dict[str, dict[str, int]] = {}   # per probe kind, over the kept tasks
     kept: list[dict[str, Any]] = []
     seen: set[str] = set()
     fams = list(families or FAMILIES)
@@ -225,7 +227,8 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
             continue
         try:
             task = seal(runner, task)
-            why = gate(runner, task)
+            ran: dict[str, dict[str, int]] = {}
+            why = gate(runner, task, probe_counts=ran)
         except Exception as exc:  # noqa: BLE001 - a broken candidate is a rejection, not a crash
             why = "generation_error"
             task.setdefault("knobs", {})["error"] = f"{type(exc).__name__}: {exc}"[:200]
@@ -234,10 +237,11 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
             continue
         seen.add(sig)
         kept.append(task)
+        add_counts(probe_counts, ran)
     if own:
         runner.close()
     # Every kept task passed the gate, whose probes include every hack and fairness probe.
-    report = {"kept": len(kept), "hack_fail": len(kept), "paraphrase_pass": len(kept),
+    report = {"kept": len(kept), "hack_fail": len(kept), "paraphrase_pass": len(kept), "probes": probe_counts,
               "rejected": dict(sorted(rejected.items())), "attempts": attempt + 1,
               "seconds": round(time.perf_counter() - t0, 3)}
     return kept, report

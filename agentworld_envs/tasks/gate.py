@@ -8,7 +8,7 @@ from typing import Any
 from ..actions import format_call
 from ..trajectories import NOOP, near_misses, random_actions
 from .contract import given_text_mismatch, public_reasons
-from .probes import attack
+from .probes import add_counts, attack
 from .runner import Runner
 
 GATE_REASONS = ("reference_fails", "inconsistent_replay", "noop_passes", "random_passes", "no_failing_near_miss",
@@ -16,7 +16,8 @@ GATE_REASONS = ("reference_fails", "inconsistent_replay", "noop_passes", "random
                 "generation_error")
 
 
-def gate(runner: Runner, task: dict[str, Any], *, seed: int = 0) -> str | None:
+def gate(runner: Runner, task: dict[str, Any], *, seed: int = 0,
+         probe_counts: dict[str, dict[str, int]] | None = None) -> str | None:
     """The self-verification gate: ``None`` if the task is kept, else the rejection reason.
 
     The reference must write every text the instruction gives exactly as given on every write, a
@@ -25,7 +26,8 @@ def gate(runner: Runner, task: dict[str, Any], *, seed: int = 0) -> str | None:
     and answer), submitting at once must score 0, random trajectories (the exact ones
     ``agentworld validate`` plays) must score 0, some near-miss must score below 1.0, every hack
     probe must score 0 and every fairness probe 1.0 (:mod:`~agentworld_envs.tasks.probes`;
-    the reason is then ``hack:<probe>`` or ``unfair:<probe>``)."""
+    the reason is then ``hack:<probe>`` or ``unfair:<probe>``). ``probe_counts``: per-kind counts of the
+    probes run are added to it."""
     sol = task["solution"]
     if len(sol) > runner.max_turns:
         return "too_long"
@@ -49,6 +51,8 @@ def gate(runner: Runner, task: dict[str, Any], *, seed: int = 0) -> str | None:
                for variant in near_misses(sol)):
         return "no_failing_near_miss"
     report = attack(runner, task, seed=seed)
+    if probe_counts is not None:
+        add_counts(probe_counts, report.counts())
     if report.hacks_passed:
         return f"hack:{report.hacks_passed[0]}"
     if report.fair_failed:

@@ -81,6 +81,28 @@ class ProbeReport:
         """Every fairness probe was accepted."""
         return not self.fair_failed
 
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Per probe kind (``hack:<kind>``, ``fair:<kind>``): trajectories run and the ones that failed."""
+        out: dict[str, dict[str, int]] = {}
+        for name in self.ran:
+            group = "hack" if name in HACKS else "fair"
+            row = out.setdefault(f"{group}:{name}", {"ran": 0, "failed": 0})
+            row["ran"] += 1
+        for name in self.hacks_passed:
+            out[f"hack:{name}"]["failed"] += 1
+        for name in self.fair_failed:
+            out[f"fair:{name}"]["failed"] += 1
+        return out
+
+
+def add_counts(total: dict[str, dict[str, int]], more: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """``total`` with ``more``'s per-kind counts added (in place; also returned)."""
+    for kind, row in more.items():
+        t = total.setdefault(kind, {"ran": 0, "failed": 0})
+        t["ran"] += row.get("ran", 0)
+        t["failed"] += row.get("failed", 0)
+    return total
+
 
 def _submit(args: dict[str, Any] | str | None) -> dict[str, Any]:
     if isinstance(args, dict):

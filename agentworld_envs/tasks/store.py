@@ -83,7 +83,7 @@ def task_summary(name: str) -> dict[str, Any]:
             spec, _ = cached_spec(entry["name"])
             tasks, report = cached_tasks(spec, state.golden_bytes(spec), entry["split"])
         else:   # hand-built tasks are not gated at build time: probe them here
-            from .probes import attack
+            from .probes import add_counts, attack
             from .runner import Runner
 
             bundle = catalog.load_bundle(entry["name"])
@@ -93,8 +93,11 @@ def task_summary(name: str) -> dict[str, Any]:
                 reports = [attack(runner, t, stop_early=False) for t in tasks]
             finally:
                 runner.close()
+            counts: dict[str, dict[str, int]] = {}
+            for r in reports:
+                add_counts(counts, r.counts())
             report = {"rejected": {}, "seconds": 0.0, "hack_fail": sum(r.hack_fail for r in reports),
-                      "paraphrase_pass": sum(r.paraphrase_pass for r in reports)}
+                      "paraphrase_pass": sum(r.paraphrase_pass for r in reports), "probes": counts}
     except Exception as exc:  # noqa: BLE001 - a summary must not break the build of other envs
         return {"tasks": 0, "tasks_graph": 0, "tasks_programmatic": 0, "task_difficulties": [],
                 "tasks_rejected": {"error": 1}, "task_error": f"{type(exc).__name__}: {exc}"[:300]}
@@ -104,7 +107,8 @@ def task_summary(name: str) -> dict[str, Any]:
             "task_shapes": dict(shapes),
             "task_difficulties": [t.get("difficulty") for t in tasks if t.get("difficulty") is not None],
             "tasks_rejected": report.get("rejected", {}), "task_seconds": report.get("seconds", 0.0),
-            "tasks_hack_fail": report.get("hack_fail", 0), "tasks_paraphrase_pass": report.get("paraphrase_pass", 0)}
+            "tasks_hack_fail": report.get("hack_fail", 0), "tasks_paraphrase_pass": report.get("paraphrase_pass", 0),
+            "task_probes": report.get("probes", {})}
 
 
 #: Shapes whose difficulty is reasoning about rules and state (``tasks/shapes.py``).
@@ -136,6 +140,11 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             kinds.add("graph")
         if s.get("tasks_programmatic"):
             kinds.add("programmatic")
+    from .probes import add_counts
+
+    probes: dict[str, dict[str, int]] = {}
+    for s in ok:
+        add_counts(probes, s.get("task_probes", {}))
     order = sorted(hist, key=lambda k: int(k.split("-")[0].rstrip("+")))
     secs = [s.get("task_seconds", 0.0) for s in ok if s.get("task_seconds")]
     return {
@@ -143,6 +152,8 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "tasks_min_per_env": min(counts) if counts else 0,
         "tasks_hack_fail": sum(s.get("tasks_hack_fail", 0) for s in ok),
         "tasks_paraphrase_pass": sum(s.get("tasks_paraphrase_pass", 0) for s in ok),
+        # every hack and fairness probe kind: trajectories run over the kept tasks, and failures (0 when gated)
+        "task_probes": dict(sorted(probes.items())),
         "tasks_graph": sum(s.get("tasks_graph", 0) for s in ok),
         "tasks_programmatic": sum(s.get("tasks_programmatic", 0) for s in ok),
         "difficulty_histogram": {k: hist[k] for k in order},
