@@ -442,6 +442,11 @@ class Candidates:
 
     def __post_init__(self) -> None:
         self.mentions = _Mentions(self.instruction, self.allowed)
+        said = _Mentions(self.instruction)
+        #: Words the rule allows (a status it permits), which an explanation may name but not assert
+        #: beside the answer ("processing, pending").
+        self.allowed_words = {value_key(a): as_text(a) for a in self.allowed
+                              if value_key(a) and as_number(a) is None and not said.has_key(value_key(a))}
         for v in self.values:
             tokens = words(as_text(v))
             key = "".join(tokens)
@@ -737,13 +742,15 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     # ("magazine, inactive", "It is inactive."): a category of another column asserted beside the answer
     # hedges across fields, so it competes; another single word counts as a further value.
     bare_words = {k: (v, True) for k, v in cands.vocab_keys.items()}
+    for k, v in cands.allowed_words.items():
+        bare_words[k] = (v, True)
     if observed is not None:
         for key, shown in observed.words().items():
             bare_words.setdefault(key, (shown, False))
     taken = covered + spans_seen
     for key, (shown, category) in bare_words.items():
-        if key in exp_keys or mentioned_key(key) or key in cands.keys() or key in _CURRENCIES or key in _UNITS \
-                or key in _FUNCTION_WORDS:
+        if key in exp_keys or (mentioned_key(key) and key not in cands.allowed_words) or key in cands.keys() \
+                or key in _CURRENCIES or key in _UNITS or key in _FUNCTION_WORDS:
             continue
         for a, b in table.get(key, ()):
             if _overlaps(taken, a, b) or negated(a, b):
