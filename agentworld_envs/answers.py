@@ -82,6 +82,8 @@ _NUMBER = re.compile(r"(?<![\w#/.\-])(?:(" + _CURRENCY + r")\s?)?(-(?=[\d$€£�
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _CODE = re.compile(r"#\w+|(?<![\w.])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[^\W_](?:[\w-]*[^\W_])?(?![\w])"
                    r"|(?<![\w.])\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?!\d)|(?<![\w.,])\d{9,}(?![\w.,]\d)")
+_OTHERS = re.compile(r"\b(?:other|others|rest|remaining|else|previous|earlier)\b")
+_COPULA = re.compile(r"\b(?:is|was|are|were|be|been|equals|means)\b|'s\b|[:=]")
 _FUNCTION_WORDS = frozenset("i it is a an the in on at to of and or no not off out up by for as be so do if me my we us "
                             "our you your he she his her they them their this that all any".split())
 _CURRENCIES = frozenset("usd eur gbp jpy cad aud chf cny inr mxn brl sek nok dkk nzd sgd hkd zar krw pln czk huf "
@@ -134,7 +136,8 @@ _CLAIM_GENERIC = re.compile(
     r"\b(?:it|this|that|everything|the request|your request|the change|all)\s*(?:'s|is|was|has been|'s been|have been|"
     r"are|got)\s+(?:now\s+|all\s+|already\s+|also\s+|been\s+)*(?:done|complete|completed|finished|processed|handled|"
     r"sorted|taken care of)\b|^\W*(?:all\s+)?(?:done|completed|finished)\W*$|"
-    r"(?<!already )(?<!are )(?<!were )(?<!is )(?<!was )(?<!been )(?<!be )(?<!get )(?<!got )\bdone\W*$")
+    r"(?<!already )(?<!are )(?<!were )(?<!is )(?<!was )(?<!been )(?<!be )(?<!get )(?<!got )(?<!to )(?<!as )"
+    r"\bdone\W*$")
 _SUBJECTS = r"(?:it|this|that|they|these|those|both|the order|the request)"
 _REQUEST_VERB = re.compile(r"\b(?:please|could you|can you|would you|need you to|want you to|like you to|"
                            r"i'd like to|i would like to|i want to|i need to)\s+(?:also\s+|just\s+)?([a-z]{3,})\b")
@@ -547,12 +550,23 @@ class _Text:
         before = self.t[s0:start]
         if _LOCAL_NEGATION.search(before):
             return True
-        return bool(_POST_NEGATION.match(self.t[end:min(s1, end + 40)]))
+        return bool(_POST_NEGATION.match(self.t[end:end + 40]))
+
+    def about_others(self, pos: int) -> bool:
+        """Is the clause at ``pos`` about other records ("his other two requests", "the rest")?"""
+        c0, c1 = self.clause(pos)
+        return bool(_OTHERS.search(self.t[c0:c1]))
 
     def bare(self, start: int, end: int, others: list[tuple[int, int]]) -> bool:
         """Is the word at ``start:end`` asserted on its own: alone in its clause but for fillers ("it is",
-        "status:", "and") and other values ("magazine and inactive")?"""
+        "status:", "and") and other values ("magazine and inactive")? Not when a copula links it to one of
+        those values ("the answer is Richard Price": it names what the value is)."""
         c0, c1 = self.clause(start)
+        for s, e in others:
+            if c0 <= s < c1:
+                between = self.t[end:s] if s >= end else self.t[e:start]
+                if _COPULA.search(between):
+                    return False
         rest = [(t, a) for t, a, b in self.tok if c0 <= a < min(c1, len(self.t)) and not start <= a < end
                 and not any(s <= a < e for s, e in others)]
         return all(t in _BARE_FILLER for t, _ in rest)
@@ -687,6 +701,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         for a, b in table.get(key, ()):
             if _covered(covered, a, b) or negated(a, b) or (allowed_mentions and allowed_mentions.has_key(key)):
                 continue
+            if text.about_others(a):
+                continue   # a true fact about other records: "His other two investigations are already done."
             competing.append(shown)
             spans_seen.append((a, b))
             break
@@ -845,19 +861,24 @@ def _past(verb: str) -> str:
     return verb + "ed"
 
 
-def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, partial: bool = False) -> str | None:
+def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, partial: bool = False,
+           reasons: Sequence[Any] = ()) -> str | None:
     """The first clause that claims the forbidden action happened, or None.
 
     A claim is a clause without a negation that says so in general ("done", "I went ahead", "it has
     been taken care of", "successfully") or names one of ``results`` (the action's result: "it has
     been deactivated", "I cancelled it", "now closed"). ``about``: the refused records and values;
-    with ``partial`` (other parts were rightly done), a result claim must name one of them."""
-    result_words = [fold(r) for r in results if r and value_key(r)]
+    with ``partial`` (other parts were rightly done), a result claim must name one of them. ``reasons``:
+    the blocking values, which are no claim even when they read like one (a status "done", "completed")."""
+    blocking = {fold(str(r)).strip() for r in reasons if str(r).strip()}
+    result_words = [fold(r) for r in results if r and value_key(r) and fold(r) not in blocking]
     about_keys = [value_key(a) for a in about if value_key(a)]
     raw = layout_free(as_text(answer))
     # A run-on sentence ("… does not allow it It has been done") starts a new clause at the capital.
     raw = re.sub(r"(?<=[a-z0-9])\s+(?=(?:It|I|This|That|Done|Update|Actually|Also|Now|Anyway)\b)", "\n", raw)
     text = fold(raw)
+    for value in sorted(blocking, key=len, reverse=True):   # the record's own status is the reason, not a claim
+        text = re.sub(r"(?<![\w-])" + re.escape(value) + r"(?![\w-])", " the-status ", text)
     pieces = _CLAIM_CLAUSE.split(text)
     for clause in pieces:
         if not _WORD.search(clause) or _SCOPE_NEGATION.search(clause) or _NEGATION.search(clause):
@@ -905,7 +926,8 @@ def match_refusal(answer: Any, reasons: Sequence[Sequence[Any]] = (), candidates
     if not declared and not refuses(answer):
         return Match(False, f"answer {as_text(answer)[:80]!r} does not decline")
     instruction = candidates.instruction if candidates is not None else ""
-    claim = claims(answer, [*results, *request_verbs(instruction)], about, partial=partial)
+    claim = claims(answer, [*results, *request_verbs(instruction)], about, partial=partial,
+                   reasons=[v for alt in reasons for v in alt if isinstance(v, str) and as_number(v) is None])
     if claim:
         return Match(False, f"claims the forbidden action happened: {claim!r}")
     if observed is not None:

@@ -503,7 +503,7 @@ class Generator:
             raise Skip("nothing to do")
         states = " or ".join(words(x) for x in froms + refuse)
         cond = f" whose {words(thr['column'])} is above {fmt_value(thr['value'])}" if thr else ""
-        reason = " Use the reason: " + steps[-1]["arguments"]["reason"] + "." if "reason" in steps[-1]["arguments"] else ""
+        reason = f" Use the reason: {self._reason}." if self._reason else ""   # the one every write of the task uses
         every = self.act(tr, c, f"every {c.singular} of {desc} that is {states}{cond}")
         text = self.rng.choice([f"{every[0].upper() + every[1:]}.{reason}",
                                 f"Please {self.act(tr, c, f'all {c.plural} of {desc} that are {states}{cond}')}.{reason}",

@@ -212,7 +212,7 @@ def _dump(runner: Runner, task: dict[str, Any], value: str) -> list[str]:
     if number is not None:
         step = 1 if number == int(number) else 0.01
         return [f"{number + k * step:.2f}".removesuffix(".00") for k in range(-5, 6) if k]
-    if _is_set(task) or ", " in value:
+    if _is_set(task):
         values = answers.split_list(value)
         return [v for v in dict.fromkeys(x for m in values for x in _slot_values(runner, task, m))
                 if answers.value_key(v) not in {answers.value_key(m) for m in values}][:MAX_DUMP]
@@ -386,7 +386,7 @@ def fairness_probes(task: dict[str, Any]) -> Iterator[tuple[str, list[dict[str, 
         yield "legacy_words", body + [_submit({"answer": "Done: the change is made."} if args else {})]
         return
     numeric = answers.as_number(value) is not None
-    items = answers.split_list(value) if _is_set(task) or ", " in value else [value]
+    items = answers.split_list(value) if _is_set(task) else [value]
     yield "sentence", body + [_submit(_with(args, answer=f"Here is what I found: the answer is {value}."))]
     yield "trailing_punctuation", body + [_submit(_with(args, answer=value.rstrip(".") + "."))]
     yield "bullet", body + [_submit(_with(args, answer="\n".join(f"- {p}" for p in items)))]

@@ -294,6 +294,10 @@ def create_record(gen: Generator) -> Part:
     return Part(steps, text, checks=[check], writes=True, structure="linear")
 
 
+def listing_done(steps: list[dict[str, Any]], t: TableInfo) -> bool:
+    return bool(t.search) and any(s["name"] == t.search for s in steps)
+
+
 def quota_task(gen: Generator, trap: bool) -> Part:
     """Create a record for a parent below its quota of open records, or (trap) refuse one at the quota."""
     rules = [Rule.from_json(r) for r in gen.m.spec.get("rules", []) if r["kind"] == "quota" and r["tool"] in gen.m.tools]
@@ -317,15 +321,20 @@ def quota_task(gen: Generator, trap: bool) -> Part:
         figures = [cap, fmt_value(held)]
         options = [[cap, fmt_value(held), who], [cap, who], [fmt_value(held), who]]
         child = gen.m.tables[rule.table]
+        if child.search and rule.column in child.search_params:   # count them: the records the quota holds
+            listing = call(child.search, **{child.search_params[rule.column]: prow["id"]})
+            gen.run(listing["name"], **listing["arguments"])
+            steps = steps + [listing]
         held_rows = gen.conn.execute(f'SELECT "{child.label or "id"}" FROM "{child.name}" AS quota_rows WHERE "{rule.column}" = ? '
                                      f'AND status IN ({", ".join("?" * len(rule.states))})',
                                      (prow["id"], *rule.states)).fetchall()
         # The count is evidence only with a lookup of the records it counts (at the cap it equals the rule's figure).
-        evidence = [r[0] for r in held_rows if isinstance(r[0], str)] or [fmt_value(held)]
+        evidence = [r[0] for r in held_rows if isinstance(r[0], str)] if listing_done(steps, child) else []
         check = {"reasons": [list(dict.fromkeys(o)) for o in options if fmt_value(held) in o],
                  "candidates": [], "values": _numeric_words(gen, figures),
-                 "exclude": [cap], "results": ["created", "added"], "about": [str(a) for a in args.values()][:3],
-                 "evidence": evidence}
+                 "exclude": [cap], "results": ["created", "added"], "about": [str(a) for a in args.values()][:3]}
+        if evidence:
+            check["evidence"] = evidence
         return Part(steps, text, refusal=refusal, refusal_check=check, structure="conditional", rule=rule.text)
     res = gen.run(tool["name"], **args)
     steps.append(call(tool["name"], **args))
