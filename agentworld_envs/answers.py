@@ -81,7 +81,7 @@ _NUMBER = re.compile(r"(?<![\w#/.\-])(?:(" + _CURRENCY + r")\s?)?(-(?=[\d$€£�
 # long digit string (phone and tracking numbers).
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
 _CODE = re.compile(r"#\w+|(?<![\w.])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[^\W_](?:[\w-]*[^\W_])?(?![\w])"
-                   r"|(?<![\w.])\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?!\d)|(?<![\w.,])\d{9,}(?![\w.,]\d)")
+                   r"|(?<![\w.])\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?!\d)|(?<![\w.,])\d{9,}(?![\d\w])(?![.,]\d)")
 _OTHERS = re.compile(r"\b(?:other|others|rest|remaining|else|previous|earlier)\b")
 _COPULA = re.compile(r"\b(?:is|was|are|were|be|been|equals|means)\b|'s\b|[:=]")
 _FUNCTION_WORDS = frozenset("i it is a an the in on at to of and or no not off out up by for as be so do if me my we us "
@@ -640,6 +640,9 @@ class _Expected:
             if key:
                 out += table.get(key, [])
         out += [(c.start, c.end) for c in text.codes if c.key == self.key and self.key]
+        if not self.key and self.shown.strip():   # a value of symbols only ("$$$$")
+            raw = fold(self.shown.strip())
+            out += [(m.start(), m.end()) for m in re.finditer(re.escape(raw), text.t)]
         return sorted(set(out))
 
 

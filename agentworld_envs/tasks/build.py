@@ -20,7 +20,7 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "8"   # 8: the submit contract (outcome, evidence, composed text), one reason per task
+GEN_VERSION = "9"   # 9: the submit contract (outcome, evidence, composed text), one reason per task
 TARGET = 12
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
