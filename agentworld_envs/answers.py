@@ -562,11 +562,9 @@ class _Text:
         "status:", "and") and other values ("magazine and inactive")? Not when a copula links it to one of
         those values ("the answer is Richard Price": it names what the value is)."""
         c0, c1 = self.clause(start)
-        for s, e in others:
-            if c0 <= s < c1:
-                between = self.t[end:s] if s >= end else self.t[e:start]
-                if _COPULA.search(between):
-                    return False
+        for s, _ in others:
+            if c0 <= s < c1 and s >= end and _COPULA.search(self.t[end:s]):
+                return False   # "<word> is <value>": the word says what the value is
         rest = [(t, a) for t, a, b in self.tok if c0 <= a < min(c1, len(self.t)) and not start <= a < end
                 and not any(s <= a < e for s, e in others)]
         return all(t in _BARE_FILLER for t, _ in rest)
