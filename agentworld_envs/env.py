@@ -13,6 +13,7 @@ import gymnasium as gym
 
 from . import state
 from .actions import format_call
+from .answers import Observed
 from .catalog import EnvBundle, load_bundle
 from .episode import ANSWER_CONTRACT, DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter, dumps, error_obj
 from .errors import UnknownTaskError
@@ -150,6 +151,8 @@ class AgentWorldEnv(gym.Env[str, str]):
         self.turn = 0
         self.done = True
         self.transcript: list[str] = []
+        #: This episode's successful tool results: a refusal's reason must be one a lookup returned.
+        self._observed: list[Any] = []
         # Re-entrant: step() calls verify() on submit while holding it.
         self._lock = threading.RLock()
 
@@ -175,6 +178,7 @@ class AgentWorldEnv(gym.Env[str, str]):
             self._limit_tools(index)
         self._restore_golden_state()
         self.turn, self.done = 0, False
+        self._observed = []
         obs = f"# Task\n{self.task['instruction']}"
         if self.show_policy:
             obs = f"# Policy\n{self._policy}\n{ANSWER_CONTRACT}\n\n{obs}"
@@ -198,12 +202,13 @@ class AgentWorldEnv(gym.Env[str, str]):
                 "tool_name": None, "error": "episode_over", "calls": [], "turn": self.turn}
         self.turn += 1
         out = self._interpreter.act(self._conn or self.conn, action)
+        self._observed += [c.result for c in out.calls if not c.error]
         reward, terminated = 0.0, out.submitted
         info: dict[str, Any] = {"tool_name": out.tool_name, "error": out.error,
                                 "calls": [{"tool_name": c.name, "error": c.error} for c in out.calls]}
         submit_result = None
         if out.submitted:
-            reward, checks = self.verify(out.answer)
+            reward, checks = self.verify(out.submission)
             submit_result = {"submitted": True, "score": reward, "success": reward >= 1.0}
             answer = out.answer
             info.update(success=reward >= 1.0, score=reward, checks=checks,
@@ -286,10 +291,15 @@ class AgentWorldEnv(gym.Env[str, str]):
 
     # ------------------------------------------------------------------ helpers for tests, exporters, trainers
     def verify(self, answer: Any) -> tuple[float, list[dict[str, Any]]]:
-        """Run the current task's verifier on the current state (does not end the episode)."""
+        """Run the current task's verifier on the current state (does not end the episode).
+
+        ``answer``: ``submit``'s arguments (``{"outcome", "answer", "message"}``), a
+        :class:`~agentworld_envs.submission.Submission`, or a bare answer text."""
         with self._lock:
-            ctx = VerifierContext(final=self.conn, initial=self.bundle.initial,
-                                  initial_table_hashes=self.bundle.initial_table_hashes, memo=self.bundle.verifier_memo)
+            bundle = self.bundle
+            ctx = VerifierContext(final=self.conn, initial=bundle.initial,
+                                  initial_table_hashes=bundle.initial_table_hashes, memo=bundle.verifier_memo,
+                                  observed=Observed(self._observed), spec=lambda: bundle.spec)
             return run_checks(self.task, answer, ctx)
 
     def solution_actions(self) -> list[str]:

@@ -15,29 +15,14 @@ from typing import Any
 
 from .actions import ActionError, ToolCall, parse_calls
 from .spaces import MAX_TEXT_LENGTH
+from .submission import ANSWER_CONTRACT, SUBMIT, SUBMIT_TOOL, Submission, parse_submission
 from .tools import Tool, ToolError, invoke
 
-SUBMIT = "submit"
+__all__ = ["ANSWER_CONTRACT", "DEFAULT_MAX_TURNS", "SUBMIT", "SUBMIT_TOOL", "ActOutcome", "CallOutcome", "Interpreter",
+           "dumps", "error_obj"]
+
 #: Actions per episode when neither the spec nor the caller sets ``max_turns``.
 DEFAULT_MAX_TURNS = 30
-#: The answer contract, stated to the agent in the submit tool (and so through gym, MCP and TRL).
-ANSWER_CONTRACT = (
-    "Answers: write them as you would to a person. An answer passes iff it contains every requested value "
-    "(numbers may carry units, currency and separators; lists may be joined by commas or 'and') and no "
-    "other candidate value, so naming several candidates when one is asked for fails. If the policy does "
-    "not allow a request (or part of it), change nothing for that part, say that you cannot do it and give "
-    "the specific reason (the blocking status, amount, date or rule); never claim it was done."
-)
-SUBMIT_TOOL = {
-    "type": "function",
-    "function": {
-        "name": SUBMIT,
-        "description": "Finish the task. Call this once, after all required changes are made. Put the final answer "
-                       "in `answer` when the task asks a question or cannot be (fully) done. " + ANSWER_CONTRACT,
-        "parameters": {"type": "object", "properties": {"answer": {"type": "string", "description": "Final answer or explanation."}},
-                       "additionalProperties": False},
-    },
-}
 
 
 try:  # a dependency; the json fallback below keeps an install without it working
@@ -115,6 +100,7 @@ class ActOutcome:
     calls: list[CallOutcome] = field(default_factory=list)
     submitted: bool = False
     answer: Any = None
+    submission: Submission | None = None
 
     @property
     def error(self) -> str | None:
@@ -158,12 +144,14 @@ class Interpreter:
         out = ActOutcome()
         for call in calls:
             if call.name == SUBMIT:
-                args = call.arguments
-                if not isinstance(args, dict) or set(args) - {"answer"}:
-                    out.calls.append(CallOutcome(SUBMIT, error="invalid_arguments",
-                                                 message="submit takes one optional argument: answer"))
+                # validated like any tool (a wrong type or unknown argument is invalid_arguments, and the
+                # episode goes on); see agentworld_envs.submission for the contract
+                try:
+                    sub = parse_submission(call.arguments)
+                except ToolError as exc:
+                    out.calls.append(CallOutcome(SUBMIT, error=exc.code, message=exc.message))
                 else:
-                    out.submitted, out.answer = True, args.get("answer")
+                    out.submitted, out.answer, out.submission = True, sub.answer, sub
                 break
             out.calls.append(self.call(conn, call.name, call.arguments))
         return out

@@ -186,9 +186,12 @@ def test_blanket_and_padded_refusals_fail_on_every_retail_trap(retail):
         assert play(retail, t["id"], [submit("Sorry, I cannot do that.")])[0] == 0.0
         assert play(retail, t["id"], [submit("I can't do that, it is " + ", ".join(enum))])[0] == 0.0
         assert play(retail, t["id"], [submit("Cancelled successfully! … I can't help with?")])[0] == 0.0
-        # the reference's refusal, written with a curly apostrophe, still passes
-        ref = t["solution"][-1]["arguments"]["answer"].replace("I cannot", "I can’t")
-        assert play(retail, t["id"], body(t) + [submit(ref)])[0] == 1.0, t["id"]
+        # the reference's refusal, written with a curly apostrophe, still passes, with the outcome declared
+        # and the old way (no outcome: the words decline)
+        args = t["solution"][-1]["arguments"]
+        words = args["message"].replace("I cannot", "I can’t")
+        assert play(retail, t["id"], body(t) + [format_call("submit", {**args, "message": words})])[0] == 1.0, t["id"]
+        assert play(retail, t["id"], body(t) + [submit(words)])[0] == 1.0, t["id"]
 
 
 def test_dumping_every_candidate_fails_on_argmax_tasks():
@@ -264,7 +267,9 @@ def test_fairness_probes_cover_numbers_and_lists():
             "solution": [{"name": "submit", "arguments": {"answer": "A1, B2, C3"}}]}
     probes = dict(fairness_probes(task))
     assert probes["list_and"][-1]["arguments"]["answer"] == "A1, B2 and C3"
-    assert set(HACKS) == {"blanket_refusal", "enum_refusal", "candidate_dump", "collateral_write", "unrelated_write"}
+    assert {"blanket_refusal", "enum_refusal", "candidate_dump", "collateral_write", "unrelated_write", "value_dump",
+            "hedge", "negation", "claim", "outcome_flip", "rule_refusal", "no_lookup_refusal", "given_text",
+            "composed_text", "non_string_answer"} == set(HACKS)
 
 
 def test_validate_reports_hack_and_paraphrase_counters():

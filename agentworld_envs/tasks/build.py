@@ -15,11 +15,12 @@ from ..spec import canonical_json
 from .generate import BYES, HELLOS, Generator, Part, Skip, fmt_value
 from .model import EnvModel
 from .gate import gate
+from .probes import add_counts
 from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "10"
+GEN_VERSION = "11"   # 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
 HARD_TARGET = 4
@@ -206,6 +207,7 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
     model = EnvModel(spec)
     rng = random.Random(seed)
     rejected: Counter[str] = Counter()
+    probe_counts: dict[str, dict[str, int]] = {}   # per probe kind, over the kept tasks
     kept: list[dict[str, Any]] = []
     seen: set[str] = set()
     skeletons: Counter[str] = Counter()
@@ -241,13 +243,15 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
             if task["knobs"]["tier"] == "hard" and not task["knobs"]["baselines_failed"]["greedy"]:
                 rejected["no_headroom"] += 1   # the first plausible record happens to be right: nothing to judge
                 return
-            why = gate(runner, task)
+            ran: dict[str, dict[str, int]] = {}
+            why = gate(runner, task, probe_counts=ran)
         except Exception as exc:  # noqa: BLE001 - a broken candidate is a rejection, not a crash
             why = "generation_error"
             task.setdefault("knobs", {})["error"] = f"{type(exc).__name__}: {exc}"[:200]
         if why:
             rejected[why] += 1
             return
+        add_counts(probe_counts, ran)
         seen.update((sig, start))
         skeletons[skel] += 1
         kept.append(task)
@@ -277,7 +281,7 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
         runner.close()
     kept.sort(key=lambda t: t["id"])
     # Every kept task passed the gate, whose probes include every hack and fairness probe.
-    report = {"kept": len(kept), "hack_fail": len(kept), "paraphrase_pass": len(kept),
+    report = {"kept": len(kept), "hack_fail": len(kept), "paraphrase_pass": len(kept), "probes": probe_counts,
               "rejected": dict(sorted(rejected.items())), "attempts": attempt + 1,
               "seconds": round(time.perf_counter() - t0, 3)}
     return kept, report

@@ -83,6 +83,7 @@ class Generator:
         #: Conditions the outcome hinges on that the request does not state (a blocking status, a rule's
         #: figure, a related record's field): counted for the difficulty, never said in the text.
         self.hidden = 0
+        self._reason: str | None = None
 
     # ------------------------------------------------------------------ helpers
     def run(self, name: str, /, **arguments: Any) -> Any:
@@ -134,7 +135,10 @@ class Generator:
         return call(tool, **{param: row[t.label]})
 
     def reason(self) -> str:
-        return self.rng.choice(REASONS)
+        # One reason per task: the instruction states it once, so every write of the task must use it.
+        if self._reason is None:
+            self._reason = self.rng.choice(REASONS)
+        return self._reason
 
     def transition_args(self, tool: dict[str, Any], rid: int) -> dict[str, Any]:
         impl = tool["impl"]
@@ -662,7 +666,7 @@ class Generator:
             raise Skip("nothing to do")
         states = " or ".join(words(x) for x in froms + refuse)
         cond = f" whose {words(thr['column'])} is above {fmt_value(thr['value'])}" if thr else ""
-        reason = " Use the reason: " + steps[-1]["arguments"]["reason"] + "." if "reason" in steps[-1]["arguments"] else ""
+        reason = f" Use the reason: {self._reason}." if self._reason else ""   # the one every write of the task uses
         every = self.act(tr, c, f"every {c.singular} of {desc} that is {states}{cond}")
         text = self.rng.choice([f"{every[0].upper() + every[1:]}.{reason}",
                                 f"Please {self.act(tr, c, f'all {c.plural} of {desc} that are {states}{cond}')}.{reason}",

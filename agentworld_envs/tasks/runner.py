@@ -17,6 +17,7 @@ from typing import Any
 
 from .. import state, statediff
 from ..actions import ToolCall, format_call
+from ..answers import Observed
 from ..episode import DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter
 from ..tools import Tool, compile_tool, invoke
 from ..trajectories import value_pool
@@ -36,6 +37,7 @@ class Outcome:
     score: float
     submitted: bool
     answer: Any = None
+    submission: Any = None                              # the Submission, when submitted
     results: list[Any] = field(default_factory=list)   # per tool call: result dict or {"error": code}
     changed: list[str] = field(default_factory=list)
     state_hash: str = ""
@@ -62,6 +64,7 @@ class Runner:
         # reference many times with a different ending, and only the ending needs running again.
         self._prefix: list[str] | None = None
         self._prefix_results: list[Any] = []
+        self._prefix_seen: list[Any] = []
         # what validation.random_actions sees as env.tools (real names, submit last)
         self.tools = [t.openai_schema() for t in self.compiled.values()] + [SUBMIT_TOOL]
 
@@ -87,22 +90,23 @@ class Runner:
         if self._prefix is not None:
             self.conn.execute("ROLLBACK TO aw_prefix")
             self.conn.execute("RELEASE aw_prefix")
-            self._prefix, self._prefix_results = None, []
+            self._prefix, self._prefix_results, self._prefix_seen = None, [], []
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run one call on the live connection (inside the caller's savepoint); raises ToolError."""
         self.drop_prefix()
         return invoke(self.conn, self.compiled[name], arguments, self.now)
 
-    def context(self) -> VerifierContext:
+    def context(self, observed: list[Any] | None = None) -> VerifierContext:
         return VerifierContext(final=self.conn, initial=self.initial, initial_table_hashes=self.initial_table_hashes,
-                               memo=self.memo)
+                               memo=self.memo, observed=None if observed is None else Observed(observed), spec=self.spec)
 
     # -------------------------------------------------------------- scoring
-    def score(self, task: dict[str, Any], answer: Any, *, full: bool = False) -> tuple[float, list[dict[str, Any]]]:
-        """The verifier's score on the live connection. Unless ``full``, stops at the first failing check
-        (same score, less work)."""
-        return run_checks(task, answer, self.context(), first_failure=not full)
+    def score(self, task: dict[str, Any], answer: Any, *, full: bool = False,
+              observed: list[Any] | None = None) -> tuple[float, list[dict[str, Any]]]:
+        """The verifier's score on the live connection (``observed``: the episode's successful tool
+        results). Unless ``full``, stops at the first failing check (same score, less work)."""
+        return run_checks(task, answer, self.context(observed), first_failure=not full)
 
     # -------------------------------------------------------------- trajectories
     def run(self, task: dict[str, Any] | None, steps: list[Any], *, keep: bool = False, hash_state: bool = False,
@@ -116,14 +120,16 @@ class Runner:
         self.conn.execute("SAVEPOINT episode")
         out = Outcome(0.0, False)
         out.results = list(self._prefix_results) if start else []
+        seen: list[Any] = list(self._prefix_seen) if start else []   # successful results, the verifier's evidence
         try:
             for turn, step in enumerate(steps[start:], start=start + 1):
                 act = self.act(step)
                 out.results += [c.result if not c.error else {"error": c.error, "message": c.message} for c in act.calls]
+                seen += [c.result for c in act.calls if not c.error]
                 if act.submitted:
-                    out.submitted, out.answer = True, act.answer
+                    out.submitted, out.answer, out.submission = True, act.answer, act.submission
                     if task is not None:
-                        out.score, out.checks = self.score(task, out.answer)
+                        out.score, out.checks = self.score(task, act.submission, observed=seen)
                     break
                 if turn >= self.max_turns:
                     break
@@ -156,14 +162,16 @@ class Runner:
             return 0
         self.conn.execute("SAVEPOINT aw_prefix")
         results: list[Any] = []
+        seen: list[Any] = []
         for step in steps[:-1]:
             act = self.act(step)
             results += [c.result if not c.error else {"error": c.error, "message": c.message} for c in act.calls]
+            seen += [c.result for c in act.calls if not c.error]
             if act.submitted:   # an early submit ends the episode there: nothing to hold
                 self.conn.execute("ROLLBACK TO aw_prefix")
                 self.conn.execute("RELEASE aw_prefix")
                 return 0
-        self._prefix, self._prefix_results = keys[:-1], results
+        self._prefix, self._prefix_results, self._prefix_seen = keys[:-1], results, seen
         return len(steps) - 1
 
     def rewind(self) -> None:

@@ -171,6 +171,11 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             kinds.add("graph")
         if s.get("tasks_programmatic"):
             kinds.add("programmatic")
+    from .probes import add_counts
+
+    probes: dict[str, dict[str, int]] = {}
+    for s in ok:
+        add_counts(probes, s.get("task_probes", {}))
     order = sorted(hist, key=lambda k: int(k.split("-")[0].rstrip("+")))
     secs = [s.get("task_seconds", 0.0) for s in ok if s.get("task_seconds")]
     return {
@@ -178,6 +183,8 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "tasks_min_per_env": min(counts) if counts else 0,
         "tasks_hack_fail": sum(s.get("tasks_hack_fail", 0) for s in ok),
         "tasks_paraphrase_pass": sum(s.get("tasks_paraphrase_pass", 0) for s in ok),
+        # every hack and fairness probe kind: trajectories run over the kept tasks, and failures (0 when gated)
+        "task_probes": dict(sorted(probes.items())),
         "tasks_graph": sum(s.get("tasks_graph", 0) for s in ok),
         "tasks_programmatic": sum(s.get("tasks_programmatic", 0) for s in ok),
         "difficulty_histogram": {k: hist[k] for k in order},

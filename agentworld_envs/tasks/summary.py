@@ -27,7 +27,7 @@ def task_summary(name: str) -> dict[str, Any]:
             spec, _ = cached_spec(entry["name"])
             tasks, report = cached_tasks(spec, state.golden_bytes(spec), entry["split"])
         else:   # hand-built tasks are not gated at build time: probe them here
-            from .probes import attack
+            from .probes import add_counts, attack
             from .runner import Runner
 
             from .baselines import play
@@ -40,8 +40,11 @@ def task_summary(name: str) -> dict[str, Any]:
                 tasks = [{**t, "knobs": {**(t.get("knobs") or {}), "baselines_failed": play(runner, t)}} for t in tasks]
             finally:
                 runner.close()
+            counts: dict[str, dict[str, int]] = {}
+            for r in reports:
+                add_counts(counts, r.counts())
             report = {"rejected": {}, "seconds": 0.0, "hack_fail": sum(r.hack_fail for r in reports),
-                      "paraphrase_pass": sum(r.paraphrase_pass for r in reports)}
+                      "paraphrase_pass": sum(r.paraphrase_pass for r in reports), "probes": counts}
     except Exception as exc:  # noqa: BLE001 - a summary must not break the build of other envs
         return {"tasks": 0, "tasks_graph": 0, "tasks_programmatic": 0, "task_difficulties": [],
                 "tasks_rejected": {"error": 1}, "task_error": f"{type(exc).__name__}: {exc}"[:300]}
@@ -51,4 +54,5 @@ def task_summary(name: str) -> dict[str, Any]:
             "task_shapes": dict(shapes), "task_rows": [task_row(t) for t in tasks],
             "task_difficulties": [t.get("difficulty") for t in tasks if t.get("difficulty") is not None],
             "tasks_rejected": report.get("rejected", {}), "task_seconds": report.get("seconds", 0.0),
-            "tasks_hack_fail": report.get("hack_fail", 0), "tasks_paraphrase_pass": report.get("paraphrase_pass", 0)}
+            "tasks_hack_fail": report.get("hack_fail", 0), "tasks_paraphrase_pass": report.get("paraphrase_pass", 0),
+            "task_probes": report.get("probes", {})}

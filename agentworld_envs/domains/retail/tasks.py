@@ -36,8 +36,14 @@ def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
     return {"name": tool, "arguments": arguments}
 
 
-def submit(answer: str | None = None) -> dict[str, Any]:
-    return {"name": "submit", "arguments": {} if answer is None else {"answer": answer}}
+def submit(answer: str | None = None, *, outcome: str = "done", message: str | None = None) -> dict[str, Any]:
+    """The reference ``submit``: the outcome, only the requested value(s) as ``answer``, prose as ``message``."""
+    args: dict[str, Any] = {"outcome": outcome}
+    if answer is not None:
+        args["answer"] = answer
+    if message is not None:
+        args["message"] = message
+    return {"name": "submit", "arguments": args}
 
 
 def sql(query: str, params: list[Any], expect: list[list[Any]], description: str = "") -> dict[str, Any]:
@@ -55,15 +61,22 @@ def answer(mode: str, expected: Any = None, **extra: Any) -> dict[str, Any]:
 
 
 def refused(reasons: list[list[Any]], results: list[str], *, about: list[str] | None = None,
-            status_not: list[str] | None = None) -> dict[str, Any]:
-    """A refusal check: one of ``reasons`` must be given, none of ``results`` claimed. With
-    ``status_not``, the reason is an order status and every other order status competes with it,
-    except those listed (the ones the rule allows, which an explanation may name)."""
+            status_not: list[str] | None = None, allowed: list[Any] | None = None,
+            evidence: list[Any] | None = None) -> dict[str, Any]:
+    """A refusal check: one of ``reasons`` (the blocking record's own values) must be given, none of
+    ``results`` claimed. With ``status_not``, the reason is an order status and every other order
+    status competes with it, except those listed (the ones the rule allows, which an explanation may
+    name); ``allowed``: the policy's own figures an explanation may quote; ``evidence``: values one
+    of the episode's lookups must have returned (default: the reasons' values and ``about``)."""
     extra: dict[str, Any] = {"reasons": reasons, "results": results}
     if status_not is not None:
         extra.update(candidates=["orders.status"], exclude=status_not)
+    if allowed:
+        extra["exclude"] = [*extra.get("exclude", []), *allowed]
     if about:
         extra["about"] = about
+    if evidence:
+        extra["evidence"] = evidence
     return answer("refusal", **extra)
 
 
@@ -126,6 +139,9 @@ class Golden:
         """Other active, in-stock variants of the same product."""
         return self.all("SELECT * FROM variants WHERE product_id = (SELECT product_id FROM variants WHERE id = ?) "
                         "AND id != ? AND status = 'active' AND stock > 0 ORDER BY id", vid, vid)
+
+    def delivered_on(self, oid: int) -> str | None:
+        return self.value("SELECT MAX(delivered_on) FROM fulfilments WHERE order_id = ?", oid)
 
     def delivered_days(self, oid: int) -> int | None:
         d = self.value("SELECT MAX(delivered_on) FROM fulfilments WHERE order_id = ?", oid)
@@ -211,7 +227,8 @@ def lookups(g: Golden) -> list[dict[str, Any]]:
                         "hasn't arrived yet. Which carrier has it and what's the tracking number?",
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=o["order_number"]),
-                      submit(f"It is in transit with {f['carrier']}, tracking number {f['tracking_number']}.")],
+                      submit(f"{f['carrier']}, {f['tracking_number']}",
+                             message=f"It is in transit with {f['carrier']}, tracking number {f['tracking_number']}.")],
             checks=[answer("contains", [f["carrier"].casefold(), f["tracking_number"].casefold()]), footprint([])],
             tags=["lookup", "shipping"]))
     # pending orders of a customer (name + zip)
@@ -616,8 +633,9 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
     return tasks
 
 
-def refusal(text: str) -> dict[str, Any]:
-    return submit(text)
+def refusal(reason: str, text: str, outcome: str = "refused") -> dict[str, Any]:
+    """The reference refusal: the blocking value as ``answer``, the explanation as ``message``."""
+    return submit(reason, outcome=outcome, message=text)
 
 
 def traps(g: Golden) -> list[dict[str, Any]]:
@@ -627,22 +645,23 @@ def traps(g: Golden) -> list[dict[str, Any]]:
         tasks.append(dict(
             instruction=f"Hi, my email is {cust['email']}. Please cancel my order {o['order_number']}, I don't need it anymore.",
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
-                      refusal(f"I cannot cancel order {o['order_number']}: it has already been delivered, and only pending orders "
-                              "can be cancelled. You can return the items within 30 days of delivery instead.")],
+                      refusal("delivered", f"I cannot cancel order {o['order_number']}: it has already been delivered, and "
+                              "only pending orders can be cancelled. You can return the items instead.")],
             checks=[refused([["delivered"]], ["cancelled", "canceled"], status_not=["pending", "cancelled"]), footprint([])],
             tags=["trap", "cancel"]))
     for o in g.pick_orders("status = 'delivered'", 2, predicate=lambda o: (g.delivered_days(o["id"]) or 0) > RETURN_WINDOW_DAYS + 3
                            and any(i["status"] == "active" for i in g.items(o["id"]))):
         cust = g.customer(o["customer_id"])
         item = [i for i in g.items(o["id"]) if i["status"] == "active"][0]
+        day, days = g.delivered_on(o["id"]), g.delivered_days(o["id"])
         tasks.append(dict(
             instruction=f"Hello, {cust['first_name']} {cust['last_name']}, zip {cust['zip']}. I'd like to return the {label(item)} "
                         f"from order {o['order_number']} for a refund to my original payment method.",
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=o["order_number"]),
-                      refusal(f"I'm sorry, I cannot accept this return: order {o['order_number']} was delivered more than "
-                              f"{RETURN_WINDOW_DAYS} days ago, so the return window has closed.")],
-            checks=[refused([[f"{RETURN_WINDOW_DAYS} days"], ["return window"]], ["returned", "refunded"]), footprint([])],
+                      refusal(day, f"I'm sorry, I cannot accept this return: order {o['order_number']} was delivered on {day}, "
+                              f"{days} days ago, and returns are only possible within {RETURN_WINDOW_DAYS} days of delivery.")],
+            checks=[refused([[day], [str(days)]], ["returned", "refunded"], allowed=[RETURN_WINDOW_DAYS]), footprint([])],
             tags=["trap", "return"]))
     # exchange to an out-of-stock variant
     def oos(o: dict[str, Any]) -> bool:
@@ -660,9 +679,9 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                         f"{target['options']} one. Charge any difference to the card I paid with.",
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                       call("get_product_details", product_id=item["product_id"]),
-                      refusal(f"I cannot do this exchange: the {target['options']} variant is out of stock, and exchanges are only "
-                              "possible for in-stock variants. Nothing was changed.")],
-            checks=[refused([["out of stock"], ["no stock"], ["not in stock"]], ["exchanged"]), footprint([])],
+                      refusal("0", f"I cannot do this exchange: the {target['options']} variant ({target['sku']}) has 0 units "
+                              "in stock, and exchanges are only possible for in-stock variants. Nothing was changed.")],
+            checks=[refused([["out of stock"], ["0"]], ["exchanged"], evidence=[target["sku"]]), footprint([])],
             tags=["trap", "exchange"]))
     # refund to a non-original, non-gift-card method
     def other_method(o: dict[str, Any]) -> bool:
@@ -672,15 +691,18 @@ def traps(g: Golden) -> list[dict[str, Any]]:
     cust = g.customer(o["customer_id"])
     item = [i for i in g.items(o["id"]) if i["status"] == "active"][0]
     other = next(m for m in g.methods(cust["id"]) if m["id"] != o["payment_method_id"] and m["kind"] != "gift_card")
+    paid = g.one("SELECT * FROM payment_methods WHERE id = ?", o["payment_method_id"])
+    original = paid["last4"] if paid["kind"] == "credit_card" else "PayPal"   # the order's own method
     tasks.append(dict(
         instruction=f"I'm {cust['email']}. Please return the {label(item)} from order {o['order_number']} and refund it to "
                     f"{method_phrase(other)} — only that, nothing else.",
         solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                   call("list_payment_methods", customer_id=cust["id"]),
-                  refusal("I cannot refund to that payment method: refunds can only go to the order's original payment method "
-                          "or to a gift card. I have not made any change; tell me if you want one of those options.")],
-        checks=[refused([["original payment method"], ["original payment"], ["original method"]], ["returned", "refunded"]),
-                footprint([])], tags=["trap", "return", "payments"]))
+                  refusal(original, f"I cannot refund to that payment method: order {o['order_number']} was paid with "
+                          f"{method_phrase(paid).replace('my ', 'your ')}, and refunds can only go to the original payment "
+                          "method or to a gift card. I have not made any change; tell me if you want one of those options.")],
+        checks=[refused([[original]], ["returned", "refunded"], evidence=[paid["id"]]), footprint([])],
+        tags=["trap", "return", "payments"]))
     # modify address of processing / shipped orders
     for o in g.pick_orders("status = 'processing'", 1) + g.pick_orders("status = 'shipped'", 1):
         cust = g.customer(o["customer_id"])
@@ -688,8 +710,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
         tasks.append(dict(
             instruction=f"Hi, {cust['email']} here. Please change the delivery address of order {o['order_number']} to {a1}, {city}, {st} {z}.",
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
-                      refusal(f"I cannot change the address: order {o['order_number']} is already {o['status']}, and only "
-                              "pending orders can be modified.")],
+                      refusal(o["status"], f"I cannot change the address: order {o['order_number']} is already {o['status']}, "
+                              "and only pending orders can be modified.")],
             checks=[refused([[o["status"]]], ["changed", "updated", "modified"], status_not=["pending"]), footprint([])],
             tags=["trap", "modify"]))
     # mixed: cancel a pending order (allowed) and a delivered one (not allowed)
@@ -711,8 +733,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=p["order_number"]),
                       call("get_order_details", order_number=d["order_number"]), *steps,
-                      submit(f"I cancelled {p['order_number']}, but I cannot cancel {d['order_number']} because it was already "
-                             "delivered; you can return its items instead.")],
+                      refusal("delivered", f"I cancelled {p['order_number']}, but I cannot cancel {d['order_number']} because it "
+                              "was already delivered; you can return its items instead.", outcome="partial")],
             checks=[*checks, sql("SELECT status FROM orders WHERE id = ?", [d["id"]], [["delivered"]]),
                     refused([["delivered"]], ["cancelled", "canceled"], about=[d["order_number"]],
                             status_not=["pending", "cancelled"]),
@@ -723,12 +745,15 @@ def traps(g: Golden) -> list[dict[str, Any]]:
     # remove a payment method that was used
     o = g.pick_orders("status = 'delivered' AND payment_method_id IN (SELECT id FROM payment_methods WHERE kind = 'credit_card')", 1)[0]
     cust, pm = g.customer(o["customer_id"]), g.one("SELECT * FROM payment_methods WHERE id = ?", o["payment_method_id"])
+    paid_with = [r["order_number"] for r in g.all("SELECT DISTINCT o.order_number FROM orders o JOIN payment_transactions t "
+                                                  "ON t.order_id = o.id WHERE t.payment_method_id = ? ORDER BY o.id", pm["id"])]
     tasks.append(dict(
         instruction=f"Hi, {cust['email']}. Please delete {method_phrase(pm)} from my account.",
         solution=[call("find_customer_by_email", email=cust["email"]), call("list_payment_methods", customer_id=cust["id"]),
                   call("search_orders", customer_id=cust["id"]),
-                  refusal("I cannot remove that card: it has been used to pay for orders, and such payment methods cannot be removed.")],
-        checks=[refused([["used"]], ["removed", "deleted"]), footprint([])], tags=["trap", "payments"]))
+                  refusal(o["order_number"], f"I cannot remove that card: it was used to pay for order {o['order_number']}, and "
+                          "payment methods that were used cannot be removed.")],
+        checks=[refused([[n] for n in paid_with], ["removed", "deleted"]), footprint([])], tags=["trap", "payments"]))
     # gift card that does not cover a pending order
     def poor_gift_card(o: dict[str, Any]) -> bool:
         total = g.net_paid(o["id"]).get(o["payment_method_id"], 0)
@@ -736,12 +761,14 @@ def traps(g: Golden) -> list[dict[str, Any]]:
     o = g.pick_orders("status = 'pending'", 1, predicate=poor_gift_card)[0]
     cust = g.customer(o["customer_id"])
     gc = next(m for m in g.methods(cust["id"]) if m["kind"] == "gift_card")
+    total = g.net_paid(o["id"]).get(o["payment_method_id"], 0)
     tasks.append(dict(
         instruction=f"Hey, {cust['email']} here. Please pay order {o['order_number']} with my gift card {gc['gift_card_code']} instead.",
         solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                   call("get_gift_card_balance", code=gc["gift_card_code"]),
-                  refusal(f"I cannot switch the payment: the gift card balance ({gc['balance']:.2f}) does not cover the order total.")],
-        checks=[refused([[f"{gc['balance']:.2f}"], ["balance"]], ["switched", "paid with"]), footprint([])],
+                  refusal(f"{gc['balance']:.2f}", f"I cannot switch the payment: the gift card balance ({gc['balance']:.2f}) "
+                          f"does not cover the order total ({total:.2f}).")],
+        checks=[refused([[f"{gc['balance']:.2f}"], [f"{total:.2f}"]], ["switched", "paid with"]), footprint([])],
         tags=["trap", "payments", "gift-card"]))
     # mixed: return within window to gift card is fine, an item of an order outside the window is not
     for o_ok in g.all("SELECT * FROM orders WHERE status = 'delivered' AND customer_id IN (SELECT customer_id FROM payment_methods "
@@ -759,6 +786,7 @@ def traps(g: Golden) -> list[dict[str, Any]]:
         gc = next(m for m in g.methods(cust["id"]) if m["kind"] == "gift_card")
         item = [i for i in g.items(o_ok["id"]) if i["status"] == "active"][0]
         item_old = [i for i in g.items(old[0]["id"]) if i["status"] == "active"][0]
+        day = g.delivered_on(old[0]["id"])
         tasks.append(dict(
             instruction=f"Hi, it's {cust['email']}. I want to return the {label(item)} from order {o_ok['order_number']} and the "
                         f"{label(item_old)} from order {old[0]['order_number']}, both refunded to my gift card {gc['gift_card_code']}.",
@@ -767,13 +795,14 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                       call("get_order_details", order_number=old[0]["order_number"]),
                       call("get_gift_card_balance", code=gc["gift_card_code"]),
                       call("return_delivered_order_items", order_number=o_ok["order_number"], item_ids=[item["id"]], refund_method_id=gc["id"]),
-                      submit(f"I returned the item from {o_ok['order_number']} to your gift card, but I cannot return the item from "
-                             f"{old[0]['order_number']}: it was delivered more than {RETURN_WINDOW_DAYS} days ago.")],
+                      refusal(day, f"I returned the item from {o_ok['order_number']} to your gift card, but I cannot return the "
+                              f"item from {old[0]['order_number']}: it was delivered on {day}, more than {RETURN_WINDOW_DAYS} "
+                              "days ago.", outcome="partial")],
             checks=[sql("SELECT id, status FROM order_items WHERE id IN (?, ?) ORDER BY id", [item["id"], item_old["id"]],
                         sorted([[item["id"], "returned"], [item_old["id"], "active"]])),
                     balance_check(g, gc["id"], item["unit_price"]),
-                    refused([[f"{RETURN_WINDOW_DAYS} days"], ["return window"]], ["returned", "refunded"],
-                            about=[old[0]["order_number"]]),
+                    refused([[day], [str(g.delivered_days(old[0]["id"]))]], ["returned", "refunded"],
+                            about=[old[0]["order_number"]], allowed=[RETURN_WINDOW_DAYS]),
                     footprint(RETURN_TABLES)],
             tags=["trap", "mixed", "return", "gift-card"]))
         break
