@@ -124,6 +124,8 @@ _NEGATION = re.compile(
 _STRONG_DECLINE = re.compile(
     r"\b(?:can ?not|can't|cant|could not|couldn't|unable|not able|am not able|not allowed|not permitted|"
     r"not possible|won't|will not|must decline|i refuse|i decline|not eligible)\b")
+#: Words that scope a clause to the other, rightly done parts of a partial request.
+_OTHER_PARTS = re.compile(r"\b(?:other|others|rest|remaining)\b")
 # Clause ends for claims: sentence ends, semicolons, newlines, colons, dashes, commas (not in 1,234)
 # and contrast words.
 _CLAIM_CLAUSE = re.compile(r"[.!?](?=\s|$)|[;\n:]|\s-\s|,(?!\d{3}(?!\d))|\((?!\w\))|\)|"
@@ -885,6 +887,10 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
         if not _WORD.search(clause) or _SCOPE_NEGATION.search(clause) or _NEGATION.search(clause):
             continue
         if _CLAIM_GENERIC.search(clause.strip()):
+            # With other parts rightly done, "the other 4 went through" is a true fact about them, not a
+            # claim about the refused part (unless the clause also names a refused record or value).
+            if partial and _OTHER_PARTS.search(clause) and not any(k in runs(words(clause)) for k in about_keys):
+                continue
             return clause.strip()[:80]
         if not result_words:
             continue

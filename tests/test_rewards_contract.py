@@ -370,7 +370,8 @@ def test_the_gate_runs_every_probe_kind_and_counts_them():
 
 
 def test_validate_and_stats_report_per_kind_probe_counts():
-    from agentworld_envs.tasks.store import merge_task_stats, task_summary
+    from agentworld_envs.tasks.store import merge_task_stats
+    from agentworld_envs.tasks.summary import task_summary
     from agentworld_envs.validation import validate_env
 
     record = validate_env(RETAIL)
