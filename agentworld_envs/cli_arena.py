@@ -78,7 +78,10 @@ def register_arena_commands(app: typer.Typer) -> None:
                                                     "hidden: trap tasks, which need it, are left out"),
               batch_size: int = typer.Option(16, help="episodes played at once (batched generation)"),
               max_new_tokens: int = typer.Option(128, help="tokens generated per turn (model/openai)"),
-              out: Optional[Path] = typer.Option(None, help="run directory for records.jsonl and summary.json"),
+              out: Optional[Path] = typer.Option(None, help="run directory for records.jsonl and summary.json "
+                                                              "(default runs/eval-POLICY-SPLIT)"),
+              overwrite: bool = typer.Option(False, help="replace an earlier eval run in the run directory "
+                                                         "(only the files agentworld wrote there are removed)"),
               env_workers: str = typer.Option("local", help="where the envs run: local (this process) | ray "
                                                              "(Ray actors, many envs each)"),
               ray_address: Optional[str] = typer.Option(None, help="with --env-workers ray: a cluster to join "
@@ -88,6 +91,7 @@ def register_arena_commands(app: typer.Typer) -> None:
               as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object")) -> None:
         """Evaluate a policy on held-out environments: one JSON record per episode plus a summary."""
         import agentworld_envs  # noqa: F401
+        from .outputs import OutputDir
         from .evaluation import EvaluationError, evaluate, select_tasks, summarize, write_run
 
         for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, -1), ("--max-turns", max_turns, -1),
@@ -109,6 +113,12 @@ def register_arena_commands(app: typer.Typer) -> None:
             max_turns = 0 if scripted else MODEL_DEFAULT_TURNS
         env_ids = _select(ids, split, l1, limit, seed)
         run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
+        reserved = ["records.jsonl", "summary.json"] + ([f"round-{round_}-tasks.json"] if round_ is not None else [])
+        run_out = OutputDir.claim(run_dir, "eval", overwrite=overwrite, reserved=reserved, what="an earlier eval run",
+                                  again="pass --overwrite to replace it (only the files agentworld wrote are "
+                                        "removed), or choose another --out")
+        if overwrite:
+            run_out.clear()
         try:
             pairs, overlay = select_tasks(env_ids, tasks_per_env=tasks_per_env, round_=round_, seed=seed,
                                           overlay_dir=run_dir, skip_traps=not show_policy)
@@ -120,7 +130,12 @@ def register_arena_commands(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         summary = summarize(records, policy=getattr(pol, "name", policy), split=split, round=round_, seed=seed,
                             run_dir=str(run_dir))
+        for name in reserved[:2]:
+            run_out.target(name)   # checked again: nothing of the user's appeared there meanwhile
         write_run(run_dir, records, summary)
+        run_out.record(*reserved)
+        if run_out.note():
+            typer.echo(run_out.note(), err=True)
         if as_json:
             print(json.dumps(summary))
         else:
@@ -133,8 +148,9 @@ def register_arena_commands(app: typer.Typer) -> None:
                   html_out: Optional[Path] = typer.Option(None, "--html", help="report path (default RUN/diagnosis.html)"),
                   as_json: bool = typer.Option(False, "--json", help="print the diagnosis as one JSON object")) -> None:
         """Where the agent fails: success by category, env, tool, kind, difficulty, chain length; the error mix."""
-        from .diagnosis import diagnose, write_html
+        from .diagnosis import diagnose, render_html
         from .evaluation import EvaluationError, read_records
+        from .outputs import OutputDir, check_new_file, write_new_file
 
         if top < 1:
             raise typer.BadParameter(f"--top must be >= 1, got {top}")
@@ -146,8 +162,17 @@ def register_arena_commands(app: typer.Typer) -> None:
         if not records:
             raise typer.BadParameter(f"{run}/records.jsonl holds no episodes")
         diag = diagnose(records, top=top)
-        (run / "diagnosis.json").write_text(json.dumps(diag, indent=1))
-        page = write_html(diag, html_out or run / "diagnosis.html", title=f"agentworld diagnosis: {run}")
+        # Into the run directory, replacing only diagnosis files agentworld wrote there before.
+        run_out = OutputDir.adopt(run, "diagnosis", flag="run directory")
+        html_path = run / "diagnosis.html" if html_out is None else html_out
+        inside = html_path.expanduser().resolve().parent == run.resolve()
+        for name in ("diagnosis.json",) + (("diagnosis.html" if html_out is None else html_path.name,) if inside else ()):
+            run_out.target(name)   # refuse before writing anything
+        if not inside:
+            check_new_file(html_path, "--html")
+        page_text = render_html(diag, title=f"agentworld diagnosis: {run}")
+        run_out.write_text("diagnosis.json", json.dumps(diag, indent=1))
+        page = run_out.write_text(html_path.name, page_text) if inside else write_new_file(html_path, page_text, "--html")
         if as_json:
             print(json.dumps(diag))
         else:

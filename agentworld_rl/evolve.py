@@ -184,9 +184,12 @@ def _report(rounds: list[dict[str, Any]], out: Path) -> None:
 
 
 def evolve(cfg: EvolveConfig) -> dict[str, Any]:
+    from agentworld_envs.outputs import OutputDir
+
     base = TrainConfig(**PRESETS[cfg.preset])
     out = Path(cfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    # A new or empty directory, or this command's own earlier (interrupted) run, which continues.
+    run_dir = OutputDir.claim(out, "evolve", resume=True, flag="--output-dir")
     (out / "evolve_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
     model = base.model
     rounds: list[dict[str, Any]] = []
@@ -204,6 +207,7 @@ def evolve(cfg: EvolveConfig) -> dict[str, Any]:
             model = _train(model, overlay, report, cfg, r, rd)
         rounds.append(row)
         _report(rounds, out)   # after every round, so an interrupted run still has its report so far
+        run_dir.record_all()
     return {"rounds": rounds, "output_dir": str(out)}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -70,46 +69,30 @@ def test_export_to_a_non_empty_directory_is_refused_and_untouched(cli_env, tmp_p
     (target / "notes.txt").write_text("keep me")
     out = subprocess.run([sys.executable, "-m", "agentworld_envs.cli", "export", "tasks", "--out", str(target),
                           "--ids", "retail", "--overwrite"], capture_output=True, text=True, env=cli_env, timeout=180)
-    assert out.returncode == 2 and "not an agentworld export" in out.stderr
+    assert out.returncode == 2 and "agentworld did not write" in out.stderr
     assert [p.name for p in target.iterdir()] == ["notes.txt"]
 
 
 def test_exports_overwrite_only_their_own_kind(tmp_path, monkeypatch):
+    from agentworld_envs.outputs import read_manifest
     from agentworld_envs.tasks import export
 
     monkeypatch.setattr(export, "task_rows", lambda entries: [{"env_id": "e", "task_id": "t"}])
     monkeypatch.setattr(export, "sft_rows", lambda entries: [{"env_id": "e", "task_id": "t", "messages": []}])
     out = tmp_path / "ds"
     assert export.export_tasks(out, []) == 1
-    assert json.loads((out / export.MARKER).read_text())["kind"] == "tasks"
+    assert read_manifest(out)[0]["kind"] == "tasks"
     with pytest.raises(UserInputError, match="--overwrite"):
         export.export_tasks(out, [])
-    (out / "stale.txt").write_text("old")
+    (out / "stale.txt").write_text("the user's")
     assert export.export_tasks(out, [], overwrite=True) == 1
-    assert not (out / "stale.txt").exists()  # replaced, not merged
-    with pytest.raises(UserInputError, match="'tasks' export"):
+    assert (out / "stale.txt").read_text() == "the user's"  # not ours: kept
+    with pytest.raises(UserInputError, match="'tasks' output"):
         export.export_sft(out, [], overwrite=True)
-    assert json.loads((out / export.MARKER).read_text())["kind"] == "tasks"
+    assert read_manifest(out)[0]["kind"] == "tasks"
     from datasets import load_from_disk
 
     assert load_from_disk(str(out))[0]["task_id"] == "t"
-
-
-def test_a_failed_export_keeps_the_previous_one(tmp_path, monkeypatch):
-    from agentworld_envs.tasks import export
-
-    monkeypatch.setattr(export, "task_rows", lambda entries: [{"env_id": "e", "task_id": "t"}])
-    out = tmp_path / "ds"
-    export.export_tasks(out, [])
-    before = sorted(p.name for p in out.iterdir())
-
-    def boom(entries):
-        raise RuntimeError("disk on fire")
-
-    monkeypatch.setattr(export, "task_rows", boom)
-    with pytest.raises(RuntimeError):
-        export.export_tasks(out, [], overwrite=True)
-    assert sorted(p.name for p in out.iterdir()) == before
 
 
 def _app(exc: BaseException) -> typer.Typer:
