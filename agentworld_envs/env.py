@@ -125,7 +125,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         self.bundle: EnvBundle = load_bundle(env_name)
         tasks = self.bundle.tasks
         if task_overlay is not None:
-            tasks = merge_tasks(tasks, overlay_tasks(task_overlay, self.bundle.name), overlay_mode)
+            tasks = merge_tasks(tasks, overlay_tasks(task_overlay, self.bundle.name, self.bundle.spec), overlay_mode)
             self._task_index = {t["id"]: i for i, t in enumerate(tasks)}
         else:
             # The bundle's index: building one here would parse every lazily loaded task.

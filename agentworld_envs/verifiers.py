@@ -27,6 +27,7 @@ from typing import Any, TypedDict
 
 from . import answers, program_checks, state, statediff
 from .registry import Registry, load_domain_of
+from .sqlcheck import read_only
 
 PythonVerifier = Callable[..., Any]
 
@@ -162,8 +163,8 @@ def run_checks(task: dict[str, Any], answer: Any, ctx: VerifierContext, *,
 
     With ``first_failure``, stops at the first failing check (same score, less work)."""
     results: list[CheckResult] = []
-    ctx.final.execute("PRAGMA query_only = ON")
-    try:
+    # Read-only in a way a check's SQL cannot undo: no PRAGMA, ATTACH, DDL or transactions (sqlcheck.read_only).
+    with read_only(ctx.final):
         for check in task["checks"]:
             kind = check["type"]
             try:
@@ -173,7 +174,5 @@ def run_checks(task: dict[str, Any], answer: Any, ctx: VerifierContext, *,
             results.append({"type": kind, "passed": bool(ok), "detail": detail, "description": check.get("description", "")})
             if first_failure and not ok:
                 break
-    finally:
-        ctx.final.execute("PRAGMA query_only = OFF")
     score = 1.0 if results and all(r["passed"] for r in results) else 0.0
     return score, results
