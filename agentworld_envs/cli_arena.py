@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 from typing import Optional
+from urllib.parse import urlparse
 
 import typer
 
@@ -38,19 +39,31 @@ def _policy(name: str, model: str | None, base_url: str | None, adapter: str | N
     from .evaluation import SCRIPTED, OpenAIPolicy
 
     if name in SCRIPTED:
+        for flag, value in (("--model", model), ("--base-url", base_url), ("--adapter", adapter)):
+            if value is not None:
+                raise typer.BadParameter(f"{flag} is for --policy model / openai, not the scripted {name!r} policy")
         return SCRIPTED[name]()
     if name == "openai":
         if not base_url or not model:
             raise typer.BadParameter("--policy openai needs --base-url and --model")
+        url = urlparse(base_url)
+        if url.scheme not in ("http", "https") or not url.netloc:
+            raise typer.BadParameter(f"--base-url {base_url!r} is not an http(s) URL, e.g. http://127.0.0.1:8000/v1")
         return OpenAIPolicy(base_url, model, api_key=api_key, max_tokens=max_new_tokens)
     if name == "model":
         if not model:
             raise typer.BadParameter("--policy model needs --model (an HF directory, a .gguf file or smollm2-135m)")
         try:
+            from agentworld_rl.errors import TrainError
             from agentworld_rl.policy import ModelPolicy
         except ImportError as exc:
             raise typer.BadParameter(f"--policy model needs the trainer package (agentworld_rl): {exc}") from None
-        return ModelPolicy(model, adapter=adapter, batch_size=batch_size, max_new_tokens=max_new_tokens)
+        if adapter is not None and not Path(adapter).expanduser().is_dir():
+            raise typer.BadParameter(f"--adapter {adapter}: no such directory (a LoRA adapter from a training run)")
+        try:
+            return ModelPolicy(model, adapter=adapter, batch_size=batch_size, max_new_tokens=max_new_tokens)
+        except TrainError as exc:   # a model reference that names nothing loadable
+            raise typer.BadParameter(str(exc)) from None
     raise typer.BadParameter(f"unknown policy {name!r}: reference | noop | random | model | openai")
 
 
@@ -97,13 +110,22 @@ def register_arena_commands(app: typer.Typer) -> None:
         for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, -1), ("--max-turns", max_turns, -1),
                                 ("--max-tools", max_tools, 0), ("--batch-size", batch_size, 1),
                                 ("--max-new-tokens", max_new_tokens, 1), ("--round", round_ or 0, 0),
-                                ("--ray-workers", ray_workers, 1)):
+                                ("--ray-workers", ray_workers, 1), ("--seed", seed, 0)):
             if value < lo:
                 raise typer.BadParameter(f"{flag} must be >= {lo}, got {value}")
         if env_workers not in ("local", "ray"):
             raise typer.BadParameter(f"--env-workers must be local or ray, not {env_workers!r}")
         if split not in ("arena", "train"):
             raise typer.BadParameter(f"--split must be arena or train, not {split!r}")
+        if env_workers != "ray" and (ray_address is not None or ray_workers != 2):
+            raise typer.BadParameter("--ray-address and --ray-workers are for --env-workers ray")
+        run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
+        reserved = ["records.jsonl", "summary.json"] + ([f"round-{round_}-tasks.json"] if round_ is not None else [])
+        claim = dict(overwrite=overwrite, reserved=reserved, what="an earlier eval run",
+                     again="pass --overwrite to replace it (only the files agentworld wrote are removed), or "
+                           "choose another --out")
+        claim["flag"] = "--out" if out is not None else "run directory"
+        OutputDir.claim(run_dir, "eval", check_only=True, **claim)   # refuse before loading a model
         pol = _policy(policy, model, base_url, adapter, api_key, batch_size, max_new_tokens)
         scripted = policy in ("reference", "noop", "random")
         limit = envs if envs >= 0 else (0 if scripted else MODEL_DEFAULT_ENVS)
@@ -112,11 +134,8 @@ def register_arena_commands(app: typer.Typer) -> None:
         if max_turns < 0:
             max_turns = 0 if scripted else MODEL_DEFAULT_TURNS
         env_ids = _select(ids, split, l1, limit, seed)
-        run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
-        reserved = ["records.jsonl", "summary.json"] + ([f"round-{round_}-tasks.json"] if round_ is not None else [])
-        run_out = OutputDir.claim(run_dir, "eval", overwrite=overwrite, reserved=reserved, what="an earlier eval run",
-                                  again="pass --overwrite to replace it (only the files agentworld wrote are "
-                                        "removed), or choose another --out")
+        fresh = not run_dir.exists()
+        run_out = OutputDir.claim(run_dir, "eval", **claim)
         if overwrite:
             run_out.clear()
         try:
@@ -126,6 +145,8 @@ def register_arena_commands(app: typer.Typer) -> None:
                                overlay=overlay, round_=round_, max_tools=max_tools or None,
                                show_policy=show_policy, env_workers=env_workers, ray_address=ray_address, ray_workers=ray_workers)
         except EvaluationError as exc:
+            if fresh:
+                run_out.discard_if_empty()   # a run that failed leaves no directory it made
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         summary = summarize(records, policy=getattr(pol, "name", policy), split=split, round=round_, seed=seed,

@@ -420,6 +420,15 @@ class OutputDir:
                 raise OutputError(f"{self.flag} {self.root}: cannot write ({exc.strerror})") from None
             raise
 
+    def discard_if_empty(self) -> None:
+        """Remove the directory again if it holds nothing but its manifest (a command that failed)."""
+        try:
+            if [p.name for p in self.root.iterdir()] == [MANIFEST] and not self.files:
+                (self.root / MANIFEST).unlink()
+                self.root.rmdir()
+        except OSError:
+            pass
+
     def note(self) -> str:
         """One line about files kept (not ours) when an earlier output was replaced ('' if none)."""
         kept = sorted(self.foreign)

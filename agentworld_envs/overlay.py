@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from .errors import UserInputError
+from .inputs import read_regular_file
 
 OVERLAY_MODES = ("add", "only")
 #: Largest overlay file read (the registry's biggest task sets are a few MB).
@@ -68,28 +69,12 @@ def _read(path: str, size: int, mtime_ns: int, ino: int) -> dict[str, list[dict[
 
 
 def _read_regular(path: str) -> bytes:
-    """The bytes of the regular file at ``path``, at most :data:`MAX_OVERLAY_BYTES`; anything else
-    (a FIFO, a device such as ``/dev/zero``, a directory, a larger file) is one clear error, never a
-    hang: the file is opened non-blocking and checked on the open descriptor."""
+    """The overlay's bytes: a regular file of at most :data:`MAX_OVERLAY_BYTES` (a FIFO, ``/dev/zero``, a
+    directory or a larger file is one clear error, never a hang; see :mod:`agentworld_envs.inputs`)."""
     try:
-        fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
-    except OSError as exc:
-        raise OverlayError(f"task overlay {path}: cannot be read ({exc.strerror or exc})") from None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OverlayError(f"task overlay {path}: not a regular file")
-        if st.st_size > MAX_OVERLAY_BYTES:
-            raise OverlayError(f"task overlay {path}: {st.st_size} bytes; at most {MAX_OVERLAY_BYTES} are allowed")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            data = fh.read(MAX_OVERLAY_BYTES + 1)
-    except OSError as exc:
-        raise OverlayError(f"task overlay {path}: cannot be read ({exc.strerror or exc})") from None
-    finally:
-        os.close(fd)
-    if len(data) > MAX_OVERLAY_BYTES:   # it grew while being read
-        raise OverlayError(f"task overlay {path}: larger than {MAX_OVERLAY_BYTES} bytes")
-    return data
+        return read_regular_file(path, MAX_OVERLAY_BYTES, "task overlay")
+    except UserInputError as exc:
+        raise OverlayError(str(exc)) from None
 
 
 def _stat(path: str | os.PathLike) -> tuple[Path, os.stat_result]:

@@ -60,6 +60,8 @@ class EvolveConfig:
                 raise TrainError(f"evolve {name}: expected an integer >= 1, got {value!r}")
         if self.train_steps < 0 or self.sft_steps < -1:
             raise TrainError("evolve train_steps must be >= 0 and sft_steps >= -1")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise TrainError(f"evolve seed: expected an integer >= 0, got {self.seed!r}")
 
 
 def _arena_envs(cfg: EvolveConfig) -> list[str]:
