@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -128,3 +129,42 @@ def test_run_cli_passes_exit_codes_through():
     with pytest.raises(SystemExit) as info:
         run_cli(_app(typer.Exit(0)), args=["other"])
     assert info.value.code == 0
+
+
+GOOD_RECORD = {"env_id": "agentworld/retail-v0", "task_id": "t", "success": False, "reward": 0.0,
+               "outcome": "wrong_answer", "turns": 1}
+
+
+@pytest.mark.parametrize("content", [
+    b"[1, 2]\n", b"{}\n", b'"a string"\n', b"null\n", b"42\n",
+    json.dumps({**GOOD_RECORD, "success": "yes"}).encode() + b"\n",
+    json.dumps({**GOOD_RECORD, "calls": [1, 2]}).encode() + b"\n",
+    json.dumps({**GOOD_RECORD, "checks": [{"type": "sql"}]}).encode() + b"\n",
+    json.dumps({**GOOD_RECORD, "reward": None}).encode() + b"\n",
+    b"not json\n" + json.dumps(GOOD_RECORD).encode() + b"\n",
+    b"\xff\xfe\x00garbage\n",
+    b"",
+], ids=lambda c: c[:24].decode("utf-8", "replace"))
+def test_diagnose_on_malformed_records_is_one_line(cli_env, tmp_path, content):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_bytes(content)
+    out = subprocess.run([sys.executable, "-m", "agentworld_envs.cli", "diagnose", str(run)], capture_output=True,
+                         text=True, env=cli_env, timeout=180)
+    text = (out.stdout + out.stderr).strip()
+    assert out.returncode == 2 and "Traceback" not in text and len(text.splitlines()) == 1, text
+    assert not (run / "diagnosis.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["dir", "fifo", "missing"])
+def test_diagnose_records_that_are_not_files(cli_env, tmp_path, kind):
+    run = tmp_path / "run"
+    run.mkdir()
+    if kind == "dir":
+        (run / "records.jsonl").mkdir()
+    elif kind == "fifo":
+        os.mkfifo(run / "records.jsonl")
+    out = subprocess.run([sys.executable, "-m", "agentworld_envs.cli", "diagnose", str(run)], capture_output=True,
+                         text=True, env=cli_env, timeout=180)
+    text = (out.stdout + out.stderr).strip()
+    assert out.returncode == 2 and "Traceback" not in text and len(text.splitlines()) == 1, text
