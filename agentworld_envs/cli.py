@@ -23,6 +23,8 @@ from .errors import UserInputError
 app = typer.Typer(help="agentworld: stateful, verifiable tool-use environments for LLM agents.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 console = Console()
+#: Most worker processes a command starts (a typo such as --jobs 99999999 must not fork-bomb the machine).
+MAX_JOBS = 256
 
 
 def _ids(ids: list[str] | None, all_: bool, sample: int | None = None, l1: str | None = None,
@@ -169,10 +171,10 @@ def play(env_id: str, task: Optional[str] = typer.Option(None, help="task id (de
 
 @app.command()
 def validate(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
-             sample: Optional[int] = typer.Option(None, min=1, help="also validate N ids drawn with --seed"),
+             sample: Optional[int] = typer.Option(None, min=1, max=100_000, help="also validate N ids drawn with --seed"),
              l1: Optional[str] = typer.Option(None, help="validate every env of a first-level category"),
-             seed: int = typer.Option(0), quick: bool = typer.Option(False, help="skip random and near-miss checks"),
-             jobs: int = typer.Option(1, min=0, help="worker processes (0: one per core)"),
+             seed: int = typer.Option(0, min=0), quick: bool = typer.Option(False, help="skip random and near-miss checks"),
+             jobs: int = typer.Option(1, min=0, max=MAX_JOBS, help="worker processes (0: one per core)"),
              as_json: bool = typer.Option(False, "--json", help="one JSON object per env")) -> None:
     """Check envs: gymnasium check_env, reference solutions, no-op/random/near-miss rejection, determinism."""
     import agentworld_envs  # noqa: F401
@@ -194,8 +196,8 @@ def validate(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer
 
 @app.command()
 def bench(env_id: str = typer.Argument("retail"), as_json: bool = typer.Option(False, "--json"),
-          n: int = typer.Option(2000, min=2, help="samples per latency figure"),
-          live: int = typer.Option(1024, min=1, help="live episodes for the memory figure")) -> None:
+          n: int = typer.Option(2000, min=2, max=1_000_000, help="samples per latency figure"),
+          live: int = typer.Option(1024, min=1, max=100_000, help="live episodes for the memory figure")) -> None:
     """Measure reset/step/verify latency, replay throughput, memory per live episode, vector throughput."""
     import agentworld_envs  # noqa: F401
     from .bench import bench_env, summary_lines
@@ -210,7 +212,7 @@ def bench(env_id: str = typer.Argument("retail"), as_json: bool = typer.Option(F
 
 @app.command()
 def build(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
-          l1: Optional[str] = typer.Option(None), jobs: int = typer.Option(0, min=0, help="worker processes (0: one per core)")) -> None:
+          l1: Optional[str] = typer.Option(None), jobs: int = typer.Option(0, min=0, max=MAX_JOBS, help="worker processes (0: one per core)")) -> None:
     """Materialise environments (spec, golden SQLite, tasks) into the cache."""
     import time
 
@@ -240,7 +242,7 @@ def build(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Op
 @app.command()
 def lint(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
          l1: Optional[str] = typer.Option(None, help="lint every env of a first-level category"),
-         jobs: int = typer.Option(0, min=0, help="worker processes (0: one per core)"),
+         jobs: int = typer.Option(0, min=0, max=MAX_JOBS, help="worker processes (0: one per core)"),
          as_json: bool = typer.Option(False, "--json", help="one JSON summary")) -> None:
     """Check that environments make sense: key names, vocabularies, value ranges, dates, tool names, instructions."""
     from .lint import RULES
@@ -278,7 +280,7 @@ def lint(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Opt
 
 
 @app.command()
-def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Option(0, min=0)) -> None:
+def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Option(0, min=0, max=MAX_JOBS)) -> None:
     """Registry totals (builds whatever is not in the cache yet)."""
     from .synthesis.build_all import build_many, registry_stats
 
@@ -310,7 +312,8 @@ app.add_typer(tasks_app, name="tasks")
 
 
 @tasks_app.command("synth")
-def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", min=1, help="tasks to produce"), seed: int = typer.Option(1),
+def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", min=1, max=2000, help="tasks to produce"),
+                seed: int = typer.Option(1, min=0),
                 focus_tools: Optional[str] = typer.Option(None, help="comma-separated tool names the tasks must use"),
                 min_difficulty: Optional[float] = typer.Option(None),
                 as_json: bool = typer.Option(False, "--json", help="one JSON task per line, then the report")) -> None:
@@ -340,7 +343,7 @@ app.add_typer(export_app, name="export")
 def export_tasks_cmd(out: str = typer.Option(..., "--out", help="a new or empty directory"),
                      ids: Optional[list[str]] = typer.Option(None, "--ids"),
                      split: Optional[str] = typer.Option(None, callback=_split),
-                     limit: Optional[int] = typer.Option(None, min=1),
+                     limit: Optional[int] = typer.Option(None, min=1, max=1_000_000),
                      overwrite: bool = typer.Option(False, help="replace an earlier task export in --out")) -> None:
     """Tasks as tasks.jsonl and a Hugging Face dataset (env_id, task_id, split, kind, difficulty, instruction, tools, prompt)."""
     import agentworld_envs  # noqa: F401
@@ -354,7 +357,7 @@ def export_tasks_cmd(out: str = typer.Option(..., "--out", help="a new or empty 
 def export_sft_cmd(out: str = typer.Option(..., "--out", help="a new or empty directory"),
                    ids: Optional[list[str]] = typer.Option(None, "--ids"),
                    split: Optional[str] = typer.Option(None, callback=_split),
-                   limit: Optional[int] = typer.Option(None, min=1),
+                   limit: Optional[int] = typer.Option(None, min=1, max=1_000_000),
                    overwrite: bool = typer.Option(False, help="replace an earlier SFT export in --out")) -> None:
     """Reference trajectories as OpenAI-style messages (only those that replay to reward 1.0)."""
     import agentworld_envs  # noqa: F401

@@ -168,7 +168,14 @@ def _can_plot() -> bool:
 
 
 def write_html(diag: dict[str, Any], path: Path, title: str = "agentworld diagnosis") -> Path:
-    """A self-contained HTML report (plots inline) of a diagnosis."""
+    """A self-contained HTML report (plots inline) of a diagnosis, written at ``path``."""
+    path = Path(path)
+    path.write_text(render_html(diag, title))
+    return path
+
+
+def render_html(diag: dict[str, Any], title: str = "agentworld diagnosis") -> str:
+    """The self-contained HTML report (plots inline) of a diagnosis."""
     esc = html.escape
     parts = [f"<h1>{esc(title)}</h1>",
              f"<p>{diag['episodes']} episodes, success rate {diag['success_rate']:.3f}, mean reward {diag['reward_mean']:.3f}</p>"]
@@ -198,7 +205,5 @@ def write_html(diag: dict[str, Any], path: Path, title: str = "agentworld diagno
                        f"<td><pre>{esc(json.dumps(r['examples'], indent=1)[:1500])}</pre></td></tr>" for r in diag[key])
         parts.append(f"<h2>{name}</h2><table border=1 cellpadding=4><tr><th>name</th><th>episodes</th>"
                      f"<th>success</th><th>example failures</th></tr>{rows}</table>")
-    path = Path(path)
-    path.write_text("<!doctype html><meta charset='utf-8'><title>" + esc(title) + "</title><body style='font-family:sans-serif'>"
-                    + "\n".join(parts) + "</body>")
-    return path
+    return ("<!doctype html><meta charset='utf-8'><title>" + esc(title) + "</title><body style='font-family:sans-serif'>"
+            + "\n".join(parts) + "</body>")

@@ -65,6 +65,17 @@ def chosen_task_index(env_id: str, task_index: dict[str, int], n: int, options: 
     return None
 
 
+def _limit(name: str, value: Any) -> int | None:
+    """A turn or tool limit: None (the default) or a positive int; anything else is refused."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive int or None, not {type(value).__name__} {str(value)[:40]}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive int or None, not {int(value)}")
+    return int(value)
+
+
 def needs_policy(task: dict[str, Any]) -> bool:
     """Whether the task's right outcome comes from the policy's rules: a trap, where the agent must
     refuse (or do less than asked) and cite the rule. Without the policy shown it cannot be solved."""
@@ -98,12 +109,16 @@ class AgentWorldEnv(gym.Env[str, str]):
 
     **Action:** text with one or more tool calls (``<tool_call>{"name", "arguments"}</tool_call>``
     blocks, a bare JSON call, or an OpenAI assistant message with ``tool_calls``). Several calls
-    run in order, each atomically, and every result comes back; at most 8 per action, and a
-    ``submit`` must be the last. One action is one turn.
+    run in order as one unit, all or nothing: if one fails, the writes of the calls before it are
+    rolled back (they report ``rolled_back``) and the calls after it, ``submit`` included, do not run
+    (``not_run``); every result comes back. At most 8 calls per action, and a ``submit`` must be
+    the last. One action is one turn. A key given twice in a call's JSON and an unclosed
+    ``<tool_call>`` are ``parse_error``; control characters other than tab and line breaks in
+    text arguments are ``invalid_arguments``.
 
     **Observation:** the tool's JSON result, or ``{"error": {"code", "message"}}``; for several calls,
     a JSON list of ``{"tool", "result"}`` / ``{"tool", "error"}`` in call order. ``info["error"]`` is
-    the first error code (None if all succeeded), ``info["calls"]`` lists each call's code.
+    the failing call's code (None if all succeeded), ``info["calls"]`` lists each call's code.
 
     **Reward:** 0 until ``submit``; then the task verifier's score, 1.0 iff every check passes
     (the exact state diff, answer, and task checks; ``info["checks"]`` reports each).
@@ -123,10 +138,11 @@ class AgentWorldEnv(gym.Env[str, str]):
                  task_overlay: str | None = None, overlay_mode: str = "add", show_policy: bool = True):
         if not isinstance(show_policy, bool):
             raise TypeError(f"show_policy must be a bool, not {type(show_policy).__name__}")
+        max_turns, max_tools = _limit("max_turns", max_turns), _limit("max_tools", max_tools)
         self.bundle: EnvBundle = load_bundle(env_name)
         tasks = self.bundle.tasks
         if task_overlay is not None:
-            tasks = merge_tasks(tasks, overlay_tasks(task_overlay, self.bundle.name), overlay_mode)
+            tasks = merge_tasks(tasks, overlay_tasks(task_overlay, self.bundle.name, self.bundle.spec), overlay_mode)
             self._task_index = {t["id"]: i for i, t in enumerate(tasks)}
         else:
             # The bundle's index: building one here would parse every lazily loaded task.

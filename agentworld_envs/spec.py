@@ -83,6 +83,7 @@ def validate_spec(spec: dict[str, Any]) -> dict[str, Any]:
     if error is not None:
         raise SpecError(_json_path(error), error.message)
     _check_identifiers(spec)  # first: unsafe names are reported before anything that uses them
+    _check_reserved(spec)
     _check_references(spec)
     _check_rules(spec)
     return spec
@@ -148,6 +149,46 @@ def _name(value: Any, path: str, what: str = "name") -> None:
     if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
         raise SpecError(path, f"{what} {str(value)[:80]!r} must match {IDENTIFIER.pattern} "
                               "(lower-case letters, digits and _, at most 63 characters)")
+
+
+#: Column names SQLite gives a meaning of its own: a column so named hides the row id that the change
+#: log, state hashes and diffs rely on (writes to its table would go unseen by the verifier).
+RESERVED_COLUMNS = frozenset({"rowid", "oid", "_rowid_"})
+#: Names bound next to a tool's parameters when its ``expr`` preconditions run (``:now``, ``:today``).
+PRECONDITION_NAMES = frozenset({"now", "today"})
+
+
+def _check_reserved(spec: dict[str, Any]) -> None:
+    """Names that would shadow what SQLite or the engine relies on are refused, with their path."""
+    index_names: dict[str, str] = {}
+    for i, table in enumerate(spec["tables"]):
+        name = table["name"]
+        if name.lower().startswith(("sqlite_", "_aw_")):
+            raise SpecError(f"$.tables[{i}].name", f"table name {name!r} uses a prefix reserved by SQLite or the engine")
+        for j, col in enumerate(table["columns"]):
+            if col["name"].lower() in RESERVED_COLUMNS or col["name"].lower().startswith("_aw_"):
+                raise SpecError(f"$.tables[{i}].columns[{j}].name",
+                                f"column name {col['name']!r} is reserved by SQLite (it would hide the row id the "
+                                f"engine tracks changes by); rename it, e.g. {col['name']}_value")
+        n_indexes = sum(1 for c in table["columns"] if c.get("references")) + len(table.get("indexes", []))
+        for k in range(n_indexes):
+            index_names[f"ix_{name}_{k}"] = f"$.tables[{i}]"
+    for i, table in enumerate(spec["tables"]):
+        if table["name"] in index_names:
+            raise SpecError(f"$.tables[{i}].name", f"table name {table['name']!r} is the name of an index the engine "
+                                                   f"creates for {index_names[table['name']]}")
+    for i, tool in enumerate(spec["tools"]):
+        impl = tool.get("impl", {})
+        params = tool["parameters"].get("properties", {})
+        if any("expr" in pre for pre in impl.get("preconditions", [])):
+            for param in params:
+                if param in PRECONDITION_NAMES or param == "__key":
+                    raise SpecError(f"$.tools[{i}].parameters.properties.{param}",
+                                    f"parameter name {param!r} is bound by the engine in precondition expressions "
+                                    f"(:{param}); rename it")
+        if impl.get("kind") == "python" and "ctx" in params:
+            raise SpecError(f"$.tools[{i}].parameters.properties.ctx",
+                            "parameter name 'ctx' is the tool context of Python tools; rename it")
 
 
 def _check_identifiers(spec: dict[str, Any]) -> None:

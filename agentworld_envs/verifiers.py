@@ -31,6 +31,7 @@ from typing import Any, TypedDict
 
 from . import answers, program_checks, state, statediff
 from .registry import Registry
+from .sqlcheck import read_only
 from .submission import as_submission, declared_outcome
 
 PythonVerifier = Callable[..., Any]
@@ -274,8 +275,8 @@ def run_checks(task: dict[str, Any], answer: Any, ctx: VerifierContext, *,
     if not any(c["type"] == "outcome" for c in checks):
         checks = [{"type": "outcome", "expected": expected_outcome(task),
                    "description": "submit's outcome is the task's"}, *checks]
-    ctx.final.execute("PRAGMA query_only = ON")
-    try:
+    # Read-only in a way a check's SQL cannot undo: no PRAGMA, ATTACH, DDL or transactions (sqlcheck.read_only).
+    with read_only(ctx.final):
         for check in checks:
             kind = check["type"]
             try:
@@ -285,7 +286,5 @@ def run_checks(task: dict[str, Any], answer: Any, ctx: VerifierContext, *,
             results.append({"type": kind, "passed": bool(ok), "detail": detail, "description": check.get("description", "")})
             if first_failure and not ok:
                 break
-    finally:
-        ctx.final.execute("PRAGMA query_only = OFF")
     score = 1.0 if results and all(r["passed"] for r in results) else 0.0
     return score, results
