@@ -79,6 +79,7 @@ def test_the_verifier_connection_cannot_leave_read_only(tmp_path):
     ctx = VerifierContext(final=inner.conn, initial=bundle.initial, initial_table_hashes=bundle.initial_table_hashes)
     score, results = run_checks(task, None, ctx)
     assert score == 0.0 and not target.exists() and not (tmp_path / "copy.db").exists()
+    results = [r for r in results if r["type"] != "outcome"]   # the outcome check every task gets comes first
     assert [r["passed"] for r in results][:-1] == [False] * 7 and results[-1]["passed"]
     assert inner.conn.execute("PRAGMA query_only").fetchone() == (0,)   # the episode can write again
     assert inner.conn.execute("PRAGMA database_list").fetchall()[0][1] == "main"
@@ -104,7 +105,8 @@ def test_a_runaway_check_query_ends_as_a_failed_check():
         score, results = run_checks({"id": "t", "checks": [{"type": "sql", "query": loop, "expect": [[1]]}]}, None, ctx)
     finally:
         sqlcheck.CHECK_BUDGET = old
-    assert score == 0.0 and "interrupted" in results[0]["detail"]
+    sql = next(r for r in results if r["type"] == "sql")
+    assert score == 0.0 and "interrupted" in sql["detail"]
 
 
 def test_attaching_another_envs_golden_database_is_refused(tmp_path):

@@ -288,8 +288,13 @@ def test_several_tool_calls_run_in_order_and_return_every_result(retail):
     obs, _, term, _, info = retail.step(two)
     results = json.loads(obs)
     assert [r["tool"] for r in results] == ["get_gift_card_balance", "count_orders_by_status"]
-    assert "error" in results[0] and "result" in results[1]
+    # all or nothing: the failing first call stops the action, the second does not run
+    assert "error" in results[0] and results[1]["error"]["code"] == "not_run"
     assert info["error"] == results[0]["error"]["code"] and len(info["calls"]) == 2 and not term
+    two = (format_call("count_orders_by_status", {}) + "\n" + format_call("get_gift_card_balance", {"code": "GC-AAAA-AAAA"}))
+    results = json.loads(retail.step(two)[0])
+    assert [r["tool"] for r in results] == ["count_orders_by_status", "get_gift_card_balance"]
+    assert "result" in results[0] or results[0]["error"]["code"] == "rolled_back"
     # an OpenAI message with several tool_calls, the last one submit, runs both and ends the episode
     msg = {"role": "assistant", "tool_calls": [
         {"type": "function", "function": {"name": "count_orders_by_status", "arguments": "{}"}},

@@ -183,8 +183,11 @@ def test_new_task_shapes_and_their_traps(bundles):
         env.reset(options={"task_id": task["id"]})
         # A refusal that does not say why (no limit, no value) earns nothing; the reference does.
         assert env.verify("I'm sorry, I can't do that because of the policy.")[0] == 0.0
+        # the reference, played through the env (a refusal needs the lookups that show the blocking value)
         env.reset(options={"task_id": task["id"]})
-        assert env.verify(task["solution"][-1]["arguments"]["answer"])[0] == 1.0
+        for action in env.solution_actions():
+            _, reward, terminated, _, _ = env.step(action)
+        assert terminated and reward == 1.0
         env.close()
 
 
