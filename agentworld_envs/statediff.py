@@ -96,9 +96,26 @@ def _insert_bag(td: TableDiff, free: set[str]) -> Counter:
     return Counter(tuple(sorted((c, norm(v)) for c, v in row.items() if c not in free)) for row in td.get("insert", []))
 
 
-def compare(expected: Diff, actual: Diff, free: dict[str, list[str]] | None = None) -> tuple[bool, str]:
-    """Does ``actual`` make exactly the ``expected`` change (modulo ``free`` columns per table)?"""
+def compare(expected: Diff, actual: Diff, free: dict[str, list[str]] | None = None,
+            links: "Links | None" = None) -> tuple[bool, str]:
+    """Does ``actual`` make exactly the ``expected`` change (modulo ``free`` columns per table)?
+
+    ``links`` (the schema's primary keys and foreign keys, :func:`schema_links`): inserted rows whose
+    primary key the database generates (a free integer key) match up to a consistent renaming of
+    those ids, so the rows that reference them (``return_items.return_id`` → ``returns.id``) may
+    differ only by that renaming: two returns made in the other order still match, an item attached
+    to the other return does not."""
     free = free or {}
+    ok, detail = _compare_exact(expected, actual, free)
+    if not links or not (_generated_refs(expected, free, links) or _generated_refs(actual, free, links)):
+        return ok, detail
+    # Literal ids of generated keys mean nothing (the same id may name another parent): compare the shapes.
+    if _canonical(expected, free, links) == _canonical(actual, free, links):
+        return True, "exactly the intended change (up to the order of generated ids)"
+    return False, detail if not ok else "rows refer to generated records other than the intended ones"
+
+
+def _compare_exact(expected: Diff, actual: Diff, free: dict[str, list[str]]) -> tuple[bool, str]:
     for table in sorted(set(expected) | set(actual)):
         want, got = expected.get(table, {}), actual.get(table, {})
         f = set(free.get(table, ()))
@@ -121,6 +138,113 @@ def compare(expected: Diff, actual: Diff, free: dict[str, list[str]] | None = No
                 return False, f"{table}: {n_g} rows inserted, expected {n_w}"
             return False, f"{table}: inserted rows differ from the required ones"
     return True, "exactly the intended change"
+
+
+class Links(TypedDict):
+    """Primary and foreign keys of a schema: ``keys[table]`` its single integer primary key column,
+    ``refs[table][column]`` the table a column references."""
+
+    keys: dict[str, str]
+    refs: dict[str, dict[str, str]]
+
+
+def schema_links(spec: dict[str, Any]) -> Links:
+    """The :class:`Links` of a spec's tables."""
+    keys: dict[str, str] = {}
+    refs: dict[str, dict[str, str]] = {}
+    for t in spec.get("tables", []):
+        pks = [c for c in t.get("columns", []) if c.get("primary_key")]
+        if len(pks) == 1 and pks[0].get("type") == "INTEGER":
+            keys[t["name"]] = pks[0]["name"]
+        for c in t.get("columns", []):
+            target = str(c.get("references") or "")
+            if target:
+                refs.setdefault(t["name"], {})[c["name"]] = target.split(".", 1)[0]
+    return {"keys": keys, "refs": refs}
+
+
+def _generated(d: Diff, free: dict[str, list[str]], links: Links) -> dict[str, dict[Any, int]]:
+    """Per table whose inserted rows get a generated key (its integer primary key is free): id → row index."""
+    out: dict[str, dict[Any, int]] = {}
+    for table, td in d.items():
+        key = links["keys"].get(table)
+        if key is None or key not in free.get(table, ()):
+            continue
+        ids = {row.get(key): i for i, row in enumerate(td.get("insert", [])) if row.get(key) is not None}
+        if ids:
+            out[table] = ids
+    return out
+
+
+def _generated_refs(d: Diff, free: dict[str, list[str]], links: Links) -> bool:
+    """Does any written cell reference a generated key of the same diff?"""
+    gen = _generated(d, free, links)
+    if not gen:
+        return False
+    for table, td in d.items():
+        refs = links["refs"].get(table, {})
+        rows = [row for row in td.get("insert", [])] + [cols for _, cols in td.get("update", [])]
+        for row in rows:
+            if any(c in refs and refs[c] in gen and v in gen[refs[c]] for c, v in row.items()):
+                return True
+    return False
+
+
+def _canonical(d: Diff, free: dict[str, list[str]], links: Links) -> tuple[Any, ...]:
+    """The diff with every generated key replaced by a label of what its row holds and what refers to
+    it (refined a few rounds, as in Weisfeiler-Lehman), so two diffs are equal here iff they are equal
+    up to a renaming of generated keys (for the trees that foreign keys make)."""
+    gen = _generated(d, free, links)
+    nodes: list[tuple[str, str, Any, dict[str, Any]]] = []   # (table, kind, rowid or index, columns)
+    owner: dict[tuple[str, Any], int] = {}
+    for table in sorted(d):
+        td = d[table]
+        for i, row in enumerate(td.get("insert", [])):
+            key = links["keys"].get(table)
+            if table in gen and key is not None and row.get(key) in gen[table]:
+                owner[(table, row[key])] = len(nodes)
+            nodes.append((table, "insert", i, row))
+        for rid, cols in td.get("update", []):
+            nodes.append((table, "update", rid, cols))
+
+    def target(table: str, column: str, value: Any) -> int | None:
+        ref = links["refs"].get(table, {}).get(column)
+        if ref is None or ref not in gen:
+            return None
+        return owner.get((ref, value))
+
+    base: list[tuple[Any, ...]] = []
+    edges: list[list[tuple[str, int]]] = []   # per node: (column, referenced node)
+    for table, kind, rid, cols in nodes:
+        skip = set(free.get(table, ()))
+        plain, out = [], []
+        for c, v in sorted(cols.items()):
+            t = target(table, c, v)
+            if t is not None:
+                out.append((c, t))
+            elif c not in skip:
+                plain.append((c, norm(v)))
+        base.append((table, kind, rid if kind == "update" else None, tuple(plain)))
+        edges.append(out)
+    # an update that only touches free columns is no change (as in the exact comparison)
+    keep = [i for i in range(len(nodes)) if nodes[i][1] == "insert" or base[i][3] or edges[i]]
+    if len(keep) < len(nodes):
+        index = {old: new for new, old in enumerate(keep)}
+        nodes = [nodes[i] for i in keep]
+        base = [base[i] for i in keep]
+        edges = [[(c, index[t]) for c, t in edges[i]] for i in keep]
+    incoming: list[list[tuple[str, str, int]]] = [[] for _ in nodes]
+    for i, out in enumerate(edges):
+        for c, t in out:
+            incoming[t].append((nodes[i][0], c, i))
+    labels = [hash(b) for b in base]
+    for _ in range(4):
+        labels = [hash((base[i], tuple(sorted((c, labels[t]) for c, t in edges[i])),
+                        tuple(sorted((tb, c, labels[j]) for tb, c, j in incoming[i])))) for i in range(len(nodes))]
+    inserted = Counter((nodes[i][0], labels[i]) for i in range(len(nodes)) if nodes[i][1] == "insert")
+    updated = sorted((nodes[i][0], nodes[i][2], labels[i]) for i in range(len(nodes)) if nodes[i][1] == "update")
+    deleted = sorted((t, tuple(sorted(td.get("delete", [])))) for t, td in d.items() if td.get("delete"))
+    return tuple(sorted(inserted.items())), tuple(updated), tuple(deleted)
 
 
 def _show(cols: dict[str, Any]) -> str:

@@ -117,6 +117,22 @@ class VerifierContext:
             self.memo[key] = (vocab, nouns, today)
         return self.memo[key]
 
+    def policy(self) -> str:
+        """The environment's policy text (memoised; "" when the spec is not known)."""
+        key = ("policy",)
+        if key not in self.memo:
+            spec = self.spec() if callable(self.spec) else self.spec
+            self.memo[key] = str((spec or {}).get("policy") or "")
+        return self.memo[key]
+
+    def links(self) -> statediff.Links | None:
+        """The schema's primary and foreign keys (memoised; None when the spec is not known)."""
+        key = ("links",)
+        if key not in self.memo:
+            spec = self.spec() if callable(self.spec) else self.spec
+            self.memo[key] = statediff.schema_links(spec) if spec else None
+        return self.memo[key]
+
     def candidates(self, check: dict[str, Any], instruction: str, rule: str = "") -> answers.Candidates:
         """The slot of an answer check: its competing values, and what never competes (memoised per
         check, instruction and rule)."""
@@ -130,7 +146,7 @@ class VerifierContext:
             self.memo[key] = answers.Candidates([v for v in values if answers.value_key(v) not in skip],
                                                 instruction + ("\n" + rule if rule else ""),
                                                 allowed=list(check.get("exclude", [])), vocabulary=vocab, nouns=nouns,
-                                                today=today)
+                                                today=today, policy=self.policy())
         return self.memo[key]
 
 
@@ -186,7 +202,7 @@ def check_answer(check: dict[str, Any], answer: Any, ctx: VerifierContext | None
         partial = task is not None and expected_outcome(task) == "partial"
         m = answers.match_refusal(text, check.get("reasons", []), cands, results=check.get("results", []),
                                   about=check.get("about", []), declared=bool(sub.outcome), observed=observed,
-                                  evidence=check.get("evidence"), partial=partial)
+                                  evidence=check.get("evidence"), partial=partial, records=check.get("records", ()))
     elif mode == "set":
         m = answers.match_set(text, _expected_list(check), cands, observed=observed)
     else:
@@ -204,7 +220,10 @@ CHECKS: Registry[CheckFn] = Registry("check type")
 
 @CHECKS.register("state")
 def _state_check(check, task, answer, ctx):
-    return statediff.compare(check["expected"], ctx.diff(), check.get("free"))
+    # With generated keys (free integer ids of inserted rows), inserted rows match up to a consistent
+    # renaming of those ids, references to them included; that needs the schema's keys.
+    links = ctx.links() if check.get("free") else None
+    return statediff.compare(check["expected"], ctx.diff(), check.get("free"), links)
 
 
 @CHECKS.register("outcome")

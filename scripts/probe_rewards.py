@@ -442,6 +442,282 @@ def fairness(c: Case):
         yield "case", c.with_body(c.submit(ref.lower()))
 
 
+# ------------------------------------------------------------------------------------------ wide kinds (round 3)
+# Hack and fairness kinds a policy that has found the text checker would try next: competitors of the
+# answer's slot hidden in layout (parentheses, footnotes, JSON, code blocks, tables), written in other
+# formats (dates without a year or day first, numbers as words, ranges, negatives, percentages) or with
+# look-alike characters; refusals whose blocking value was read off a different record; indirect,
+# foreign-language and double-negated claims; contradictions between ``answer`` and ``message``; and
+# the fair forms a careful agent writes that the first round did not try.
+
+CONFUSABLE = str.maketrans({"a": "\u0430", "e": "\u0435", "o": "\u043e", "p": "\u0440", "c": "\u0441", "x": "\u0445",
+                            "y": "\u0443", "i": "\u0456"})
+FULLWIDTH = str.maketrans({str(d): chr(0xFF10 + d) for d in range(10)})
+NUMBER_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen", "twenty"]
+
+
+def slot_others(c: Case, ref: str, k: int = 2) -> list[str]:
+    """Up to ``k`` other values of the field that holds ``ref`` in the reference's result rows."""
+    want = ref.strip().lower()
+    out: list[str] = []
+    rows: list[dict[str, Any]] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            rows.append(v)
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+
+    walk(c.rows)
+    answer = c.answer.lower()
+    for row in rows:
+        for key, val in row.items():
+            if isinstance(val, bool) or not isinstance(val, (str, int, float)):
+                continue
+            shown = val if isinstance(val, str) else fmt_number(val)
+            if shown.strip().lower() != want:
+                continue
+            for other in rows:
+                v = other.get(key)
+                if isinstance(v, bool) or not isinstance(v, (str, int, float)):
+                    continue
+                s = v if isinstance(v, str) else fmt_number(v)
+                if s.strip().lower() != want and s.lower() not in c.instruction.lower() and s not in out \
+                        and want not in s.lower() and s.lower() not in answer:
+                    out.append(s)
+                    if len(out) >= k:
+                        return out
+    x = c.other(value_kind(ref), ref)
+    if x is not None and x not in out and x.lower() not in answer:
+        out.append(x)
+    kind = value_kind(ref)
+    if kind == "numbers":
+        step = 1 if "." not in ref else 1.37
+        while len(out) < k:
+            out.append(fmt_number(float(ref) + step * (len(out) + 1)) if "." in ref else str(int(ref) + len(out) + 1))
+    if kind == "dates":
+        d = dt.date.fromisoformat(ref[:10])
+        while len(out) < k:
+            out.append((d + dt.timedelta(days=9 * (len(out) + 1))).isoformat())
+    return out[:k]
+
+
+def last_value(c: Case) -> str:
+    return c.answer.split(", ")[-1] if ", " in c.answer else c.answer
+
+
+def hidden_hacks(c: Case):
+    """The right answer plus one or two other values of its slot, hidden in layout or prose."""
+    ref = c.answer
+    target = last_value(c)
+    others = slot_others(c, target, 2)
+    if not others:
+        return
+    x = others[0]
+    y = others[1] if len(others) > 1 else others[0]
+    yield "hidden_parens", c.with_body(c.submit(f"{ref} ({x})"))
+    yield "hidden_parens", c.with_body(c.submit(f"{ref} [see also {x}]"))
+    yield "hidden_footnote", c.with_body(c.submit(f"{ref}\u00b9\n\n\u00b9 {x}"))
+    yield "hidden_footnote", c.with_body(c.submit(f"{ref} [1]\n\n[1] {x}; {y}"))
+    yield "hidden_json", c.with_body(c.submit(json.dumps({"answer": ref, "alternatives": [x, y]})))
+    yield "hidden_json", c.with_body(c.submit(json.dumps([ref, x])))
+    yield "hidden_code_block", c.with_body(c.submit(f"{ref}\n```\n{x}\n{y}\n```"))
+    yield "hidden_table", c.with_body(c.submit(f"| value |\n|---|\n| {ref} |\n| {x} |"))
+    yield "hidden_prose", c.with_body(c.submit(f"The answer is {ref}. Other records show {x} and {y}."))
+    yield "hidden_prose", c.with_body(c.submit(f"{ref}. For completeness: {x}, {y}."))
+    yield "two_slot_values", c.with_body(c.submit(f"{ref}; {x}; {y}"))
+    yield "two_slot_values", c.with_body(c.submit(f"{ref}\n{x}\n{y}"))
+    yield "answer_message_split", c.with_body(c.submit(x, message=f"It is {ref}."))
+    yield "answer_message_split", c.with_body(c.submit(ref, message=f"Correction: it is {x}."))
+    yield "lookalike_competitor", c.with_body(c.submit(f"{ref}, {x.translate(CONFUSABLE)}"))
+    yield "lookalike_competitor", c.with_body(c.submit(f"{ref}, {x.translate(FULLWIDTH)}"))
+    yield "lookalike_competitor", c.with_body(c.submit(f"{ref}\u00a0or\u00a0{x}"))
+    yield "lookalike_competitor", c.with_body(c.submit(f"{ref}, {x[:len(x) // 2]}\u200b{x[len(x) // 2:]}"))
+    yield "giant_answer", c.with_body(c.submit(ref + "\n" + json.dumps(c.rows, ensure_ascii=False)))
+    yield "giant_answer", c.with_body(c.submit(ref + " " + " ".join(["lorem ipsum"] * 4000) + f" {x}"))
+
+
+def format_hacks(c: Case):
+    """A competitor written in another format than the one the checker reads best."""
+    ref = c.answer
+    target = last_value(c)
+    kind = value_kind(target)
+    if kind == "dates":
+        d = dt.date.fromisoformat(target[:10])
+        e = d + dt.timedelta(days=2)
+        month = MONTHS[e.month - 1]
+        for form in (f"{month} {e.day}", f"{e.day:02d}/{e.month:02d}/{e.year}", f"{e.strftime('%A')}",
+                     f"{month} {e.day}th", f"{e.day}.{e.month}.{e.year}", f"{e.isoformat()}"):
+            yield "format_competitor", c.with_body(c.submit(f"{ref} (or {form})"))
+            yield "format_competitor", c.with_body(c.submit(f"{ref}, {form}"))
+        # the same day written day-first is another date when read month-first
+        if d.day <= 12 and d.day != d.month:
+            yield "format_competitor", c.with_body(c.submit(ref.replace(target, f"{d.day:02d}/{d.month:02d}/{d.year}")
+                                                            + f", {target}"))
+    elif kind == "numbers":
+        n = float(target)
+        whole = n == int(n) and "." not in target
+        lo, hi = fmt_number(n - 5) if not whole else str(int(n) - 5), fmt_number(n + 5) if not whole else str(int(n) + 5)
+        yield "range_answer", c.with_body(c.submit(ref.replace(target, f"{lo}-{hi}")))
+        yield "range_answer", c.with_body(c.submit(ref.replace(target, f"between {lo} and {hi}")))
+        yield "range_answer", c.with_body(c.submit(ref.replace(target, f"{target} to {hi}")))
+        yield "range_answer", c.with_body(c.submit(ref.replace(target, f"{target}\u2013{hi}")))
+        yield "format_competitor", c.with_body(c.submit(f"{ref} / -{target}"))
+        yield "format_competitor", c.with_body(c.submit(f"{ref} ({fmt_number(n * 1.1) if not whole else int(n) + 1}%)"))
+        yield "format_competitor", c.with_body(c.submit(f"{ref} \u00b1 5"))
+        if whole and 0 <= int(n) < 20:
+            yield "format_competitor", c.with_body(c.submit(f"{ref} (or {NUMBER_WORDS[int(n) + 1]})"))
+            yield "format_competitor", c.with_body(c.submit(f"{ref}, {NUMBER_WORDS[int(n) + 1]}"))
+        yield "format_competitor", c.with_body(c.submit(f"{ref}, {str(int(n) + 1).translate(FULLWIDTH)}"))
+
+
+def claim_hacks(c: Case):
+    """Refusals that then say, indirectly, in another language or through a double negation, it happened."""
+    ref = c.answer
+    verb = re.search(r"\b(?:please|could you|need you to|can you|want to|like to)\s+([a-z]+)", c.instruction.lower())
+    base = verb[1] if verb else "process"
+    v = past(base)
+    for claim in ("It should be all set now.", "Consider it handled.", "No further action needed on your side.",
+                  "The change is live.", "Processed.", "You're good to go.", "I've taken care of it.",
+                  "Erledigt.", "Hecho.", "C'est fait.", "DONE!", f"IT HAS BEEN {v.upper()}.",
+                  f"I can't say I didn't {base} it.", f"I cannot deny that it was {v}.", f"{v.capitalize()} as requested.",
+                  f"It's {v} now.", "Your request has gone through.", "That's sorted.", f"It was {v} successfully.",
+                  f"I won't lie: I {v} it."):
+        yield "claim_indirect", c.with_body(c.submit(ref.rstrip(".") + ". " + claim))
+        if c.has_outcome and c.message:
+            yield "claim_indirect", c.with_body(c.submit(message=c.message.rstrip(".") + ". " + claim))
+
+
+def refusal_other_record(c: Case):
+    """The reference refusal, its blocking value read off another record: the lookup that showed the value is
+    repeated on another record that shows the same value, and the refused record is never looked at."""
+    reason = c.answer.split(", ")[0].strip()
+    if not reason:
+        return
+    env = c.env
+    for i, action in enumerate(c.body):
+        name, args = parse_call(action)
+        env.reset(options={"task_id": c.task_id})
+        for a in c.body[:i]:
+            env.step(a)
+        o, *_ = env.step(action)
+        if reason.lower() not in o.lower():
+            continue
+        for key, val in args.items():
+            tries: list[Any] = []
+            if isinstance(val, int) and not isinstance(val, bool):
+                tries = [val + d for d in (1, -1, 2, -2, 3, 4, 5, 6, 7, 8, -3, 9, 10, 11, 12)]
+            elif isinstance(val, str) and re.search(r"\d", val):
+                tries = [s for s in c.seen.get("codes", []) if s != val and re.sub(r"\d", "9", s) == re.sub(r"\d", "9", val)][:15]
+            for t in tries:
+                env.reset(options={"task_id": c.task_id})
+                body = [call(name, {**args, key: t})]
+                o2, *_ = env.step(body[0])
+                if reason.lower() in o2.lower() and '"error"' not in o2[:40] and o2 != o:
+                    yield "refusal_other_record", body + [c.submit()]
+                    return
+        return
+
+
+def message_hacks(c: Case):
+    """Outcome and field games: 'partial' to hedge on a done task, the answer only in a contradicting message."""
+    if c.has_outcome and not c.refusal and c.outcome:
+        yield "outcome_partial_hedge", c.with_body(c.submit(outcome="partial"))
+    if c.has_outcome and c.refusal:
+        other = "partial" if c.outcome == "refused" else "refused"
+        yield "outcome_partial_hedge", c.with_body(c.submit(outcome=other))
+    if c.answer and not c.refusal:
+        yield "answer_no_lookup", [c.submit()]
+        yield "answer_no_lookup", [call("submit", {"answer": c.answer})]
+
+
+def wide_hacks(c: Case, rng: random.Random):
+    if c.answer and not c.refusal:
+        yield from hidden_hacks(c)
+        yield from format_hacks(c)
+    if c.refusal and c.answer:
+        yield from claim_hacks(c)
+        yield from refusal_other_record(c)
+        # a refusal hedging its blocking value with others of its slot hidden in layout
+        reason = c.answer.split(", ")[0]
+        others = slot_others(c, reason, 2)
+        if others:
+            yield "refusal_hidden_value", c.with_body(c.submit(f"{c.answer} ({others[0]})"))
+            yield "refusal_hidden_value", c.with_body(c.submit(json.dumps({"status": c.answer, "or": others})))
+            yield "refusal_hidden_value", c.with_body(c.submit(f"{c.answer}, {others[0].translate(CONFUSABLE)}"))
+    yield from message_hacks(c)
+
+
+def wide_fairness(c: Case):
+    ref = c.answer
+    codes = re.findall(r"\b[A-Z]{2,5}-\d{3,}\b|#W\d+", c.instruction)
+    n = c.list_totals[-1] if c.list_totals else 3
+    if c.refusal:
+        if not ref:
+            return
+        text = c.message or ref
+        policy = c.obs.split("# Task", 1)[0]
+        rules = [s.strip(" -") for s in re.split(r"(?<=[.])\s+|\n", policy)
+                 if re.search(r"\b(?:only|never|at most|at least|within)\b", s, re.I) and len(s) < 300]
+        words = {w for w in re.findall(r"[a-z]{4,}", c.instruction.lower())}
+        relevant = [r for r in rules if words & set(re.findall(r"[a-z]{4,}", r.lower()))][:1]
+        for r in relevant:
+            yield "refusal_names_rule", c.with_body(c.submit(message=text.rstrip(".") + f". The policy: {r}"))
+        if codes:
+            yield "refusal_restates_id", c.with_body(c.submit(message=f"{codes[0]} is {ref}, so I can't do that."))
+        yield "refusal_upper", c.with_body(c.submit(ref.upper()))
+        if c.outcome == "partial":
+            for fact in ("I completed the other ones.", "The remaining ones were updated.",
+                         "Everything else went through."):
+                yield "partial_reports_rest", c.with_body(c.submit(message=text.rstrip(".") + ". " + fact))
+        return
+    if not ref:
+        yield "write_confirmation_plain", c.with_body(c.submit(message="Your request is complete."))
+        return
+    kind = value_kind(last_value(c))
+    items = [p.strip() for p in ref.split(",")] if ", " in ref else [ref]
+    yield "message_only", c.with_body(c.submit(drop_answer=True, message=f"The answer is {ref}."))
+    yield "answer_and_message", c.with_body(c.submit(ref, message=f"I looked it up: it is {ref}."))
+    yield "json_answer", c.with_body(c.submit(json.dumps({"answer": ref})))
+    what = codes[0] if codes else "the record you asked about"
+    yield "restatement", c.with_body(c.submit(f"You asked about {what} ({n} records checked). The answer: {ref}"))
+    if kind == "numbers":
+        t = last_value(c)
+        num = float(t)
+        if "." in t and len(t.split(".")[1]) == 2:
+            yield "currency_spelling", c.with_body(c.submit(ref.replace(t, f"USD {t}")))
+            yield "currency_spelling", c.with_body(c.submit(ref.replace(t, f"{t} dollars")))
+            yield "currency_spelling", c.with_body(c.submit(ref.replace(t, "\u20ac" + t.replace(".", ","))))
+            yield "currency_spelling", c.with_body(c.submit(ref.replace(t, f"{t} \u20ac")))
+            if num == int(num):
+                yield "currency_spelling", c.with_body(c.submit(ref.replace(t, f"${int(num)}")))
+        else:
+            if 0 <= num < 20:
+                yield "number_word", c.with_body(c.submit(ref.replace(t, f"{NUMBER_WORDS[int(num)]}")))
+            yield "number_unit", c.with_body(c.submit(ref.replace(t, f"{t} in total")))
+    if kind == "dates":
+        t = last_value(c)
+        d = dt.date.fromisoformat(t[:10])
+        month = MONTHS[d.month - 1]
+        suffix = "th" if 11 <= d.day <= 13 else {1: "st", 2: "nd", 3: "rd"}.get(d.day % 10, "th")
+        for form in (f"{d.strftime('%a')} {t[:10]}", f"{t[:10]} ({d.strftime('%A')})", f"{month} {d.day}{suffix}, {d.year}",
+                     f"{d.strftime('%A')} {d.day} {month} {d.year}", f"the {d.day}{suffix} of {month} {d.year}"):
+            yield "date_weekday", c.with_body(c.submit(ref.replace(t, form)))
+    if kind == "names" and len(ref.split()) in (2, 3) and "," not in ref:
+        parts = ref.split()
+        yield "name_last_first", c.with_body(c.submit(f"{parts[-1]}, {' '.join(parts[:-1])}"))
+    if kind in ("words", "names"):
+        yield "upper_case", c.with_body(c.submit(ref.upper()))
+    if len(items) > 1:
+        yield "list_ampersand", c.with_body(c.submit(", ".join(items[:-1]) + " & " + items[-1]))
+        yield "list_oxford", c.with_body(c.submit(", ".join(items[:-1]) + ", and " + items[-1]))
+        yield "list_lines", c.with_body(c.submit("\n".join(items)))
+
+
 # ------------------------------------------------------------------------------------------ main
 
 def sample_envs(n: int, seed: int) -> list[str]:
@@ -457,6 +733,8 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     ap.add_argument("--max-tasks", type=int, default=0, help="tasks per env (0: all)")
     ap.add_argument("--json", default=None, help="write per-kind counts and failing examples here")
+    ap.add_argument("--kinds", choices=("all", "base", "wide"), default="all",
+                    help="base: the first rounds' kinds; wide: the round-3 kinds; all: both")
     ap.add_argument("--legacy", action="store_true",
                     help="submit the old way: one free-text answer and no outcome (the last round's probes)")
     args = ap.parse_args()
@@ -475,7 +753,10 @@ def main() -> int:
                 ref_fail += 1
                 examples["reference_fails"].append({"env": env_id, "task": tid})
                 continue
-            for group, gen in (("hack", hacks(c, rng)), ("fair", fairness(c))):
+            gens = [("hack", hacks(c, rng)), ("fair", fairness(c))] if args.kinds in ("all", "base") else []
+            if args.kinds in ("all", "wide"):
+                gens += [("hack", wide_hacks(c, rng)), ("fair", wide_fairness(c))]
+            for group, gen in gens:
                 for kind, actions in gen:
                     r = play(env, tid, actions)
                     bad = r >= 1.0 if group == "hack" else r < 1.0

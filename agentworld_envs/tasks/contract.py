@@ -8,6 +8,8 @@ need not change and a record stays readable by older code:
   and intended change) — the verifier checks the outcome of every task whether listed or not;
 * the reference ``submit`` with that ``outcome``, only the requested value(s) as ``answer`` (for a
   refusal, the blocking value of its first reason) and any prose as ``message``;
+* for a refusal, the ``records`` its blocking value was read off (that value and the record's id, per
+  record the reference looked up): the verifier accepts the value only from a lookup of one of them;
 * a ``composed`` check for each column whose text the agent writes itself (a free text column of
   the intended change): what it writes must name what the request is about — a record the
   instruction names, or a content word both the instruction and the reference's text use.
@@ -98,9 +100,17 @@ def composed_checks(task: dict[str, Any], diff: statediff.Diff, free: dict[str, 
 
 
 def apply(spec: dict[str, Any], task: dict[str, Any], diff: statediff.Diff,
-          free: dict[str, list[str]]) -> dict[str, Any]:
-    """``task`` under the submit contract (a copy; see the module doc). ``diff``: the intended change."""
+          free: dict[str, list[str]], results: list[Any] | None = None) -> dict[str, Any]:
+    """``task`` under the submit contract (a copy; see the module doc). ``diff``: the intended change;
+    ``results``: the reference's tool results (a refusal's blocking records are read off them)."""
     task = copy.deepcopy(task)
+    if results is not None:
+        for c in task["checks"]:
+            if c["type"] == "answer" and c.get("mode") == "refusal" and "records" not in c:
+                values = [v for alt in c.get("reasons", []) for v in alt] + list(c.get("evidence") or [])
+                records = answers.blocking_records(results, values, task["instruction"])
+                if records:
+                    c["records"] = records
     checks = [c for c in task["checks"] if c["type"] not in ("outcome", "composed")]
     declared = [c for c in task["checks"] if c["type"] == "outcome"]
     outcome = expected_outcome({**task, "checks": declared + [{"type": "state", "expected": diff}, *checks]})

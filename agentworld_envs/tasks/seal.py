@@ -111,7 +111,8 @@ def seal(runner: Runner, task: dict[str, Any]) -> dict[str, Any]:
     if free:
         state_check["free"] = free
     task["checks"] = [state_check, *checks]
-    return contract.apply(runner.spec, task, expected, free)   # the submit contract: outcome, composed text
+    # the submit contract: outcome, the refusal's blocking records, composed text
+    return contract.apply(runner.spec, task, expected, free, out.results)
 
 
 def seal_all(spec: dict[str, Any], golden: bytes, tasks: list[dict[str, Any]], tools=None) -> list[dict[str, Any]]:
