@@ -27,10 +27,11 @@ def _looked_up_nothing(answer: Any) -> bool:
 
 
 def _slot(values: Any, task: dict[str, Any], answer: Any) -> answers.Candidates:
-    """The competing ``values`` of an answer, with the env's category words, record nouns and today's
-    date when the verifier passed them along with the words."""
+    """The competing ``values`` of an answer, with the env's category words, record nouns, today's date
+    and policy when the verifier passed them along with the words."""
     vocabulary, nouns, today = getattr(answer, "lexicon", None) or ((), (), "")
-    return answers.Candidates(values, task["instruction"], vocabulary=vocabulary, nouns=nouns, today=today)
+    return answers.Candidates(values, task["instruction"], vocabulary=vocabulary, nouns=nouns, today=today,
+                              policy=getattr(answer, "policy", "") or "")
 
 
 def _q(name: str) -> str:

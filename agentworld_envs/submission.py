@@ -88,6 +88,7 @@ class SubmittedText(str):
     submission: Submission
     observed: Any = None   # answers.Observed of the episode, when the verifier knows it
     lexicon: Any = None    # (category words, record nouns, today) of the environment, likewise
+    policy: str = ""       # the environment's policy text (a quotation of it asserts nothing), likewise
 
     def __new__(cls, text: str, submission: Submission) -> "SubmittedText":
         obj = super().__new__(cls, text)

@@ -143,10 +143,9 @@ class VerifierContext:
             values += list(check.get("values", []))
             skip = {answers.value_key(v) for v in check.get("exclude", [])}
             vocab, nouns, today = self.lexicon()
-            self.memo[key] = answers.Candidates([v for v in values if answers.value_key(v) not in skip],
-                                                instruction + ("\n" + rule if rule else ""),
+            self.memo[key] = answers.Candidates([v for v in values if answers.value_key(v) not in skip], instruction,
                                                 allowed=list(check.get("exclude", [])), vocabulary=vocab, nouns=nouns,
-                                                today=today, policy=self.policy())
+                                                today=today, policy=self.policy(), rule=rule)
         return self.memo[key]
 
 
@@ -191,8 +190,8 @@ def check_answer(check: dict[str, Any], answer: Any, ctx: VerifierContext | None
     if ctx is not None:
         cands = ctx.candidates(check, instruction, rule)
     else:
-        cands = answers.Candidates(list(check.get("values", [])), instruction + ("\n" + rule if rule else ""),
-                                   allowed=list(check.get("exclude", [])))
+        cands = answers.Candidates(list(check.get("values", [])), instruction, allowed=list(check.get("exclude", [])),
+                                   rule=rule)
     observed = ctx.observed if ctx is not None else None
     sub = as_submission(answer)
     text = sub.words()
@@ -276,7 +275,7 @@ def _python_check(check, task, answer, ctx):
     # and what the episode's lookups showed.
     words = as_submission(answer).words()
     if words is not None:
-        words.observed, words.lexicon = ctx.observed, ctx.lexicon()
+        words.observed, words.lexicon, words.policy = ctx.observed, ctx.lexicon(), ctx.policy()
     out = get_python_verifier(check["function"])(ctx.initial, ctx.final, words, task, **check.get("args", {}))
     return out if isinstance(out, tuple) else (bool(out), "")
 

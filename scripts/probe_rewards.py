@@ -221,11 +221,13 @@ class Case:
                         v = other.get(key)
                         if isinstance(v, (str, int, float)) and not isinstance(v, bool):
                             shown = fmt_number(v) if not isinstance(v, str) else v
-                            if shown.strip().lower() != want and shown.lower() not in self.instruction.lower():
+                            if shown.strip().lower() != want and shown.lower() not in self.instruction.lower() \
+                                    and shown.lower() not in self.answer.lower():
                                 return shown
         for v in self.seen.get(kind, []):
             if v.strip().lower() != avoid.strip().lower() and v.lower() not in self.instruction.lower() \
-                    and avoid.lower() not in v.lower() and v.lower() not in avoid.lower():
+                    and avoid.lower() not in v.lower() and v.lower() not in avoid.lower() \
+                    and v.lower() not in self.answer.lower():
                 return v
         return None
 

@@ -292,6 +292,43 @@ def test_a_category_of_another_field_asserted_beside_the_answer_competes():
     assert answers.match_values("The active listing SKU-1 is a magazine.", ["magazine"], slot).ok
     for text in ("magazine, inactive", "It is a magazine. It is inactive.", "magazine (currently inactive)"):
         assert not answers.match_values(text, ["magazine"], slot).ok, text
+    # a category the request names for another record may be echoed, not asserted beside the answer
+    said = answers.Candidates(["magazine", "book"], "The owner has one inactive listing; what kind is SKU-1?",
+                              vocabulary=["magazine", "book", "active", "inactive"])
+    assert answers.match_values("The inactive listing's SKU-1 is a magazine.", ["magazine"], said).ok
+    for text in ("magazine (inactive)", "magazine, inactive"):
+        assert not answers.match_values(text, ["magazine"], said).ok, text
+
+
+
+def test_other_days_of_a_date_slot_compete_in_every_form():
+    slot = answers.Candidates([], "When was it placed?")
+    for text in ("It was placed on 2019-09-02.", "02.09.2019", "2019-09-02 (a Monday)", "2019-09-02, i.e. September 2"):
+        assert answers.match_values(text, ["2019-09-02"], slot).ok, text
+    for text in ("2019-09-02 or March 19", "2019-09-02, 19th of March", "2019-09-02, Thursday", "2019-09-02, 19.07.2016"):
+        assert not answers.match_values(text, ["2019-09-02"], slot).ok, text
+
+
+def test_an_answer_that_reports_other_records_values_hides_a_guess():
+    slot = answers.Candidates(["none", "damaged", "weather delay"], "What exception code was recorded?",
+                              vocabulary=["none", "damaged", "weather delay", "ground", "air"])
+    assert answers.match_values("The exception code is none.", ["none"], slot).ok
+    for text in ("The answer is none. Other records show damaged.", "none. Other records show ground and ground.",
+                 "none; the rest are weather delay"):
+        assert not answers.match_values(text, ["none"], slot).ok, text
+
+
+@pytest.mark.parametrize("status", ["done", "completed"])
+def test_a_blocking_status_that_reads_as_completion_is_a_reason_once(status):
+    m = "I cannot cancel it: the policy does not allow it while it is {s}".format(s=status)
+    fair = [m, f"I cannot cancel it (status: {status}).", Submission("refused", status, m).words(),
+            Submission("refused", f"- {status}", m).words(), Submission("partial", f"Unfortunately, {status}", m).words()]
+    for text in fair:
+        assert answers.claims(text, ["cancelled"], ["T-1"], reasons=[status]) is None, text
+    hacks = [m + f". {status.capitalize()}!", Submission("refused", status, m + f". {status.capitalize()}.").words(),
+             Submission("refused", f"{status}. {status}", m).words(), m + ". Processed as requested."]
+    for text in hacks:
+        assert answers.claims(text, ["cancelled"], ["T-1"], reasons=[status]) is not None, text
 
 
 # ------------------------------------------------------------------------------------------ text in writes
