@@ -27,6 +27,11 @@ class Rule:
     value: float
     text: str
     states: tuple[str, ...] = ()
+    #: Statuses a row reaches only by passing this rule (the tool's target, and what lies only beyond
+    #: it): the seeded history obeys the rule there, except rows a task sets up (``data.setups``).
+    guards: tuple[str, ...] = ()
+    #: ``"theme"`` when the theme's own description states the rule, else ``"planned"``.
+    source: str = "planned"
 
     def expr(self) -> str:
         c = f'"{self.column}"'
@@ -44,20 +49,57 @@ class Rule:
         return (f'(SELECT COUNT(*) FROM "{self.table}" AS quota_rows WHERE quota_rows."{self.column}" = {parent} '
                 f'AND quota_rows."status" IN ({states}))')
 
+    #: The task shapes that exercise each kind of rule (allowed case and trap), for task generation.
+    SHAPES = {"threshold": ("rule_threshold",), "min_lead_time": ("time_window",), "max_age": ("time_window",),
+              "quota": ("quota",)}
+
+    @property
+    def shapes(self) -> tuple[str, ...]:
+        return self.SHAPES.get(self.kind, ())
+
+    def history_breaks(self, now: str) -> str | None:
+        """A WHERE condition over ``table`` for seeded rows whose history breaks the rule: a row in a
+        guarded status that could not have got there under it (a ``done`` investigation above the fee
+        limit; a session cancelled less than 48 hours before it departed). ``None`` for quotas (see
+        :meth:`over_quota`)."""
+        if self.kind == "quota" or not self.guards:
+            return None
+        states = ", ".join("'" + s.replace("'", "''") + "'" for s in self.guards)
+        c = f'"{self.column}"'
+        if self.kind == "threshold":
+            bad = f"{c} IS NOT NULL AND NOT ({self.sql(now)})"
+        elif self.kind == "min_lead_time":
+            bad = (f"{c} IS NOT NULL AND status_changed_at IS NOT NULL AND "
+                   f"(julianday({c}) - julianday(status_changed_at)) * 24 < {self.value!r}")
+        else:
+            bad = (f"{c} IS NOT NULL AND status_changed_at IS NOT NULL AND "
+                   f"julianday(status_changed_at) - julianday({c}) > {self.value!r}")
+        return f'"status" IN ({states}) AND {bad}'
+
+    def over_quota(self) -> str:
+        """SQL listing ``(parent, open children)`` for parents holding more than the quota allows."""
+        states = ", ".join("'" + s.replace("'", "''") + "'" for s in self.states)
+        return (f'SELECT "{self.column}", COUNT(*) FROM "{self.table}" WHERE "{self.column}" IS NOT NULL AND '
+                f'"status" IN ({states}) GROUP BY "{self.column}" HAVING COUNT(*) > {int(self.value)}')
+
     def precondition(self) -> dict[str, Any]:
         return {"expr": self.expr(), "message": f"Policy: {self.text}"}
 
     def to_json(self) -> dict[str, Any]:
         out = asdict(self)
-        out["states"] = list(self.states)
-        if not self.states:
-            del out["states"]
+        for key in ("states", "guards"):
+            out[key] = list(getattr(self, key))
+            if not out[key]:
+                del out[key]
+        if self.source == "planned":
+            del out["source"]
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Rule":
         return cls(**{k: data[k] for k in ("tool", "table", "kind", "column", "op", "value", "text")},
-                   states=tuple(data.get("states", ())))
+                   states=tuple(data.get("states", ())), guards=tuple(data.get("guards", ())),
+                   source=data.get("source", "planned"))
 
     def sql(self, now: str) -> str:
         """The rule as a WHERE condition with ``now`` bound (to find rows that meet or break it)."""
