@@ -322,6 +322,10 @@ _DATE_GENS = ("date", "datetime")
 def _date_kind(gen: dict[str, Any]) -> str | None:
     if gen.get("gen") in _DATE_GENS:
         return gen["gen"]
+    if gen.get("gen") in ("after", "clock"):
+        return gen.get("kind") or "datetime"
+    if gen.get("gen") in ("when", "by"):
+        return _date_kind(gen.get("then") or gen.get("default") or {})
     if gen.get("gen") == "faker" and gen.get("provider") == "date_of_birth":
         return "date"
     return None
