@@ -144,7 +144,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             start = parse_when(base)
             when = start + dt.timedelta(seconds=rng.randint(lo_s, hi_s))
             if cap and when > now:
-                when = start + (now - start) * rng.random() if start <= now else start
+                # Never after now, unless the date it follows is still ahead (order first).
+                when = start + (now - start) * rng.random() if start <= now else when
             return when.date().isoformat() if g.get("kind") == "date" else when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
         return draw_after

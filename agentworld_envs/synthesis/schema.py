@@ -101,13 +101,32 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
             fits, values = semantics.vocabulary_for(theme, ent.key, col["name"])
             if not fits and col["name"] != ent.module["label"]:
                 continue  # a column from another domain (a commuter's frequent-flyer number) is not generated
+            own_words = semantics.theme_words(theme, ent.singular, col["name"])
+            if own_words == [] and col["name"] != ent.module["label"]:
+                continue  # the theme says this column is not its trade's (a domain name has no condition)
+            if isinstance(own_words, dict):
+                # A figure's range the theme states (bags over 30 kg are refused): its data keeps to it.
+                if col.get("gen", {}).get("gen") in ("int", "float", "money"):
+                    col = {**col, "gen": {**col["gen"], **own_words}}
+                own_words = None
+            if col["name"] != ent.module["label"] and col.get("gen", {}).get("gen") == "choice" \
+                    and semantics.is_kind_column(ent, col["name"]):
+                if own_words is None:
+                    continue  # a tea ceremony is no 'boat' or 'wine' tour: without the theme's words, no kinds
+                values = own_words
             spec_col = {k: col[k] for k in ("name", "type", "unique", "nullable", "check", "enum", "description") if k in col}
             if spec_col.get("type") not in ("INTEGER", "REAL", "TEXT", "BOOLEAN"):
                 spec_col["type"] = "TEXT"
             gen = dict(col["gen"])
+            if gen.get("gen") == "faker" and gen.get("provider") in semantics.FOREIGN_FAKER:
+                gen = {"gen": "choice", "values": semantics.job_titles(theme, ent, col["name"])}
+            if own_words is not None and gen.get("gen") == "choice":
+                values = own_words
             if values and gen.get("gen") == "choice":
                 gen = {k: v for k, v in gen.items() if k != "weights"}
                 gen["values"] = values
+                if own_words is not None:
+                    gen["theme_words"] = True
                 if "enum" in spec_col:
                     spec_col["enum"] = list(values)
             if col.get("unique"):

@@ -71,6 +71,45 @@ def vocabulary_index() -> dict[str, set[str]]:
     return index
 
 
+#: Faker providers whose values are no trade's words (a tea house's masters titled 医師, "doctor").
+FOREIGN_FAKER = frozenset({"job"})
+#: Columns that say what kind of thing a record is: a module renamed to a theme's own record (a tour
+#: as a tea ceremony ``experience``) keeps them only with the theme's own words (``words/themes.json``).
+KIND_COLUMNS = frozenset({"category", "kind", "type", "genre", "product_line", "product_type", "subcategory",
+                          "condition", "suite", "format", "style", "cuisine", "species", "breed", "specialty",
+                          "discipline", "sport", "line_of_business"})
+#: Renames that are still the generic record (their module's words fit).
+_GENERIC_STAFF = frozenset({"staff", "staff_member", "team_member", "member", "employee", "worker", "user", "person",
+                            "colleague", "associate", "personnel"})
+
+
+def is_kind_column(ent: Any, column: str) -> bool:
+    """Whether ``column`` names the kind of a renamed entity's records (its module's generic kinds)."""
+    if ent.singular == ent.key:
+        return False
+    words = ent.key.split("_")
+    return column in KIND_COLUMNS or any(column == f"{w}_type" for w in words)
+
+
+def theme_words(theme: dict[str, Any], singular: str, column: str) -> list[Any] | None:
+    """The theme's own words for ``singular.column`` (``env_registry/library/words/themes.json``)."""
+    return env_registry.words("themes").get(theme["slug"], {}).get(f"{singular}.{column}")
+
+
+def job_titles(theme: dict[str, Any], ent: Any, column: str) -> list[str]:
+    """Job titles in the theme's trade: built from the staff's role where the theme names one (tea master →
+    Senior Tea Master), the sub-category's titles for the service's own staff, generic business titles for
+    people outside it (a lead's or a candidate's title)."""
+    table = env_registry.words("job_titles")
+    own = "staff" in ent.roles
+    if own and ent.singular != ent.key and ent.singular not in _GENERIC_STAFF:
+        role = ent.singular.replace("_", " ").title()
+        return [pattern.format(role=role) for pattern in table["seniority"]]
+    if own:
+        return list(table["l2"].get(theme["l2"], table["outside"]))
+    return list(table["outside"])
+
+
 # ------------------------------------------------------------------------------------ foreign keys
 
 
@@ -158,7 +197,10 @@ def date_rank(column: str) -> int | None:
 
 
 def is_past_column(column: str) -> bool:
-    return any(w in column.split("_") for w in _PAST_WORDS)
+    words = column.split("_")
+    if {"estimated", "expected", "scheduled", "planned", "target", "due", "next"} & set(words):
+        return False  # an estimated delivery lies ahead
+    return any(w in words for w in _PAST_WORDS)
 
 
 def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
@@ -173,6 +215,9 @@ def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
         if rank is None or rank == 0:
             continue
         before = [(c, r) for c, r in ranked if r is not None and r < rank and c != col]
+        if rank == 3:
+            # Last touched follows the record's making, not its end (an end may still lie ahead).
+            before = [(c, r) for c, r in before if r == 0]
         if not before:
             continue
         top = max(r for _, r in before)
