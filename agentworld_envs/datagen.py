@@ -312,10 +312,11 @@ def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, local
         floor = parse_when(row[floor_col]) if floor_col and row.get(floor_col) else None
         when = parse_when(value) if value else None
         if state in past:
-            hi = start_of_today - (_DAY if as_date else dt.timedelta(seconds=1))
-            if when is not None and when <= hi and (floor is None or when >= floor):
+            hi = start_of_today - (_DAY * g.get("gap", 1) if as_date else dt.timedelta(seconds=1) + _DAY * (g.get("gap", 1) - 1))
+            step = _DAY if as_date else dt.timedelta(hours=1)
+            if when is not None and when <= hi and (floor is None or when >= floor + step):
                 return value
-            lo = max(floor, hi - span) if floor is not None else hi - span
+            lo = max(floor + step, hi - span) if floor is not None else hi - span
             return _fmt(_between(rng, min(lo, hi), hi), as_date)
         lo = start_of_today + _DAY
         if floor is not None:

@@ -450,6 +450,8 @@ def check_policy(spec: dict[str, Any]) -> Iterable[Violation]:
     policy = spec.get("policy", "")
     if spec["now"][:10] not in policy:
         yield Violation("policy_clock", "policy", f"does not state today's date ({spec['now'][:10]})")
+    # The service's name is a name ("401(k) plan recordkeeping"), not a figure.
+    policy = policy.replace(spec.get("title") or "\0", " ")
     backed = {float(r["value"]) for r in spec.get("rules", ())} | {0.0, 1.0}
     for line in policy.splitlines():
         extra = [f for f in figures(line) if f not in backed]

@@ -440,12 +440,15 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         gens["line_total"] = {"gen": "product", "of": ["quantity", "unit_price"]}
     # Dates in a record's order: each later date drawn after the one before it.
     dates = [c for c, g in gens.items() if _date_kind(g) and c != "status_changed_at" and "birth" not in c]
+    clocked = bool(ent.workflow and ent.workflow.get("clock"))
     for c in dates:
-        # A record cannot have been made (or filed, joined, posted) in the future.
+        # A record cannot have been made (or filed, joined, posted) in the future; where its status dates
+        # it, it was made a week before, so a start that has passed still follows its making.
         gen = gens[c]
-        if gen.get("gen") in _DATE_GENS and (date_rank(c) == 0 or is_past_column(c)) and gen.get("days", [0, 0])[1] > 0:
+        top = -7 if clocked and date_rank(c) == 0 else 0
+        if gen.get("gen") in _DATE_GENS and (date_rank(c) == 0 or is_past_column(c)) and gen.get("days", [0, 0])[1] > top:
             lo, hi = gen["days"]
-            gens[c] = {**gen, "days": [min(lo, -1), 0]}
+            gens[c] = {**gen, "days": [min(lo, top - 1), top]}
     for earlier, later, strict in ordered_pairs(dates):
         old = gens[later]
         lo, hi = old.get("days", [-365, 0])
@@ -462,8 +465,10 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             if (past or future) and col not in stamps:
                 inner = gens[col]
                 floor = inner.get("of") if inner.get("gen") == "after" else None
+                # A start that ended in the past leaves a few days for the dates that follow it.
+                gap = {"gap": 4} if clock_role(col) == "start" else {}
                 gens[col] = {"gen": "clock", "inner": inner, "column": "status", "past": past, "future": future,
-                             "kind": _date_kind(inner), **({"floor": floor} if floor else {})}
+                             "kind": _date_kind(inner), **({"floor": floor} if floor else {}), **gap}
         if "status_changed_at" in gens:
             # The status changed after the record was made (and after it started or ended, where that has
             # happened), never after now.
