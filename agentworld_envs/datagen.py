@@ -340,19 +340,22 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> 
     hi_now = now - dt.timedelta(minutes=1)
 
     def draw(i: int, row: dict[str, Any]) -> Any:
-        marks = [parse_when(row[c]) for c in after if row.get(c)]
+        rule = windows.get(row.get(column))
+        base_col = (rule.get("before") or rule.get("after")) if rule else None
+        if base_col and not row.get(base_col):
+            rule = base_col = None
+        # A lead time is counted back from its date, so that date does not bound the change from below.
+        marks = [parse_when(row[c]) for c in after if row.get(c) and not (rule and "before" in rule and c == base_col)]
         lo = max([m for m in marks if m <= hi_now], default=now - dt.timedelta(days=90))
         hi = hi_now
-        rule = windows.get(row.get(column))
-        if rule and row.get(rule.get("before") or rule.get("after")):
-            base = parse_when(row[rule.get("before") or rule["after"]])
+        if rule:
+            base = parse_when(row[base_col])
             if "before" in rule:
                 hi = min(hi, base - dt.timedelta(hours=rule["hours"], minutes=1))
-                lo = min(lo, hi - dt.timedelta(days=30))
             else:
                 lo = max(lo, base)
                 hi = min(hi, base + dt.timedelta(days=rule["days"]) - dt.timedelta(minutes=1))
-                lo = min(lo, hi)
+            lo = min(lo, hi)
         return _fmt(_between(rng, lo, hi), False)
 
     return draw
