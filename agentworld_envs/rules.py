@@ -17,11 +17,13 @@ class Rule:
 
     A ``quota`` rule guards a ``create`` tool instead: at most ``value`` rows of ``table`` in
     ``states`` may share the parent named by the key column ``column`` (the argument of that name).
+    A ``bound`` rule (a limit a theme states: "bags over 30 kg are refused") holds for every row and
+    guards a ``create`` or ``update`` tool that sets ``column``: its argument must keep to the limit.
     """
 
     tool: str
     table: str
-    kind: str          # "threshold" | "min_lead_time" | "max_age" | "quota"
+    kind: str          # "threshold" | "min_lead_time" | "max_age" | "quota" | "bound"
     column: str
     op: str            # threshold: "max" | "min"; time rules: "hours" | "days"; quota: "max_active"
     value: float
@@ -37,6 +39,8 @@ class Rule:
         c = f'"{self.column}"'
         if self.kind == "quota":
             return f"{self.active_count(':' + self.column)} < {int(self.value)}"
+        if self.kind == "bound":
+            return f"(:{self.column} IS NULL OR :{self.column} {'<=' if self.op == 'max' else '>='} {self.value!r})"
         if self.kind == "threshold":
             return f"{c} IS NOT NULL AND {c} {'<=' if self.op == 'max' else '>='} {self.value!r}"
         if self.kind == "min_lead_time":
@@ -51,7 +55,7 @@ class Rule:
 
     #: The task shapes that exercise each kind of rule (allowed case and trap), for task generation.
     SHAPES = {"threshold": ("rule_threshold",), "min_lead_time": ("time_window",), "max_age": ("time_window",),
-              "quota": ("quota",)}
+              "quota": ("quota",), "bound": ("create_record",)}
 
     @property
     def shapes(self) -> tuple[str, ...]:
@@ -62,10 +66,12 @@ class Rule:
         guarded status that could not have got there under it (a ``done`` investigation above the fee
         limit; a session cancelled less than 48 hours before it departed). ``None`` for quotas (see
         :meth:`over_quota`)."""
+        c = f'"{self.column}"'
+        if self.kind == "bound":
+            return f"{c} IS NOT NULL AND NOT ({c} {'<=' if self.op == 'max' else '>='} {self.value!r})"
         if self.kind == "quota" or not self.guards:
             return None
         states = ", ".join("'" + s.replace("'", "''") + "'" for s in self.guards)
-        c = f'"{self.column}"'
         if self.kind == "threshold":
             bad = f"{c} IS NOT NULL AND NOT ({self.sql(now)})"
         elif self.kind == "min_lead_time":

@@ -231,7 +231,13 @@ def probe_env(name: str, tally: Tally) -> None:
             bad = sum(1 for c in counts if c > v)
             tally.add("quota_parents", bad, len(counts), f"{name}: {table}.{col} max {max(counts or [0])} > {v}")
             continue
-        if impl.get("kind") != "transition":
+        if rule["kind"] == "bound":
+            op = "<=" if rule["op"] == "max" else ">="
+            n, ok = conn.execute(f"SELECT COUNT(*), SUM({q(col)} {op} ?) FROM {q(table)} WHERE {q(col)} IS NOT NULL",
+                                 (v,)).fetchone()
+            tally.add("rule_history", n - (ok or 0), n, f"{name}: {rule['text']}")
+            continue
+        if impl.get("kind") != "transition" or rule["kind"] not in ("threshold", "min_lead_time", "max_age"):
             continue
         to = impl["to"]
         if rule["kind"] == "threshold":

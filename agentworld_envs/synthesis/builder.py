@@ -52,7 +52,7 @@ def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = (), now: str
     for ent in entities:
         if ent.workflow:
             rules.append(f"- {title(ent.singular).capitalize()} records: {ent.workflow['description']}")
-    rules += [f"- {rule.text}" for rule in enforced]
+    rules += [f"- {text}" for text in dict.fromkeys(rule.text for rule in enforced)]
     rules += [
         "- Identify records by the codes, names or e-mails the user gives; look up internal ids with the tools, never guess them.",
         "- Make only the changes the request asks for; leave every other record untouched.",

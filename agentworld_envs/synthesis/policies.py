@@ -76,6 +76,10 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
     theme, seeded per theme, and make the entities' generators obey them (:func:`constrain_history`),
     so the seeded history never shows a row its rule would have refused."""
     rng = random.Random(f"{theme['slug']}:rules")
+    # The theme's own limits first: they narrow the ranges the planned limits are drawn from.
+    stated = theme_rules(theme, entities, tools)
+    for rule in stated:
+        constrain_history(rule, next(e for e in entities if e.table == rule.table))
     by_table: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
         impl = tool["impl"]
@@ -123,7 +127,31 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
         rules.append(rng.choice(quotas))
     for rule in rules:
         constrain_history(rule, next(e for e in entities if e.table == rule.table))
-    return rules
+    return stated + rules
+
+
+def theme_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
+    """The limits the theme's own description states, authored as data (``words/themes.json``,
+    ``"rules"``): ``{"entity": "suitcase", "column": "weight_kg", "op": "max", "value": 30, "text":
+    "Bags over 30 kg are refused."}``. Each guards every create or update tool that sets the column, and
+    every seeded row keeps to it."""
+    import env_registry
+
+    out = []
+    by_singular = {e.singular: e for e in entities}
+    for raw in env_registry.words("themes").get(theme["slug"], {}).get("rules", ()):
+        ent = by_singular.get(raw["entity"])
+        if ent is None or ent.column(raw["column"]) is None:
+            continue
+        setters = [t for t in tools if t["impl"]["kind"] in ("create", "update") and t["impl"]["table"] == ent.table
+                   and raw["column"] in t["parameters"].get("properties", {})]
+        for tool in setters:
+            out.append(Rule(tool["name"], ent.table, "bound", raw["column"], raw["op"], float(raw["value"]), raw["text"],
+                            source="theme"))
+        if not setters:
+            # Nothing can set it: the data keeps to it all the same.
+            constrain_history(Rule("", ent.table, "bound", raw["column"], raw["op"], float(raw["value"]), raw["text"]), ent)
+    return out
 
 
 def _only_caps(ent: Any, col: str) -> bool:
@@ -186,6 +214,25 @@ def constrain_history(rule: Rule, ent: Any) -> None:
         window = {"before": rule.column, "hours": rule.value} if rule.kind == "min_lead_time" \
             else {"after": rule.column, "days": rule.value}
         changed.setdefault("windows", {})[rule.guards[0]] = window
+    elif rule.kind == "bound":
+        gen = gens.get(rule.column, {})
+        inner = gen.get("inner") if gen.get("gen") == "at_most" else gen
+        if inner and inner.get("gen") == "choice" and all(isinstance(v, (int, float)) for v in inner["values"]):
+            ok = [i for i, v in enumerate(inner["values"]) if (v <= rule.value if rule.op == "max" else v >= rule.value)]
+            if ok:
+                if inner.get("weights"):
+                    inner["weights"] = [inner["weights"][i] for i in ok]
+                inner["values"] = [inner["values"][i] for i in ok]
+            else:  # no listed value keeps to the limit: any whole number up to it (or from it)
+                limit = int(rule.value)
+                inner.clear()
+                inner.update({"gen": "int", "min": max(1, limit // 2), "max": limit} if rule.op == "max"
+                             else {"gen": "int", "min": limit, "max": limit * 2})
+        elif inner and inner.get("gen") in ("int", "float", "money"):
+            key, limit = ("max", min) if rule.op == "max" else ("min", max)
+            inner[key] = limit(inner[key], int(rule.value) if inner["gen"] == "int" else rule.value)
+            other = "min" if key == "max" else "max"
+            inner[other] = min(inner[other], inner[key]) if key == "max" else max(inner[other], inner[key])
     elif rule.kind == "quota":
         gen = gens[rule.column]
         gens[rule.column] = {**gen, "quota": {"column": "status", "in": list(rule.states), "cap": int(rule.value)},
