@@ -195,6 +195,9 @@ def test_stats_report_shapes(private_cache):
     stats = registry_stats(build_many(ENVS[:2], jobs=1))
     assert sum(stats["tasks_by_shape"].values()) == stats["tasks_total"]
     assert stats["lint_violations"] == 0
+    from agentworld_envs.lint import WORLD_RULES
+
+    assert all(stats["lint_by_rule"][r] == 0 for r in WORLD_RULES)
 
 
 # ---------------------------------------------------------------------------- the linter can fail
