@@ -68,7 +68,7 @@ class Rule:
         :meth:`over_quota`)."""
         c = f'"{self.column}"'
         if self.kind == "bound":
-            return f"{c} IS NOT NULL AND NOT ({c} {'<=' if self.op == 'max' else '>='} {self.value!r})"
+            return f"NOT {self.sql(now)}"
         if self.kind == "quota" or not self.guards:
             return None
         states = ", ".join("'" + s.replace("'", "''") + "'" for s in self.guards)
@@ -108,5 +108,9 @@ class Rule:
                    source=data.get("source", "planned"))
 
     def sql(self, now: str) -> str:
-        """The rule as a WHERE condition with ``now`` bound (to find rows that meet or break it)."""
+        """The rule as a WHERE condition with ``now`` bound (to find rows that meet or break it); for a
+        ``bound``, the row's own value against the limit (its precondition reads the tool's argument)."""
+        if self.kind == "bound":
+            c = f'"{self.column}"'
+            return f"({c} IS NULL OR {c} {'<=' if self.op == 'max' else '>='} {self.value!r})"
         return self.expr().replace(":now", "'" + now.replace("'", "") + "'")

@@ -90,7 +90,7 @@ def test_rules_drive_the_seeded_history(built):
                 count = rule.active_count(f'"{rule.table}"."{rule.column}"')
                 assert conn.execute(f'SELECT COUNT(*) FROM "{rule.table}" WHERE {count} = ?', (int(rule.value),)).fetchone()[0]
                 continue
-            assert rule.guards
+            assert rule.guards or rule.kind == "bound"
             n = conn.execute(f'SELECT COUNT(*) FROM "{rule.table}" WHERE {rule.history_breaks(spec["now"])}').fetchone()[0]
             assert n == 0, rule.text
 
@@ -295,3 +295,22 @@ def test_world_classes_are_counted(built):
     spec["policy"] = spec["policy"].replace("2026-06-15", "today")
     summary = summarise(check_world("tea-ceremony-experiences", spec, _conn(spec)))
     assert summary["by_rule"].get("policy_clock") == 1
+
+
+def test_a_theme_limit_is_a_rule_the_tools_enforce(private_cache):
+    """'Bags over 30 kg are refused': a policy line, a precondition of the tools that set the weight, and
+    the data (test_theme_words_and_figures)."""
+    from agentworld_envs import catalog
+    from agentworld_envs.tasks.runner import Runner
+    from agentworld_envs.tools import ToolError
+
+    bundle = catalog.load_bundle("luggage-forwarding-service")
+    rules = [Rule.from_json(r) for r in bundle.spec["rules"] if r["kind"] == "bound"]
+    assert {r.tool for r in rules} == {"add_suitcase", "update_suitcase"} and all(r.source == "theme" for r in rules)
+    assert "- A suitcase may weigh at most 30 kg; heavier bags are refused." in bundle.spec["policy"]
+    runner = Runner(bundle.spec, bundle.golden, bundle.tools)
+    with pytest.raises(ToolError) as err:
+        runner.call("update_suitcase", {"suitcase_id": 1, "weight_kg": 31.5})
+    assert err.value.code == "precondition_failed" and "30 kg" in str(err.value)
+    assert runner.call("update_suitcase", {"suitcase_id": 1, "weight_kg": 29.5})["updated"]["weight_kg"] == 29.5
+    runner.close()
