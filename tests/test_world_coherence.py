@@ -314,3 +314,19 @@ def test_a_theme_limit_is_a_rule_the_tools_enforce(private_cache):
     assert err.value.code == "precondition_failed" and "30 kg" in str(err.value)
     assert runner.call("update_suitcase", {"suitcase_id": 1, "weight_kg": 29.5})["updated"]["weight_kg"] == 29.5
     runner.close()
+
+
+def test_theme_words_name_real_records_and_columns():
+    """words/themes.json is data a person writes: every key must name an entity and column the theme has."""
+    modules = env_registry.entity_modules()
+    for slug, entry in env_registry.words("themes").items():
+        if slug == "about":
+            continue
+        ents = {e.singular: e for e in build_entities(env_registry.theme(slug))}
+        keys = [f"{r['entity']}.{r['column']}" for r in entry.get("rules", [])] + [k for k in entry if k != "rules"]
+        for key in keys:
+            entity, column = key.split(".")
+            assert entity in ents, (slug, key)
+            assert any(c["name"] == column for c in modules[ents[entity].key]["columns"]), (slug, key)
+    titles = env_registry.words("job_titles")
+    assert set(titles["l2"]) == {x["slug"] for l1 in env_registry.taxonomy()["l1"] for x in l1["l2"]}

@@ -78,11 +78,6 @@ FOREIGN_FAKER = frozenset({"job"})
 KIND_COLUMNS = frozenset({"category", "kind", "type", "genre", "product_line", "product_type", "subcategory",
                           "condition", "suite", "format", "style", "cuisine", "species", "breed", "specialty",
                           "discipline", "sport", "line_of_business"})
-#: Renames that are still the generic record (their module's words fit).
-_GENERIC_STAFF = frozenset({"staff", "staff_member", "team_member", "member", "employee", "worker", "user", "person",
-                            "colleague", "associate", "personnel"})
-
-
 def is_kind_column(ent: Any, column: str) -> bool:
     """Whether ``column`` names the kind of a renamed entity's records (its module's generic kinds)."""
     if ent.singular == ent.key:
@@ -102,7 +97,7 @@ def job_titles(theme: dict[str, Any], ent: Any, column: str) -> list[str]:
     people outside it (a lead's or a candidate's title)."""
     table = env_registry.words("job_titles")
     own = "staff" in ent.roles
-    if own and ent.singular != ent.key and ent.singular not in _GENERIC_STAFF:
+    if own and ent.singular != ent.key and ent.singular.split("_")[-1] in table.get("professions", ()):
         role = ent.singular.replace("_", " ").title()
         return [pattern.format(role=role) for pattern in table["seniority"]]
     if own:
