@@ -347,6 +347,13 @@ def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[s
                 if n:
                     yield Violation("clock_status", f"{table}.{col}", f"{n} rows dated after now ({now})")
         ent = entities.get(table)
+        if "is_active" in cols:
+            for col in dates:
+                if semantics.clock_role(col) == "end":
+                    n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE is_active = 1 AND {q(col)} IS NOT NULL "
+                                     f"AND substr({q(col)}, 1, 10) <= ?", (today,)).fetchone()[0]
+                    if n:
+                        yield Violation("clock_status", f"{table}.{col}", f"{n} active rows whose {col} has passed")
         if ent is None or not ent.workflow or "status" not in cols:
             continue
         for col in dates:

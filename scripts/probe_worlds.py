@@ -132,6 +132,12 @@ def probe_env(name: str, tally: Tally) -> None:
                 n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr({q(col)},1,10) > ?) FROM {q(table)} "
                                       f"WHERE {q(col)} IS NOT NULL", (today,)).fetchone()
                 tally.add("status_date", bad or 0, n, f"{name}: {table}.{col} after {today}")
+        if "is_active" in cols:
+            for col in dates:
+                if EXPIRY_COL.search(col) and not DUE_COL.search(col):
+                    n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr({q(col)},1,10) < ?) FROM {q(table)} WHERE "
+                                          f"is_active = 1 AND {q(col)} IS NOT NULL", (today,)).fetchone()
+                    tally.add("status_date", bad or 0, n, f"{name}: {table} active with {col} passed")
         if "status" not in cols:
             continue
         for col in dates:

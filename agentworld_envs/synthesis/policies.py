@@ -205,8 +205,9 @@ def constrain_history(rule: Rule, ent: Any) -> None:
             lo, hi = math.ceil(lo), math.floor(hi)
             lo = min(lo, hi)
         bounded = {**{k: v for k, v in gen.items() if k not in ("unique", "null_p")}, "min": lo, "max": hi}
-        gens[rule.column] = {"gen": "by", "column": "status", "default": gen,
-                             "cases": {s: bounded for s in rule.guards}}
+        moved = {k: gen[k] for k in ("null_p",) if k in gen}
+        gens[rule.column] = {"gen": "by", "column": "status", "default": {k: v for k, v in gen.items() if k not in moved},
+                             "cases": {s: bounded for s in rule.guards}, **moved}
     elif rule.kind in ("min_lead_time", "max_age"):
         changed = gens.get("status_changed_at")
         if changed is None or changed.get("gen") != "changed":

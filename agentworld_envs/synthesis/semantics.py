@@ -462,8 +462,8 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 floor = inner.get("of") if inner.get("gen") == "after" else None
                 # A start that ended in the past leaves a few days for the dates that follow it.
                 gap = {"gap": 4} if clock_role(col) == "start" else {}
-                gens[col] = {"gen": "clock", "inner": inner, "column": "status", "past": past, "future": future,
-                             "kind": _date_kind(inner), **({"floor": floor} if floor else {}), **gap}
+                gens[col] = wrap(inner, gen="clock", column="status", past=past, future=future,
+                                 kind=_date_kind(inner), **({"floor": floor} if floor else {}), **gap)
         if "status_changed_at" in gens:
             # The status changed after the record was made (and after it started or ended, where that has
             # happened), never after now.
@@ -490,14 +490,27 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             if paid and paid_col in gens and due_col in gens:
                 gens[paid_col] = {"gen": "paid", "of": due_col, "column": "status", **paid}
                 break
+    if not ent.workflow and gens.get("is_active", {}).get("gen") == "bool":
+        # An active card or pass has not expired.
+        for col in dates:
+            if clock_role(col) == "end":
+                gens[col] = wrap(gens[col], gen="clock", column="is_active", past=[], future=[1],
+                                 kind=_date_kind(gens[col]))
     for used, cap in CAPS:
         if used in gens and cap in gens and gens[used].get("gen") != "at_most":
-            gens[used] = {"gen": "at_most", "of": cap, "inner": gens[used]}
+            gens[used] = wrap(gens[used], gen="at_most", of=cap)
     if not ent.workflow:
         for paid_col, due_col in PAID:
             if paid_col in gens and due_col in gens:
-                gens[paid_col] = {"gen": "at_most", "of": due_col, "inner": gens[paid_col]}
+                gens[paid_col] = wrap(gens[paid_col], gen="at_most", of=due_col)
     ent.gens = dependency_order(gens)
+
+
+def wrap(inner: dict[str, Any], **outer: Any) -> dict[str, Any]:
+    """``outer`` around ``inner``, with the inner generator's ``null_p`` and ``unique`` moved outside (they
+    act only on a column's top-level generator)."""
+    moved = {k: inner[k] for k in ("null_p", "unique") if k in inner}
+    return {**outer, "inner": {k: v for k, v in inner.items() if k not in moved}, **moved}
 
 
 def sources(gen: dict[str, Any]) -> set[str]:
