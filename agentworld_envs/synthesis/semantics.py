@@ -455,13 +455,20 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     if ent.workflow:
         stamps = status_stamps(list(gens), ent.workflow)
         # Dates agree with the record's status on the world's clock (the workflow's ``clock`` map).
-        for col in dates:
-            past, future = clock_constraints(ent.workflow, col)
-            if (past or future) and col not in stamps:
+        clocks = {c: clock_constraints(ent.workflow, c) for c in dates if c not in stamps}
+        floors = {c: gens[c]["of"] for c in clocks if gens[c].get("gen") == "after" and gens[c].get("of") in clocks}
+        # What lies behind a date that has passed has passed too (an overdue payment's period has started).
+        for col in sorted(clocks, key=lambda c: -(date_rank(c) or 0)):
+            earlier = floors.get(col)
+            if earlier and clocks[col][0]:
+                past, future = clocks[earlier]
+                clocks[earlier] = (sorted(set(past) | set(clocks[col][0])), [s for s in future if s not in clocks[col][0]])
+        for col, (past, future) in clocks.items():
+            if past or future:
                 inner = gens[col]
                 floor = inner.get("of") if inner.get("gen") == "after" else None
-                # A start that ended in the past leaves a few days for the dates that follow it.
-                gap = {"gap": 4} if clock_role(col) == "start" else {}
+                # A date that has passed leaves a few days for the dates that follow it.
+                gap = {"gap": 4} if clock_role(col) == "start" or col in floors.values() else {}
                 gens[col] = wrap(inner, gen="clock", column="status", past=past, future=future,
                                  kind=_date_kind(inner), **({"floor": floor} if floor else {}), **gap)
         if "status_changed_at" in gens:
