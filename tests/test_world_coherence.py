@@ -63,9 +63,14 @@ def test_outsider_probe_finds_no_contradiction(private_cache):
 
 
 def test_every_world_class_is_clean_on_built_envs(built):
+    """The world classes and the data classes (date order, status stamps, ranges) alike: an overdue premium's
+    due date has passed, and so has the start of its period, which comes before it."""
+    from agentworld_envs.lint import check_data
+
     for name, spec in built.items():
         conn = _conn(spec)
         assert check_world(name, spec, conn) == [], name
+        assert list(check_data(spec, conn)) == [], name
 
 
 def test_policy_states_the_date_and_only_backed_figures(built):
