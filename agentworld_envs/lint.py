@@ -457,7 +457,11 @@ def check_policy(spec: dict[str, Any]) -> Iterable[Violation]:
     policy = spec.get("policy", "")
     if spec["now"][:10] not in policy:
         yield Violation("policy_clock", "policy", f"does not state today's date ({spec['now'][:10]})")
-    # The service's name is a name ("401(k) plan recordkeeping"), not a figure.
+    # Names are not figures: the service's ("401(k) plan recordkeeping") and its records' ("Form 1099").
+    names = [spec.get("title") or ""] + [singular(t["name"]).replace("_", " ") for t in spec.get("tables", ())]
+    for name in sorted(filter(None, names), key=len, reverse=True):
+        if any(ch.isdigit() for ch in name):
+            policy = re.sub(re.escape(name), " ", policy, flags=re.I)
     policy = policy.replace(spec.get("title") or "\0", " ")
     backed = {float(r["value"]) for r in spec.get("rules", ())} | {0.0, 1.0}
     for line in policy.splitlines():

@@ -276,6 +276,12 @@ def test_lint_policy_clock_and_prose_numbers():
     spec["policy"] += "\nAbout: sessions hold up to eight guests and bags over 30 kg are refused."
     found = list(check_policy(spec))
     assert [v.rule for v in found] == ["prose_number"] and "8" in found[0].detail and "30" in found[0].detail
+    # A record's name is not a figure ("Form 16 records"), a figure beside it still is.
+    named = {**spec, "tables": [{"name": "form_16s"}], "policy": spec["policy"].split("\nAbout")[0]
+             + "\n- Form 16 records: drafted, then filed."}
+    assert list(check_policy(named)) == []
+    named["policy"] += " At most 16 per employee."
+    assert [v.rule for v in check_policy(named)] == ["prose_number"]
     spec["policy"] = spec["policy"].replace("2026-06-15", "a sunny day")
     assert "policy_clock" in {v.rule for v in check_policy(spec)}
 
