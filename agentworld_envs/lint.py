@@ -457,10 +457,10 @@ def check_policy(spec: dict[str, Any]) -> Iterable[Violation]:
     policy = spec.get("policy", "")
     if spec["now"][:10] not in policy:
         yield Violation("policy_clock", "policy", f"does not state today's date ({spec['now'][:10]})")
-    # Names are not figures: the service's ("401(k) plan recordkeeping") and its records' ("Form 1099").
+    # Names are not figures: the service's ("401(k) plan recordkeeping") and its records' ("Form 1099", "8D report").
     names = [spec.get("title") or ""] + [singular(t["name"]).replace("_", " ") for t in spec.get("tables", ())]
     for name in sorted(filter(None, names), key=len, reverse=True):
-        if any(ch.isdigit() for ch in name):
+        if figures(name):   # "Form 1099", "Eight D report"
             policy = re.sub(re.escape(name), " ", policy, flags=re.I)
     policy = policy.replace(spec.get("title") or "\0", " ")
     backed = {float(r["value"]) for r in spec.get("rules", ())} | {0.0, 1.0}
