@@ -376,8 +376,21 @@ def mime_type(file_name: Any) -> str | None:
 
 
 def parse_when(value: str) -> dt.datetime:
-    """An ISO date or ``YYYY-MM-DDTHH:MM:SSZ`` timestamp as a naive UTC datetime."""
-    if len(value) == 10:
+    """An ISO date or ``YYYY-MM-DDTHH:MM:SSZ`` timestamp as a naive UTC datetime.
+
+    The two shapes the generators write are read by slicing (``strptime`` normalises the locale on
+    every call, which was the largest single cost of building a golden database); anything else goes
+    through ``strptime`` and fails as before."""
+    n = len(value)
+    try:
+        if n == 10 and value[4] == value[7] == "-":
+            return dt.datetime(int(value[:4]), int(value[5:7]), int(value[8:10]))
+        if n == 20 and value[10] == "T" and value[19] == "Z" and value[13] == value[16] == ":":
+            return dt.datetime(int(value[:4]), int(value[5:7]), int(value[8:10]),
+                               int(value[11:13]), int(value[14:16]), int(value[17:19]))
+    except ValueError:
+        pass
+    if n == 10:
         return dt.datetime.strptime(value, "%Y-%m-%d")
     return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
 
