@@ -341,3 +341,21 @@ def test_theme_words_name_real_records_and_columns():
             assert any(c["name"] == column for c in modules[ents[entity].key]["columns"]), (slug, key)
     titles = env_registry.words("job_titles")
     assert set(titles["l2"]) == {x["slug"] for l1 in env_registry.taxonomy()["l1"] for x in l1["l2"]}
+
+
+def test_workflow_prose_names_the_states_its_tools_accept():
+    """'only A or B <things> can be <verb>ed' in a workflow's description is what the tool enforces."""
+    import re
+
+    checked = 0
+    for name, flow in env_registry.workflows().items():
+        states = {s.replace("_", " "): s for s in flow["states"]}
+        for clause in re.findall(r"only ([a-z ,]+?) (?:\w+ can be|ones) (\w+)", flow["description"]):
+            named = {states[w] for w in states if re.search(rf"\b{w}\b", clause[0])}
+            verbs = [t for t in flow["transitions"]
+                     if clause[1].startswith(t["verb"].rstrip("e")) or clause[1] == t["to"]]
+            if not named or not verbs:
+                continue     # "work that has not started", "uncaptured ones": no state named
+            checked += 1
+            assert named == set(verbs[0]["from"]), (name, clause, verbs[0]["from"])
+    assert checked >= 6
