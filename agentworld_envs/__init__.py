@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .external import register_external
 from .registration import register_all
 
 if TYPE_CHECKING:
@@ -40,3 +41,4 @@ def __getattr__(name: str) -> Any:
 
 
 register_all()
+register_external()  # BFCL and τ² ids (their packages load only on make)
