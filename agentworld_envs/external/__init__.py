@@ -145,9 +145,11 @@ def make_external(env_id: str, **kwargs: Any) -> Any:
     module_name, cls_name = info.entry_point.split(":")
     try:
         cls = getattr(importlib.import_module(module_name), cls_name)
-    except ImportError as exc:  # a scorer dependency of the extra is missing (e.g. deepdiff, tree_sitter)
+        return cls(**dict(info.kwargs), env_id=env_id, **kwargs)
+    except MissingExtraError:
+        raise
+    except ImportError as exc:  # a scorer dependency of the extra is missing (e.g. loguru, tree_sitter)
         raise MissingExtraError(env_id, EXTRAS[info.extra], f"{type(exc).__name__}: {exc}") from None
-    return cls(**dict(info.kwargs), env_id=env_id, **kwargs)
 
 
 def register_external() -> int:
