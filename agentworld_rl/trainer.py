@@ -29,7 +29,7 @@ from .checkpoint import CheckpointError, apply_checkpoint, read_checkpoint, resu
 from .config import TrainConfig, to_yaml
 from .errors import TrainError
 from .evaluate import evaluate, report_markdown
-from .policy import add_suite_rows
+from .suites import add_suite_rows
 from .grpo import group_advantages, grpo_loss, shared_prefix_cut, shared_prefix_logprobs, token_logprobs
 from .metrics import MetricsLogger, episode_metrics, plot_curves
 from .rollout import DEFAULT_SYSTEM_PROMPT, RolloutEngine, shape_rewards
