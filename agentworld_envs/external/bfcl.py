@@ -357,7 +357,7 @@ class BfclMultiTurnEnv(BenchmarkEnv):
             self._key = None
 
     # ------------------------------------------------------------------ reference and records
-    def _gold_action(self, call: str) -> tuple[str, dict[str, Any]]:
+    def parse_gold_call(self, call: str) -> tuple[str, dict[str, Any]]:
         """A gold call string as ``(name, keyword arguments)``; positional arguments named from the method."""
         node = ast.parse(call, mode="eval").body
         if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Name):
@@ -380,7 +380,7 @@ class BfclMultiTurnEnv(BenchmarkEnv):
         actions = []
         for turn in self._answers[self.entry["id"]]:
             for start in range(0, len(turn), _REFERENCE_CHUNK):
-                blocks = [format_call(*self._gold_action(c)) for c in turn[start:start + _REFERENCE_CHUNK]]
+                blocks = [format_call(*self.parse_gold_call(c)) for c in turn[start:start + _REFERENCE_CHUNK]]
                 actions.append("".join(blocks))
             actions.append(format_call("submit", {}))
         return actions
@@ -389,6 +389,10 @@ class BfclMultiTurnEnv(BenchmarkEnv):
         """BFCL's ground truth of the current entry: call strings per user turn."""
         return copy.deepcopy(self._answers[self.entry["id"]])
 
+    def gold_steps(self) -> list[list[tuple[str, dict[str, Any]]]]:
+        """The ground truth as ``(name, keyword arguments)`` per user turn (what :meth:`solution_actions` sends)."""
+        return [[self.parse_gold_call(c) for c in turn] for turn in self._answers[self.entry["id"]]]
+
     def state_hash(self) -> str:
         """A hash of the entry and the call strings executed so far, which determine the instances' state
         (BFCL's classes are deterministic; hashing the long_context instances themselves takes seconds)."""
@@ -396,7 +400,7 @@ class BfclMultiTurnEnv(BenchmarkEnv):
 
     def episode_facts(self) -> dict[str, Any]:
         gold = self._answers[self.entry["id"]]
-        names = [self._gold_action(c)[0] for turn in gold for c in turn] if self.instances else []
+        names = [self.parse_gold_call(c)[0] for turn in gold for c in turn] if self.instances else []
         return {"env_id": self.env_id, "split": self.split, "taxonomy": {"l1": "benchmark", "l2": "bfcl"},
                 "task": {"id": self.entry["id"], "kind": self.category, "knobs": {"family": "+".join(self.entry["involved_classes"])},
                          "difficulty": None, "solution": [{"name": n} for n in names]},
