@@ -126,7 +126,7 @@ def category_data(category: str) -> tuple[dict[str, dict[str, Any]], dict[str, l
     return entries, {k: answers[k] for k in entries}
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=64)   # bounded: memory stays flat however many entries a process plays
 def _tools_for(category: str, entry_id: str, upto_turn: int) -> tuple[dict[str, Any], ...]:
     """OpenAI schemas (BFCL's ``convert_to_tool``) of the functions offered at ``upto_turn``."""
     entries, _ = category_data(category)
