@@ -72,6 +72,8 @@ class TrainConfig:
     (needs the benchmark's extra; a missing one is reported as skipped)."""
     eval_suite_tasks: int = 0
     """Tasks per benchmark env in each suite evaluation, a seeded sample of its held-out split (0 = all)."""
+    eval_suite_max_turns: int = 0
+    """Actions per benchmark episode in suite evaluations (0 = the benchmark's own limits)."""
     max_envs: int = 0
     """Use at most this many envs of the selection, a seeded sample (0 = all)."""
     max_tasks_per_env: int = 0
@@ -180,7 +182,7 @@ class TrainConfig:
             need(getattr(self, name) >= 1, name, ">= 1")
         need(self.torch_threads >= -1, "torch_threads", ">= -1 (-1 = auto)")
         need(all(x in EVAL_SUITES for x in self.eval_suites), "eval_suites", f"a list of {list(EVAL_SUITES)}")
-        for name in ("max_eval_tasks", "eval_suite_tasks", "max_envs", "max_tasks_per_env", "max_solution_steps",
+        for name in ("max_eval_tasks", "eval_suite_tasks", "eval_suite_max_turns", "max_envs", "max_tasks_per_env", "max_solution_steps",
                      "max_tools", "warmup_steps", "sft_steps", "sft_micro_batch_size", "save_every", "seed",
                      "logprob_chunk_size"):
             need(getattr(self, name) >= 0, name, ">= 0")
@@ -248,7 +250,8 @@ PRESETS: dict[str, dict[str, Any]] = {
         steps=2, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
         sft_steps=16, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
-        eval_suites=["bfcl", "tau2"], eval_suite_tasks=1,   # 7 benchmark episodes: one per BFCL category / τ² domain
+        # 7 benchmark episodes (one per BFCL category / τ² domain, its held-out split), at most 8 actions each
+        eval_suites=["bfcl", "tau2"], eval_suite_tasks=1, eval_suite_max_turns=8,
     ),
     # The same recipe at full scale for one GPU: more envs, batch 16 x group 8, 60 GRPO steps.
     "smol-gpu": dict(

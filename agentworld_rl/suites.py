@@ -28,7 +28,8 @@ def add_suite_rows(ev: dict | None, model, tokenizer, cfg, main_process: bool = 
             label = f"{suite} (benchmark)"
             before = policy.context_overflows
             try:
-                records = evaluate_suite(policy, suite, split="arena", tasks_per_env=cfg.eval_suite_tasks, seed=cfg.seed)
+                records = evaluate_suite(policy, suite, split="arena", tasks_per_env=cfg.eval_suite_tasks, seed=cfg.seed,
+                                         max_turns=cfg.eval_suite_max_turns or None)
             except MissingExtraError as exc:
                 rows[label] = {"skipped": str(exc)}
                 print(f"benchmark suite {suite} skipped: {exc}")

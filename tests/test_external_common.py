@@ -251,3 +251,40 @@ def test_cli_suite_tau2_reference_scores_one(tmp_path):
     assert res.exit_code == 0, res.output
     summary = json.loads(res.output.strip().splitlines()[-1])
     assert summary["episodes"] == 6 and summary["reward_mean"] == 1.0 and summary["benchmark_split"] == "test"
+
+
+@pytest.mark.skipif(not HAS_BFCL, reason="needs the bfcl extra")
+def test_trainer_report_gets_a_row_per_suite(tmp_path, monkeypatch):
+    from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
+
+    from agentworld_rl.config import make_config
+    from agentworld_rl.evaluate import report_markdown
+    from agentworld_rl.suites import add_suite_rows
+    from agentworld_rl.tiny_model import build_tiny_chat_model
+
+    path = build_tiny_chat_model(tmp_path / "m")
+    model, tok = AutoModelForCausalLM.from_pretrained(path), PreTrainedTokenizerFast.from_pretrained(path)
+    tok.padding_side = "left"
+    cfg = make_config("tiny-cpu", None, {"eval_suites": ["bfcl"], "eval_suite_tasks": 1, "eval_suite_max_turns": 3})
+    ev = {"episodes": 1, "success_rate": 0.0, "reward_mean": 0.0, "per_env": {"agentworld/x-v0": {
+        "episodes": 1, "success_rate": 0.0, "reward_mean": 0.0}}}
+    model.train()
+    add_suite_rows(ev, model, tok, cfg)
+    row = ev["per_env"]["bfcl (benchmark)"]
+    assert row["episodes"] == 4 and row["reward_mean"] == 0.0 and model.training
+    table = report_markdown([("before", ev), ("after", ev)])
+    assert "| bfcl (benchmark) | 4 |" in table and "| agentworld/x-v0 | 1 |" in table
+    monkeypatch.setitem(sys.modules, "bfcl_eval", None)   # the extra missing: a row without scores
+    ev2 = {"per_env": {}}
+    add_suite_rows(ev2, model, tok, cfg)
+    assert "bfcl" in ev2["per_env"]["bfcl (benchmark)"]["skipped"]
+    assert add_suite_rows(ev2, model, tok, cfg, main_process=False) is ev2
+
+
+def test_config_validates_eval_suites():
+    from agentworld_rl.config import make_config
+    from agentworld_rl.errors import TrainError
+
+    assert make_config("smol-cpu").eval_suites == ["bfcl", "tau2"]
+    with pytest.raises(TrainError, match="eval_suites"):
+        make_config(None, None, {"eval_suites": ["mmlu"]})

@@ -62,7 +62,9 @@ class Action:
 
 def split_action(action: Any) -> Action:
     """Parse ``action`` with the engine's parser; never raises."""
-    text = action if isinstance(action, str) else ""
+    # An OpenAI assistant message without tool calls is its content.
+    text = action if isinstance(action, str) else (
+        action.get("content") or "" if isinstance(action, dict) and isinstance(action.get("content"), str) else "")
     try:
         calls = parse_calls(action)
     except ActionError as exc:
