@@ -319,3 +319,17 @@ def test_bfcl_writes_only_into_its_own_directory(tmp_path, monkeypatch):
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip() == str(cache / "bfcl")
     assert list(work.iterdir()) == []
+
+
+def test_a_whole_gold_turn_in_one_action_is_one_step():
+    """BFCL puts no limit on the calls of one step: long_context gold turns of 34 calls go in one action."""
+    env = make("long-context")
+    core = env.unwrapped
+    for task_id in core.task_ids:
+        env.reset(options={"task_id": task_id})
+        if max(len(t) for t in core.gold_calls()) > 8:
+            break
+    turns = [[turn] if turn else [] for turn in core.gold_steps()]   # one step per turn, all its calls
+    reward, complete, infos = play(env, task_id, turns)
+    assert complete and reward == 1.0 == bfcl_verdict("multi_turn_long_context", task_id, turns)
+    assert max(len(step) for turn in core.results for step in turn) > 8

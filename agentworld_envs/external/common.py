@@ -60,13 +60,18 @@ class Action:
         return self.error == "parse_error"
 
 
+#: Most calls one action may carry in a benchmark env. BFCL and τ² put no limit on the calls of one
+#: response (BFCL long_context gold turns have up to 34); the action's length limit still bounds them.
+MAX_BENCHMARK_CALLS = 256
+
+
 def split_action(action: Any) -> Action:
-    """Parse ``action`` with the engine's parser; never raises."""
+    """Parse ``action`` with the engine's parser (up to :data:`MAX_BENCHMARK_CALLS` calls); never raises."""
     # An OpenAI assistant message without tool calls is its content.
     text = action if isinstance(action, str) else (
         action.get("content") or "" if isinstance(action, dict) and isinstance(action.get("content"), str) else "")
     try:
-        calls = parse_calls(action)
+        calls = parse_calls(action, max_calls=MAX_BENCHMARK_CALLS)
     except ActionError as exc:
         return Action(text=text, error=exc.code, message=exc.message)
     out = Action(calls=list(calls), text=text)
