@@ -127,13 +127,14 @@ def _parity(domain: str, n: int, seed: int):
 
 @pytest.mark.parametrize("domain", ["telecom", "retail"])
 def test_parity_with_tau2_evaluate_simulation(domain):
-    _parity(domain, 2, 0)
+    _parity(domain, 2 if domain == "telecom" else 1, 0)
 
 
 @pytest.mark.slow
 @pytest.mark.parametrize("domain", ["telecom", "retail", "airline"])
 def test_parity_with_tau2_evaluate_simulation_more_tasks(domain):
-    _parity(domain, 3 if domain == "airline" else 4, 1)
+    # Each trajectory is scored twice (here and by τ²'s own path): ~2 s per airline score on a quiet 2-core box.
+    _parity(domain, 3 if domain == "telecom" else 2, 1)
 
 
 def test_episode_protocol_calls_text_errors_and_submit():
