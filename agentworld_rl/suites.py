@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from .chat_policy import ChatPolicy
 from .rollout import DEFAULT_SYSTEM_PROMPT
 
@@ -26,7 +28,7 @@ def add_suite_rows(ev: dict | None, model, tokenizer, cfg, main_process: bool = 
     try:
         for suite in cfg.eval_suites:
             label = f"{suite} (benchmark)"
-            before = policy.context_overflows
+            before, t0 = policy.context_overflows, time.time()
             try:
                 records = evaluate_suite(policy, suite, split="arena", tasks_per_env=cfg.eval_suite_tasks, seed=cfg.seed,
                                          max_turns=cfg.eval_suite_max_turns or None)
@@ -37,8 +39,10 @@ def add_suite_rows(ev: dict | None, model, tokenizer, cfg, main_process: bool = 
             summary = summarize(records)
             row = rows[label] = {k: summary[k] for k in ("episodes", "success_rate", "reward_mean", "turns_mean")}
             row["context_overflows"] = policy.context_overflows - before
+            row["seconds"] = round(time.time() - t0, 1)
             print(f"benchmark {suite}: success {row['success_rate']:.3f}, reward {row['reward_mean']:.3f} over "
-                  f"{row['episodes']} episodes ({row['context_overflows']} prompts longer than the context)")
+                  f"{row['episodes']} episodes ({row['context_overflows']} prompts longer than the context; "
+                  f"{row['seconds']:.0f} s)")
     finally:
         model.train(was_training)
     ev.setdefault("per_env", {}).update(rows)
