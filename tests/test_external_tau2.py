@@ -103,7 +103,8 @@ def trajectories(domain: str, core, rng: random.Random) -> dict[str, tuple[list,
             return False
 
         out["reads_only"] = ([c for c in calls if is_read(c[0])], answer)
-    out["stray_write"] = (calls + [stray_write(domain, core, gold)], answer)
+    # First, so that it runs even when the gold trajectory ends with a transfer (which ends the episode).
+    out["stray_write"] = ([stray_write(domain, core, gold)] + calls, answer)
     return out
 
 
