@@ -333,11 +333,16 @@ def coerce(name: str, value: Any) -> Any:
 
 def load_yaml_config(config_file: str | Path) -> dict[str, Any]:
     """Read a YAML file of config fields; TrainError if unreadable, not a mapping, or has unknown keys."""
+    from agentworld_envs.errors import UserInputError
+    from agentworld_envs.inputs import read_regular_file
+
     path = Path(config_file)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise TrainError(f"cannot read config file {path}: {e.strerror or e}") from e
+    try:   # a regular file of bounded size: --config /dev/zero or a FIFO is an error, never a hang
+        data = yaml.safe_load(read_regular_file(path, 16 << 20, "config file").decode("utf-8"))
+    except UserInputError as e:
+        raise TrainError(f"cannot read {e}") from None
+    except UnicodeDecodeError as e:
+        raise TrainError(f"config file {path} is not UTF-8 text ({e.reason})") from None
     except yaml.YAMLError as e:
         raise TrainError(f"config file {path} is not valid YAML: {str(e).splitlines()[0]}") from e
     if data is None:

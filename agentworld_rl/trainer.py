@@ -113,6 +113,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
         raise TrainError(f"mixed_precision={cfg.mixed_precision!r}: {str(e).splitlines()[0]}") from e
     rank, world = accelerator.process_index, accelerator.num_processes
     out_dir = Path(cfg.output_dir)
+    run_dir = _claim_output_dir(cfg, out_dir, accelerator.is_main_process)
     resume_ckpt, resume = _choose_resume(cfg, out_dir, rank, accelerator.is_main_process)
     out_dir.mkdir(parents=True, exist_ok=True)
     set_seed(cfg.seed)
@@ -357,6 +358,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 if (cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps:
                     save_checkpoint(accelerator, model, optimizer, scheduler, step,
                                     {"sampler": sampler.state_dict(), "config": dataclasses.asdict(cfg)}, out_dir)
+                    if accelerator.is_main_process:
+                        run_dir.record_all()
 
         # ---------------------------------------------------------------- eval after, report
         summary["final_metrics"] = last_metrics
@@ -382,6 +385,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
             (out_dir / "summary.json").write_text(json.dumps(summary, indent=2, default=str))
     finally:
         vec_env.close()  # also when a step fails: Ray actors and a local Ray session are released
+        if accelerator.is_main_process:
+            run_dir.record_all()   # the manifest lists what this run wrote (--overwrite removes only that)
     summary["output_dir"] = str(out_dir)
     return summary
 
@@ -406,8 +411,8 @@ _RUN_DIRS = ("checkpoints", "sft-model", "tensorboard", "final-model")
 def _choose_resume(cfg: TrainConfig, out_dir: Path, rank: int, main: bool) -> tuple[dict | None, Path | None]:
     """Decide how this run uses ``out_dir``: resume (from which checkpoint) or start afresh.
 
-    * no resume_from: an ``out_dir`` holding a previous run is refused unless ``overwrite``
-      (never silently delete someone's metrics); with ``overwrite`` its run files are removed.
+    * no resume_from: start afresh (:func:`_claim_output_dir` has refused a previous run without
+      ``overwrite`` and removed its files with it).
     * ``resume_from: latest``: the newest checkpoint that reads back completely; damaged ones
       (truncated files, missing optimizer.pt, a killed save) are skipped with a message.
       None at all: start afresh (the previous run died before its first checkpoint).
@@ -427,17 +432,25 @@ def _choose_resume(cfg: TrainConfig, out_dir: Path, rank: int, main: bool) -> tu
                     print(f"resume: skipping checkpoint {e}; falling back to an older one")
         if main:
             print(f"resume: no usable checkpoint in {out_dir / 'checkpoints'}; starting from scratch")
-    else:
-        previous = [n for n in ("metrics.jsonl", "checkpoints") if (out_dir / n).exists()]
-        if previous and not cfg.overwrite:
-            raise TrainError(f"{out_dir} already holds a run ({', '.join(previous)}); pass --resume-from latest "
-                             f"to continue it, --overwrite to replace it, or another --output-dir")
-    if main and out_dir.exists():  # fresh start: clear what a previous run left
-        for name in _RUN_FILES:
-            (out_dir / name).unlink(missing_ok=True)
-        for name in _RUN_DIRS:
-            shutil.rmtree(out_dir / name, ignore_errors=True)
     return None, None
+
+
+def _claim_output_dir(cfg: TrainConfig, out_dir: Path, main: bool):
+    """Take ``out_dir`` through :class:`agentworld_envs.outputs.OutputDir`: a new or empty directory,
+    or agentworld's earlier run there (refused unless resumed or ``overwrite``, which removes only
+    the files that run wrote and that are unchanged); a directory of other files is refused."""
+    from agentworld_envs.outputs import OutputDir, OutputError
+
+    try:
+        run_dir = OutputDir.claim(out_dir, "train", overwrite=cfg.overwrite, resume=bool(cfg.resume_from),
+                                  reserved=_RUN_FILES + _RUN_DIRS, flag="--output-dir", what="a run",
+                                  again="pass --resume-from latest to continue it, --overwrite to replace it, "
+                                        "or another --output-dir", check_only=not main)
+        if main and cfg.overwrite and not cfg.resume_from:
+            run_dir.clear()
+    except OutputError as e:
+        raise TrainError(str(e)) from None
+    return run_dir
 
 
 def _save_model_atomically(model, tokenizer, path: Path) -> None:

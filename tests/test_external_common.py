@@ -239,6 +239,35 @@ def test_cli_suite_bfcl_reference_scores_one_noop_zero_and_diagnosis(tmp_path):
     assert json.loads(res.output.strip().splitlines()[-1])["episodes"] == 12
 
 
+@pytest.mark.skipif(not HAS_BFCL, reason="needs the bfcl extra")
+def test_cli_suite_run_directory_is_owned_like_the_arenas(tmp_path):
+    """--suite writes into an owned run directory: an earlier run or the user's files are refused in one line
+    (exit 2), --overwrite replaces only what agentworld wrote."""
+    def cli(out: Path, *extra: str) -> tuple[int, str]:
+        res = subprocess.run([sys.executable, "-m", "agentworld_envs.cli", "eval", "--suite", "bfcl", "--policy", "noop",
+                              "--tasks-per-env", "1", "--out", str(out), *extra], capture_output=True, text=True,
+                             timeout=600)
+        text = res.stdout + res.stderr
+        assert "Traceback" not in text, text
+        return res.returncode, text
+
+    out = tmp_path / "run"
+    assert cli(out)[0] == 0
+    (out / "notes.txt").write_text("mine")
+    code, text = cli(out)
+    assert code == 2 and "--overwrite" in text and len(text.strip().splitlines()) == 1, text
+    code, text = cli(out, "--overwrite")
+    assert code == 0, text
+    assert (out / "notes.txt").read_text() == "mine" and (out / "records.jsonl").is_file()
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "summary.json").write_text("{}")
+    for extra in ((), ("--overwrite",)):
+        code, text = cli(mine, *extra)
+        assert code == 2 and len(text.strip().splitlines()) == 1, text
+    assert sorted(p.name for p in mine.iterdir()) == ["summary.json"] and (mine / "summary.json").read_text() == "{}"
+
+
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_TAU2, reason="needs the tau2 extra")
 def test_cli_suite_tau2_reference_scores_one(tmp_path):
