@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from pathlib import Path
@@ -108,8 +109,8 @@ def register_arena_commands(app: typer.Typer) -> None:
               as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object")) -> None:
         """Evaluate a policy on held-out environments: one JSON record per episode plus a summary."""
         import agentworld_envs  # noqa: F401
-        from .outputs import OutputDir
-        from .evaluation import EvaluationError, evaluate, select_tasks, summarize, write_run
+        from .outputs import OutputDir, OutputError
+        from .evaluation import EvaluationError, evaluate, run_files, select_tasks, summarize
 
         for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, -1), ("--max-turns", max_turns, -1),
                                 ("--max-tools", max_tools, 0), ("--batch-size", batch_size, 1),
@@ -157,7 +158,16 @@ def register_arena_commands(app: typer.Typer) -> None:
                             run_dir=str(run_dir))
         for name in reserved[:2]:
             run_out.target(name)   # checked again: nothing of the user's appeared there meanwhile
-        write_run(run_dir, records, summary)
+        try:
+            run_out.record(*reserved[2:])   # the round's task file select_tasks wrote there
+            for name, text in run_files(records, summary).items():
+                run_out.write_text(name, text)   # atomic: a full disk leaves no half-written file
+        except BaseException:
+            if fresh:   # a run directory this command made holds no half of a run: what it wrote goes again
+                with contextlib.suppress(OutputError):
+                    run_out.clear()
+                run_out.discard_if_empty()
+            raise
         run_out.record(*reserved)
         if run_out.note():
             typer.echo(run_out.note(), err=True)
