@@ -41,7 +41,7 @@ LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000
           "words": 50, "days": 36500, "pattern": 32, "template": 500, "pool": 4096, "choices": 1000}
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
-                        "product"})
+                        "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row"})
 
 
 class SpecError(ValueError):
@@ -398,6 +398,13 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
         table, _, column = str(ref).partition(".")
         if column not in columns_of.get(table, []):
             raise bad("ref", f"unknown column {ref!r}")
+        for key in ("quota", "same"):
+            if key in g and (not isinstance(g[key], dict) or g[key].get("column") not in earlier):
+                raise bad(f"{key}.column", "must name an earlier column of the row")
+        if "same" in g and g["same"].get("via") not in columns_of.get(table, []):
+            raise bad("same.via", f"must name a column of {table!r}")
+        if "quota" in g and not (isinstance(g["quota"].get("in"), list) and isinstance(g["quota"].get("cap"), int)):
+            raise bad("quota", "needs 'in' (a list of values) and 'cap' (an integer)")
     elif kind == "code":
         if not (isinstance(g["pattern"], str) and 0 < len(g["pattern"]) <= LIMITS["pattern"]):
             raise bad("pattern", f"must be a string of 1 to {LIMITS['pattern']} characters")
@@ -454,12 +461,37 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                     raise bad(f"cases.{key}", "must be a generator")
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
+    elif kind in ("clock", "changed", "at_most", "paid", "lookup", "lookup_row"):
+        _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
             raise bad("kind", f"must be one of {', '.join(TEXT_KINDS)}")
         for key in ("subject", "service"):
             if key in g and not (isinstance(g[key], str) and len(g[key]) <= LIMITS["template"]):
                 raise bad(key, f"must be a string of at most {LIMITS['template']} characters")
+
+
+def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[str]], earlier: list[str],
+                               bad: Any) -> None:
+    """Generators that keep a row coherent (``clock``, ``changed``, ``at_most``, ``paid``, ``lookup``,
+    ``lookup_row``): every column they read is an earlier column of the row."""
+    kind = g["gen"]
+    reads = [g[k] for k in ("of", "column", "via", "floor") if k in g]
+    reads += list(g.get("after", []))
+    for window in (g.get("windows") or {}).values():
+        if not isinstance(window, dict):
+            raise bad("windows", "must map a status to {'before': column, 'hours': n} or {'after': column, 'days': n}")
+        reads += [window[k] for k in ("before", "after") if k in window]
+    for col in reads:
+        if col not in earlier:
+            raise bad("gen", f"{kind!r} reads {str(col)[:40]!r}, which is not an earlier column of the row")
+    if kind == "lookup" and g.get("field") not in columns_of.get(g.get("table"), []):
+        raise bad("field", f"unknown column {g.get('table')!r}.{g.get('field')!r}")
+    for key in ("inner", "else"):
+        if key in g:
+            if not isinstance(g[key], dict) or "gen" not in g[key]:
+                raise bad(key, "must be a generator")
+            _check_generator(g[key], f"{path}.{key}", columns_of, earlier)
 
 
 def canonical_json(obj: Any) -> str:
