@@ -7,6 +7,9 @@ Gymnasium as ``agentworld/<name>-v0``::
     env = gym.make("agentworld/retail-v0")
     obs, info = env.reset(seed=0)
 
+It also registers the real-benchmark envs of :mod:`agentworld_envs.external` (BFCL v4
+multi-turn, τ²-bench), whose packages load only when one is made.
+
 Importing it stays cheap (registration only): the engine, jsonschema, Faker and SQLite
 helpers load on first use. ``register_spec``, ``validate_spec`` and ``SpecError`` are
 resolved on first access (PEP 562), because they pull in the spec validator.
@@ -16,6 +19,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
+from .external import register_external
 from .registration import register_all
 
 if TYPE_CHECKING:
@@ -40,3 +44,4 @@ def __getattr__(name: str) -> Any:
 
 
 register_all()
+register_external()  # BFCL and τ² ids (their packages load only on make)

@@ -76,11 +76,14 @@ def register_arena_commands(app: typer.Typer) -> None:
     @app.command("eval")
     def eval_(ids: Optional[list[str]] = typer.Argument(None, help="environment ids (default: the --split selection)"),
               policy: str = typer.Option("reference", help="reference | noop | random | model | openai"),
+              suite: str = typer.Option("arena", help="arena (agentworld's held-out envs) | bfcl (BFCL v4 multi-turn, "
+                                                      "4 categories) | tau2 (τ²-bench telecom solo, retail, airline)"),
               model: Optional[str] = typer.Option(None, help="model: HF directory, .gguf file or smollm2-135m; openai: model name"),
               adapter: Optional[str] = typer.Option(None, help="LoRA adapter directory from a training run (--policy model)"),
               base_url: Optional[str] = typer.Option(None, help="OpenAI-compatible endpoint, e.g. http://127.0.0.1:8000/v1"),
               api_key: Optional[str] = typer.Option(None, envvar="OPENAI_API_KEY", help="bearer token for --base-url"),
-              split: str = typer.Option("arena", help="arena (held-out) | train"),
+              split: str = typer.Option("arena", help="arena (held-out) | train; with --suite bfcl|tau2 also all "
+                                                      "(arena: τ²'s test split, BFCL's whole set; all: τ²'s base sets)"),
               l1: Optional[str] = typer.Option(None, help="first-level category"),
               envs: int = typer.Option(-1, help=f"evaluate at most this many envs of the selection, a seeded sample "
                                                 f"(-1: all for scripted policies, {MODEL_DEFAULT_ENVS} for model/openai)"),
@@ -107,10 +110,11 @@ def register_arena_commands(app: typer.Typer) -> None:
                                                                     "session bound to 127.0.0.1"),
               ray_workers: int = typer.Option(2, help="with --env-workers ray: env-worker actors"),
               as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object")) -> None:
-        """Evaluate a policy on held-out environments: one JSON record per episode plus a summary."""
+        """Evaluate a policy on held-out environments or a real benchmark: one JSON record per episode plus a summary."""
         import agentworld_envs  # noqa: F401
-        from .outputs import OutputDir, OutputError
-        from .evaluation import EvaluationError, evaluate, run_files, select_tasks, summarize
+        from .outputs import OutputDir
+        from .evaluation import EvaluationError, evaluate, select_tasks, summarize
+        from .external import SUITES
 
         for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, -1), ("--max-turns", max_turns, -1),
                                 ("--max-tools", max_tools, 0), ("--batch-size", batch_size, 1),
@@ -120,11 +124,23 @@ def register_arena_commands(app: typer.Typer) -> None:
                 raise typer.BadParameter(f"{flag} must be >= {lo}, got {value}")
         if env_workers not in ("local", "ray"):
             raise typer.BadParameter(f"--env-workers must be local or ray, not {env_workers!r}")
-        if split not in ("arena", "train"):
-            raise typer.BadParameter(f"--split must be arena or train, not {split!r}")
+        if suite != "arena" and suite not in SUITES:
+            raise typer.BadParameter(f"--suite must be arena, {' or '.join(SUITES)}, not {suite!r}")
+        if suite != "arena":
+            for flag, given in (("ids", bool(ids)), ("--l1", l1 is not None), ("--round", round_ is not None),
+                                ("--envs", envs >= 0), ("--max-tools", bool(max_tools))):
+                if given:
+                    raise typer.BadParameter(f"{flag} applies to the arena, not to --suite {suite} (a benchmark keeps "
+                                             "its own environments, tasks and tools)")
+        if split not in (("arena", "train") if suite == "arena" else ("arena", "train", "all")):
+            raise typer.BadParameter(f"--split must be arena or train{'' if suite == 'arena' else ' or all'}, "
+                                     f"not {split!r}")
         if env_workers != "ray" and (ray_address is not None or ray_workers != 2):
             raise typer.BadParameter("--ray-address and --ray-workers are for --env-workers ray")
-        run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
+        if suite != "arena":
+            run_dir = out or Path("runs") / f"eval-{policy}-{suite}-{split}"
+        else:
+            run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
         reserved = ["records.jsonl", "summary.json"] + ([f"round-{round_}-tasks.json"] if round_ is not None else [])
         claim = dict(overwrite=overwrite, reserved=reserved, what="an earlier eval run",
                      again="pass --overwrite to replace it (only the files agentworld wrote are removed), or "
@@ -133,6 +149,10 @@ def register_arena_commands(app: typer.Typer) -> None:
         OutputDir.claim(run_dir, "eval", check_only=True, **claim)   # refuse before loading a model
         pol = _policy(policy, model, base_url, adapter, api_key, batch_size, max_new_tokens)
         scripted = policy in ("reference", "noop", "random")
+        if suite != "arena":
+            _eval_suite(pol, policy, suite, split, scripted, tasks_per_env, max_turns, seed, show_policy, batch_size,
+                        run_dir, claim, env_workers, ray_address, ray_workers, as_json)
+            return
         limit = envs if envs >= 0 else (0 if scripted else MODEL_DEFAULT_ENVS)
         if tasks_per_env < 0:
             tasks_per_env = (SCRIPTED_ROUND_TASKS if round_ is not None else 0) if scripted else MODEL_DEFAULT_TASKS
@@ -156,19 +176,7 @@ def register_arena_commands(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         summary = summarize(records, policy=getattr(pol, "name", policy), split=split, round=round_, seed=seed,
                             run_dir=str(run_dir))
-        for name in reserved[:2]:
-            run_out.target(name)   # checked again: nothing of the user's appeared there meanwhile
-        try:
-            run_out.record(*reserved[2:])   # the round's task file select_tasks wrote there
-            for name, text in run_files(records, summary).items():
-                run_out.write_text(name, text)   # atomic: a full disk leaves no half-written file
-        except BaseException:
-            if fresh:   # a run directory this command made holds no half of a run: what it wrote goes again
-                with contextlib.suppress(OutputError):
-                    run_out.clear()
-                run_out.discard_if_empty()
-            raise
-        run_out.record(*reserved)
+        _write_run(run_out, fresh, records, summary, reserved)
         if run_out.note():
             typer.echo(run_out.note(), err=True)
         if as_json:
@@ -176,6 +184,64 @@ def register_arena_commands(app: typer.Typer) -> None:
         else:
             typer.echo(f"{summary['episodes']} episodes in {summary['envs']} envs: success {summary['success_rate']:.3f}, "
                        f"reward {summary['reward_mean']:.3f} -> {run_dir}/records.jsonl")
+
+    def _write_run(run_out, fresh: bool, records, summary: dict, reserved: list[str]) -> None:
+        """``records.jsonl`` then ``summary.json``, each atomically, recorded in the run's manifest with
+        ``reserved``'s other files. When writing fails (a full disk), a run directory this command made
+        is removed again whole, never left holding half a run."""
+        from .evaluation import run_files
+        from .outputs import OutputError
+
+        for name in reserved[:2]:
+            run_out.target(name)   # checked again: nothing of the user's appeared there meanwhile
+        try:
+            run_out.record(*reserved[2:])   # the round's task file select_tasks wrote there
+            for name, text in run_files(records, summary).items():
+                run_out.write_text(name, text)
+        except BaseException:
+            if fresh:
+                with contextlib.suppress(OutputError):
+                    run_out.clear()
+                run_out.discard_if_empty()
+            raise
+        run_out.record(*reserved)
+
+    def _eval_suite(pol, policy: str, suite: str, split: str, scripted: bool, tasks_per_env: int, max_turns: int,
+                    seed: int, show_policy: bool, batch_size: int, run_dir: Path, claim: dict, env_workers: str,
+                    ray_address: str | None, ray_workers: int, as_json: bool) -> None:
+        """``agentworld eval --suite bfcl|tau2``: the benchmark's own envs and scorers, the arena's records."""
+        from .evaluation import SUITE_SPLITS, EvaluationError, evaluate_suite, summarize
+        from .external import MissingExtraError
+        from .outputs import OutputDir
+
+        if tasks_per_env < 0:
+            tasks_per_env = 0 if scripted else MODEL_DEFAULT_TASKS
+        fresh = not run_dir.exists()
+        run_out = OutputDir.claim(run_dir, "eval", **claim)
+        if claim["overwrite"]:
+            run_out.clear()
+        try:
+            # A benchmark's own turn limits unless --max-turns says otherwise (-1 and 0 alike).
+            records = evaluate_suite(pol, suite, split=split, tasks_per_env=tasks_per_env, seed=seed,
+                                     max_turns=max_turns if max_turns > 0 else None, batch_size=batch_size,
+                                     show_policy=show_policy, env_workers=env_workers, ray_address=ray_address,
+                                     ray_workers=ray_workers)
+        except (EvaluationError, MissingExtraError) as exc:
+            if fresh:
+                run_out.discard_if_empty()   # a run that failed leaves no directory it made
+            typer.echo(f"error: {exc}", err=True)
+            raise typer.Exit(2) from None
+        summary = summarize(records, policy=getattr(pol, "name", policy), suite=suite, split=split,
+                            benchmark_split=SUITE_SPLITS[split], seed=seed, run_dir=str(run_dir), per_env=True)
+        _write_run(run_out, fresh, records, summary, claim["reserved"])
+        if run_out.note():
+            typer.echo(run_out.note(), err=True)
+        if as_json:
+            print(json.dumps(summary))
+        else:
+            rows = ", ".join(f"{env.split('/')[-1]} {row['reward_mean']:.3f}" for env, row in summary["per_env"].items())
+            typer.echo(f"{suite} ({split}): {summary['episodes']} episodes, success {summary['success_rate']:.3f}, "
+                       f"reward {summary['reward_mean']:.3f} [{rows}] -> {run_dir}/records.jsonl")
 
     @app.command("diagnose")
     def diagnose_(run: Path = typer.Argument(..., help="an eval run directory (with records.jsonl)"),

@@ -29,7 +29,13 @@ WRITE_ERROR_CODES = ("precondition_failed", "constraint_violation", "not_found")
 
 @dataclass
 class EpisodeState:
-    """What a policy sees of one running episode: the conversation so far and the tools."""
+    """What a policy sees of one running episode: the conversation so far and the tools.
+
+    ``messages`` alternate the env's observations and the policy's actions: the first is the
+    task (role ``user``); after each action (role ``assistant``, its text) comes the observation,
+    role ``tool`` for tool results and ``user`` when the env says it is a new user message
+    (``info["observation_role"]``, e.g. BFCL's next user turn). ``tools`` is the current tool list
+    (an env may add tools mid-episode: ``info["tools"]``)."""
 
     env_id: str
     task_id: str
@@ -97,7 +103,10 @@ class OpenAIPolicy:
         import urllib.error
         import urllib.request
 
-        body = {"model": self.model, "messages": state.messages, "tools": state.tools,
+        # Actions go as assistant text, so results cannot be tool messages (those need tool_call ids):
+        # every observation is sent as a user message.
+        messages = [m if m["role"] != "tool" else {"role": "user", "content": m["content"]} for m in state.messages]
+        body = {"model": self.model, "messages": messages, "tools": state.tools,
                 "temperature": self.temperature, "max_tokens": self.max_tokens}
         req = urllib.request.Request(f"{self.base_url}/chat/completions", data=json.dumps(body).encode(),
                                      headers={"Content-Type": "application/json",
@@ -234,16 +243,18 @@ def select_tasks(env_ids: Sequence[str], *, tasks_per_env: int = 0, round_: int 
 def evaluate(policy: Policy, pairs: Sequence[tuple[str, str]], *, seed: int = 0, max_turns: int | None = None,
              batch_size: int = 8, overlay: str | Path | None = None, round_: int | None = None,
              max_tools: int | None = None, show_policy: bool = True, env_workers: str = "local",
-             ray_address: str | None = None, ray_workers: int = 2) -> list[EpisodeRecord]:
+             ray_address: str | None = None, ray_workers: int = 2,
+             env_kwargs: dict[str, Any] | None = None) -> list[EpisodeRecord]:
     """Play one episode per ``(env_id, task_id)`` with ``policy``, ``batch_size`` episodes at a time.
 
     ``env_workers``: where the envs run, ``"local"`` (this process) or ``"ray"`` (``ray_workers``
     Ray actors, on the cluster at ``ray_address`` or a local session bound to 127.0.0.1; see
-    :mod:`agentworld_envs.workers`). Records are the same either way.
+    :mod:`agentworld_envs.workers`). Records are the same either way. ``env_kwargs``: more
+    ``gym.make`` keywords for every env (e.g. a benchmark's ``split``).
     """
     from .workers import make_env_workers
 
-    kwargs: dict[str, Any] = {}
+    kwargs: dict[str, Any] = dict(env_kwargs or {})
     if max_turns:
         kwargs["max_turns"] = max_turns
     if max_tools:
@@ -286,7 +297,10 @@ def _play(policy: Policy, pairs: Sequence[tuple[str, str]], workers: Any, *, see
                 obs, reward, term, trunc, info = results[x["slot"]]
                 x["calls"] += [{"tool": c["tool_name"], "error": c["error"]} for c in info.get("calls", [])]
                 st = x["state"]
-                st.messages += [{"role": "assistant", "content": action}, {"role": "user", "content": obs}]
+                role = "user" if info.get("observation_role") == "user" else "tool"
+                st.messages += [{"role": "assistant", "content": action}, {"role": role, "content": obs}]
+                if info.get("tools"):   # tools added mid-episode (BFCL miss_func): the new full list
+                    st.tools = list(info["tools"])
                 st.turn += 1
                 if term or trunc:
                     x["done"] = (reward, term, trunc, info)
@@ -308,13 +322,72 @@ def _play(policy: Policy, pairs: Sequence[tuple[str, str]], workers: Any, *, see
     return records
 
 
-def summarize(records: Sequence[EpisodeRecord], **meta: Any) -> dict[str, Any]:
+def _rates(records: Sequence[EpisodeRecord]) -> dict[str, Any]:
     n = len(records)
-    return {**meta, "episodes": n,
+    return {"episodes": n,
             "success_rate": round(sum(r.success for r in records) / n, 6) if n else 0.0,
             "reward_mean": round(sum(r.reward for r in records) / n, 6) if n else 0.0,
-            "turns_mean": round(sum(r.turns for r in records) / n, 3) if n else 0.0,
-            "envs": len({r.env_id for r in records})}
+            "turns_mean": round(sum(r.turns for r in records) / n, 3) if n else 0.0}
+
+
+def summarize(records: Sequence[EpisodeRecord], **meta: Any) -> dict[str, Any]:
+    """Totals over ``records`` plus ``meta``; with ``per_env=True`` in meta, also a row per env id."""
+    per_env = meta.pop("per_env", False)
+    out = {**meta, **_rates(records), "envs": len({r.env_id for r in records})}
+    if per_env:
+        by_env: dict[str, list[EpisodeRecord]] = {}
+        for r in records:
+            by_env.setdefault(r.env_id, []).append(r)
+        out["per_env"] = {env: _rates(rs) for env, rs in sorted(by_env.items())}
+    return out
+
+
+# ------------------------------------------------------------------------------------------ benchmark suites
+
+#: ``--split`` of ``agentworld eval`` -> the benchmark split it means for a suite: the arena is the held-out
+#: test split (τ²'s ``test``; BFCL's whole set, it has no other), ``train`` the training split (BFCL: none),
+#: ``all`` every task (τ²'s ``base``: the published task sets).
+SUITE_SPLITS = {"arena": "test", "train": "train", "all": "base"}
+
+
+def suite_tasks(suite: str, split: str = "arena", tasks_per_env: int = 0, seed: int = 0) -> list[tuple[str, str]]:
+    """``(env_id, task_id)`` pairs of a benchmark suite (``bfcl``, ``tau2``): every task of the split, or a
+    seeded sample of ``tasks_per_env`` per env, in the benchmark's order. Raises the benchmark's
+    :class:`~agentworld_envs.external.MissingExtraError` when its packages are not installed."""
+    import gymnasium as gym
+
+    from .external import suite_env_ids
+
+    if split not in SUITE_SPLITS:
+        raise EvaluationError(f"suite split must be one of {', '.join(SUITE_SPLITS)}, not {split!r}")
+    pairs: list[tuple[str, str]] = []
+    for env_id in suite_env_ids(suite):
+        env = gym.make(env_id)
+        try:
+            try:
+                ids = env.unwrapped.split_task_ids(SUITE_SPLITS[split])
+            except ValueError as exc:
+                raise EvaluationError(str(exc)) from None
+        finally:
+            env.close()
+        if tasks_per_env and len(ids) > tasks_per_env:
+            keep = set(random.Random(f"{seed}:{env_id}").sample(ids, tasks_per_env))
+            ids = [t for t in ids if t in keep]
+        pairs += [(env_id, t) for t in ids]
+    return pairs
+
+
+def evaluate_suite(policy: Policy, suite: str, *, split: str = "arena", tasks_per_env: int = 0, seed: int = 0,
+                   max_turns: int | None = None, batch_size: int = 8, show_policy: bool = True,
+                   env_workers: str = "local", ray_address: str | None = None,
+                   ray_workers: int = 2) -> list[EpisodeRecord]:
+    """Evaluate ``policy`` on a benchmark suite (see :func:`suite_tasks`); ``suite="arena"`` is not one
+    (use :func:`select_tasks` and :func:`evaluate`). Records are the arena's: the same summary and diagnosis."""
+    pairs = suite_tasks(suite, split, tasks_per_env, seed)
+    return evaluate(policy, pairs, seed=seed, max_turns=max_turns, batch_size=batch_size, show_policy=show_policy,
+                    env_workers=env_workers,
+                    ray_address=ray_address, ray_workers=ray_workers,
+                    env_kwargs={"split": SUITE_SPLITS[split]})
 
 
 def run_files(records: Sequence[EpisodeRecord], summary: dict[str, Any]) -> dict[str, str]:

@@ -175,7 +175,8 @@ class EnvHost:
                 core = env.unwrapped
                 item.update(tools=core.tools, reference=core.solution_actions(), shown=core.shown_to_spec())
                 if ep.get("pool"):
-                    item["pool"] = core.bundle.value_pool()
+                    # Benchmark envs (agentworld_envs.external) have no catalogue bundle: no value pool.
+                    item["pool"] = core.bundle.value_pool() if hasattr(core, "bundle") else {}
             out.append(item)
         return out
 
@@ -196,6 +197,9 @@ class EnvHost:
         out = {}
         for slot in slots:
             core = self._active.pop(int(slot)).unwrapped
+            if hasattr(core, "episode_facts"):  # a benchmark env (agentworld_envs.external) says it itself
+                out[slot] = core.episode_facts()
+                continue
             task = core.task
             out[slot] = {
                 "env_id": core.bundle.env_id, "split": core.bundle.split,

@@ -25,6 +25,7 @@ import yaml
 from .errors import TrainError
 
 MIXED_PRECISION = ("no", "fp16", "bf16")
+EVAL_SUITES = ("bfcl", "tau2")  # agentworld_envs.external.SUITES (kept here: config imports no env code)
 LOSS_TYPES = ("sequence", "token", "dr_grpo")  # grpo.LOSS_TYPES (kept here: config imports no torch)
 LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
                  "inverse_sqrt", "cosine_with_min_lr", "warmup_stable_decay")
@@ -66,6 +67,13 @@ class TrainConfig:
     """Explicit evaluation env ids (overrides eval_split selection)."""
     max_eval_tasks: int = 16
     """Cap on (env, task) pairs evaluated before and after training."""
+    eval_suites: list[str] = field(default_factory=list)
+    """Real benchmarks (bfcl, tau2) evaluated with the held-out envs, one row each in the report's table
+    (needs the benchmark's extra; a missing one is reported as skipped)."""
+    eval_suite_tasks: int = 0
+    """Tasks per benchmark env in each suite evaluation, a seeded sample of its held-out split (0 = all)."""
+    eval_suite_max_turns: int = 0
+    """Actions per benchmark episode in suite evaluations (0 = the benchmark's own limits)."""
     max_envs: int = 0
     """Use at most this many envs of the selection, a seeded sample (0 = all)."""
     max_tasks_per_env: int = 0
@@ -173,7 +181,8 @@ class TrainConfig:
                      "micro_batch_size", "inner_epochs", "lora_r", "sft_batch_size"):
             need(getattr(self, name) >= 1, name, ">= 1")
         need(self.torch_threads >= -1, "torch_threads", ">= -1 (-1 = auto)")
-        for name in ("max_eval_tasks", "max_envs", "max_tasks_per_env", "max_solution_steps",
+        need(all(x in EVAL_SUITES for x in self.eval_suites), "eval_suites", f"a list of {list(EVAL_SUITES)}")
+        for name in ("max_eval_tasks", "eval_suite_tasks", "eval_suite_max_turns", "max_envs", "max_tasks_per_env", "max_solution_steps",
                      "max_tools", "warmup_steps", "sft_steps", "sft_micro_batch_size", "save_every", "seed",
                      "logprob_chunk_size"):
             need(getattr(self, name) >= 0, name, ">= 0")
@@ -241,6 +250,9 @@ PRESETS: dict[str, dict[str, Any]] = {
         steps=2, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
         sft_steps=16, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
+        # 7 benchmark episodes (one per BFCL category / τ² domain, held-out split), at most 4 actions each: most
+        # of their prompts exceed SmolLM2's 2,048-token budget here (they submit at once; the GPU preset has room)
+        eval_suites=["bfcl", "tau2"], eval_suite_tasks=1, eval_suite_max_turns=4,
     ),
     # The same recipe at full scale for one GPU: more envs, batch 16 x group 8, 60 GRPO steps.
     "smol-gpu": dict(
@@ -250,6 +262,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         steps=60, learning_rate=2e-4, micro_batch_size=16, temperature=1.0, gradient_checkpointing=True,
         sft_steps=200, sft_learning_rate=1e-4, sft_batch_size=16, sft_micro_batch_size=4,
         max_envs=96, max_tasks_per_env=4, max_eval_tasks=64, save_every=10, output_dir="runs/smol-gpu",
+        eval_suites=["bfcl", "tau2"], eval_suite_tasks=0,   # the full held-out sets
     ),
     # Single-turn bandit on toy envs; used by tests and as the minimal smoke run.
     "toy-bandit": dict(

@@ -179,10 +179,11 @@ class RolloutEngine:
         ep.context_text = full
         return tail + full[len(with_assistant):]
 
-    def _append_tool_result(self, ep: Episode, gen_ids: list[int], obs: str) -> None:
-        """Append the tool message and the next generation prompt as masked tokens."""
-        ep.messages.append({"role": "tool", "content": obs})
-        ep.template_messages.append({"role": "tool", "content": obs})
+    def _append_tool_result(self, ep: Episode, gen_ids: list[int], obs: str, role: str = "tool") -> None:
+        """Append the observation (a tool message, or a user message when the env says so: ``role``)
+        and the next generation prompt as masked tokens."""
+        ep.messages.append({"role": role, "content": obs})
+        ep.template_messages.append({"role": role, "content": obs})
         suffix = self._suffix_text(ep, bool(gen_ids) and gen_ids[-1] in self.eos_ids)
         if suffix is not None:
             suffix_ids = encode(self.tokenizer, suffix)
@@ -375,7 +376,9 @@ class RolloutEngine:
                         ep.reward = res.reward
                         ep.success = bool(res.info.get("success", res.reward >= 1.0 and res.terminated))
                     else:
-                        self._append_tool_result(ep, ids, res.obs)
+                        # Benchmark envs mark new user messages (agentworld_envs.external.common).
+                        role = "user" if res.info.get("observation_role") == "user" else "tool"
+                        self._append_tool_result(ep, ids, res.obs, role)
         finally:
             self.model.train(was_training)
         for ep in episodes:

@@ -64,10 +64,11 @@ def select_env_ids(env_ids: Sequence[str] = (), l1: Sequence[str] = (), split: s
 
 
 def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0, max_solution_steps: int = 0,
-              env_kwargs: dict | None = None) -> list[str]:
+              env_kwargs: dict | None = None, task_split: str = "train") -> list[str]:
     """Task ids of ``env_id`` (made with ``env_kwargs``, e.g. a task overlay); with ``max_solution_steps``,
     only tasks whose reference trajectory (``solution_actions()``, submit included) is at most that long;
-    with ``show_policy=False`` in ``env_kwargs``, no trap tasks (``info["needs_policy"]``)."""
+    with ``show_policy=False`` in ``env_kwargs``, no trap tasks (``info["needs_policy"]``). An env with
+    its own task splits (a benchmark: ``split_task_ids``) gives those of ``task_split`` ("train" or "test")."""
     kwargs = dict(env_kwargs or {})
     if max_turns:
         kwargs["max_turns"] = max_turns
@@ -75,7 +76,11 @@ def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0, max
     # Without the policy in the prompt, traps (the right outcome is a refusal citing a rule) are unsolvable.
     hidden_policy = kwargs.get("show_policy") is False
     try:
-        ids = list(env.unwrapped.task_ids)
+        core = env.unwrapped
+        try:
+            ids = list(core.split_task_ids(task_split) if hasattr(core, "split_task_ids") else core.task_ids)
+        except ValueError as e:  # e.g. BFCL: no train split
+            raise TrainError(str(e)) from None
         if max_solution_steps or hidden_policy:
             kept = []
             for task_id in ids:
@@ -92,11 +97,12 @@ def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0, max
 
 
 def task_pairs(env_ids: Sequence[str], max_turns: int | None = None, max_tasks_per_env: int = 0,
-               max_envs: int = 0, max_solution_steps: int = 0, env_kwargs: dict | None = None) -> list[dict]:
+               max_envs: int = 0, max_solution_steps: int = 0, env_kwargs: dict | None = None,
+               task_split: str = "train") -> list[dict]:
     """(env, task) pairs of the first ``max_envs`` envs (0 = all) that have at least one task."""
     pairs, used = [], 0
     for e in env_ids:
-        tasks = env_tasks(e, max_turns, max_tasks_per_env, max_solution_steps, env_kwargs)
+        tasks = env_tasks(e, max_turns, max_tasks_per_env, max_solution_steps, env_kwargs, task_split)
         if not tasks:  # envs without tasks contribute nothing
             continue
         pairs += [{"env_id": e, "task_id": t} for t in tasks]

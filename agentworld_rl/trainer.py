@@ -29,6 +29,7 @@ from .checkpoint import CheckpointError, apply_checkpoint, read_checkpoint, resu
 from .config import TrainConfig, to_yaml
 from .errors import TrainError
 from .evaluate import evaluate, report_markdown
+from .suites import add_suite_rows
 from .grpo import group_advantages, grpo_loss, shared_prefix_cut, shared_prefix_logprobs, token_logprobs
 from .metrics import MetricsLogger, episode_metrics, plot_curves
 from .rollout import DEFAULT_SYSTEM_PROMPT, RolloutEngine, shape_rewards
@@ -131,7 +132,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
     if cfg.eval_env_ids or cfg.eval_split:
         eval_ids = select_env_ids(cfg.eval_env_ids, cfg.l1, cfg.eval_split, cfg.max_envs, cfg.seed)
         eval_pairs = task_pairs(eval_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps,
-                                cfg.env_kwargs())
+                                cfg.env_kwargs(), task_split="test")
         random.Random(cfg.seed).shuffle(eval_pairs)
         eval_pairs = sorted(eval_pairs[: cfg.max_eval_tasks], key=lambda p: (p["env_id"], p["task_id"]))
     sampler = TaskSampler(train_pairs, seed=cfg.seed)
@@ -172,6 +173,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 engine.model = model
                 if eval_pairs:  # the untrained model, for the report
                     summary["eval_base"] = evaluate(engine, eval_pairs, seed=cfg.seed)
+                    add_suite_rows(summary["eval_base"], model, tokenizer, cfg, accelerator.is_main_process)
                     _say(accelerator, "held-out eval, base model", summary["eval_base"])
                     if accelerator.is_main_process:
                         (out_dir / "eval_base.json").write_text(json.dumps(summary["eval_base"], indent=2))
@@ -229,6 +231,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
                 before = json.loads(before_path.read_text())
             else:
                 before = evaluate(engine, eval_pairs, seed=cfg.seed)
+                add_suite_rows(before, engine.model, tokenizer, cfg, accelerator.is_main_process)
                 _say(accelerator, "held-out eval, after SFT" if cfg.sft_steps else "held-out eval, before GRPO", before)
                 if accelerator.is_main_process:
                     before_path.write_text(json.dumps(before, indent=2))
@@ -363,6 +366,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
         summary["grpo_seconds"] = time.time() - t_grpo
         if eval_pairs:
             after = evaluate(engine, eval_pairs, seed=cfg.seed)
+            add_suite_rows(after, engine.model, tokenizer, cfg, accelerator.is_main_process)
             _say(accelerator, "held-out eval, after GRPO", after)
             summary["eval_before"], summary["eval_after"] = before, after
             if accelerator.is_main_process:

@@ -38,6 +38,7 @@ DYNAMIC_IMPORTS: dict[str, str | None] = {
     "agentworld_envs.workers": None,    # EnvHost(import_modules=...): modules the caller names
     "agentworld_rl.vector_env": None,   # EpisodeSlot(import_modules=...): likewise
     "agentworld_rl.tasks": None,        # import_env_modules(cfg.env_import_modules): likewise
+    "agentworld_envs.external": None,   # the benchmark package (bfcl_eval, tau2) and each env's "module:Class" string
 }
 
 

@@ -65,7 +65,7 @@ def test_dev_installs_every_extra_the_tests_use():
     selves = [r for r in dev if _name(r) == "agentworld"]
     assert selves, "dev must pull the extras through agentworld[...]"
     pulled = set(re.search(r"\[(.*)\]", selves[0]).group(1).replace(" ", "").split(","))
-    assert {"train", "mcp", "ray"} <= pulled
+    assert {"train", "mcp", "ray", "bfcl", "tau2"} <= pulled
     assert {"pytest", "hypothesis", "ruff", "mypy"} <= {_name(r) for r in dev}
 
 
