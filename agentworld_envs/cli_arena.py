@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
 from pathlib import Path
@@ -112,7 +113,7 @@ def register_arena_commands(app: typer.Typer) -> None:
         """Evaluate a policy on held-out environments or a real benchmark: one JSON record per episode plus a summary."""
         import agentworld_envs  # noqa: F401
         from .outputs import OutputDir
-        from .evaluation import EvaluationError, evaluate, select_tasks, summarize, write_run
+        from .evaluation import EvaluationError, evaluate, select_tasks, summarize
         from .external import SUITES
 
         for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, -1), ("--max-turns", max_turns, -1),
@@ -175,10 +176,7 @@ def register_arena_commands(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         summary = summarize(records, policy=getattr(pol, "name", policy), split=split, round=round_, seed=seed,
                             run_dir=str(run_dir))
-        for name in reserved[:2]:
-            run_out.target(name)   # checked again: nothing of the user's appeared there meanwhile
-        write_run(run_dir, records, summary)
-        run_out.record(*reserved)
+        _write_run(run_out, fresh, records, summary, reserved)
         if run_out.note():
             typer.echo(run_out.note(), err=True)
         if as_json:
@@ -187,11 +185,32 @@ def register_arena_commands(app: typer.Typer) -> None:
             typer.echo(f"{summary['episodes']} episodes in {summary['envs']} envs: success {summary['success_rate']:.3f}, "
                        f"reward {summary['reward_mean']:.3f} -> {run_dir}/records.jsonl")
 
+    def _write_run(run_out, fresh: bool, records, summary: dict, reserved: list[str]) -> None:
+        """``records.jsonl`` then ``summary.json``, each atomically, recorded in the run's manifest with
+        ``reserved``'s other files. When writing fails (a full disk), a run directory this command made
+        is removed again whole, never left holding half a run."""
+        from .evaluation import run_files
+        from .outputs import OutputError
+
+        for name in reserved[:2]:
+            run_out.target(name)   # checked again: nothing of the user's appeared there meanwhile
+        try:
+            run_out.record(*reserved[2:])   # the round's task file select_tasks wrote there
+            for name, text in run_files(records, summary).items():
+                run_out.write_text(name, text)
+        except BaseException:
+            if fresh:
+                with contextlib.suppress(OutputError):
+                    run_out.clear()
+                run_out.discard_if_empty()
+            raise
+        run_out.record(*reserved)
+
     def _eval_suite(pol, policy: str, suite: str, split: str, scripted: bool, tasks_per_env: int, max_turns: int,
                     seed: int, show_policy: bool, batch_size: int, run_dir: Path, claim: dict, env_workers: str,
                     ray_address: str | None, ray_workers: int, as_json: bool) -> None:
         """``agentworld eval --suite bfcl|tau2``: the benchmark's own envs and scorers, the arena's records."""
-        from .evaluation import SUITE_SPLITS, EvaluationError, evaluate_suite, summarize, write_run
+        from .evaluation import SUITE_SPLITS, EvaluationError, evaluate_suite, summarize
         from .external import MissingExtraError
         from .outputs import OutputDir
 
@@ -214,10 +233,7 @@ def register_arena_commands(app: typer.Typer) -> None:
             raise typer.Exit(2) from None
         summary = summarize(records, policy=getattr(pol, "name", policy), suite=suite, split=split,
                             benchmark_split=SUITE_SPLITS[split], seed=seed, run_dir=str(run_dir), per_env=True)
-        for name in claim["reserved"][:2]:
-            run_out.target(name)   # checked again: nothing of the user's appeared there meanwhile
-        write_run(run_dir, records, summary)
-        run_out.record(*claim["reserved"])
+        _write_run(run_out, fresh, records, summary, claim["reserved"])
         if run_out.note():
             typer.echo(run_out.note(), err=True)
         if as_json:

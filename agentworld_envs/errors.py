@@ -8,6 +8,7 @@ existing ``except`` clauses keep working.
 
 from __future__ import annotations
 
+import errno
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -68,6 +69,11 @@ USER_ERRORS: tuple[type[BaseException], ...] = (SpecError, CacheError, UnknownEn
                                                 UnknownToolError, UserInputError, EnvWorkerError)
 
 
+#: errno values that describe the disk (space, size limits, quotas, read-only mounts), never a bug.
+DISK_ERRNOS = frozenset(getattr(errno, name) for name in ("ENOSPC", "EFBIG", "EDQUOT", "EROFS")
+                            if hasattr(errno, name))
+
+
 def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
@@ -102,5 +108,13 @@ def run_cli(app: Any, prog: str = "agentworld", args: list[str] | None = None) -
         sys.exit(130)
     except USER_ERRORS as exc:
         print(f"{prog}: error: {_one_line(exc)}", file=sys.stderr)
+        sys.exit(USER_ERROR_EXIT)
+    except OSError as exc:
+        # A full disk, a file-size limit, a quota or a read-only file system is the machine's state,
+        # not a bug: one line naming the file. Any other OSError keeps its traceback.
+        if exc.errno not in DISK_ERRNOS:
+            raise
+        where = f" ({exc.filename})" if exc.filename else ""
+        print(f"{prog}: error: cannot write{where}: {exc.strerror or exc}", file=sys.stderr)
         sys.exit(USER_ERROR_EXIT)
     sys.exit(code if isinstance(code, int) else 0)

@@ -390,13 +390,17 @@ def evaluate_suite(policy: Policy, suite: str, *, split: str = "arena", tasks_pe
                     env_kwargs={"split": SUITE_SPLITS[split]})
 
 
+def run_files(records: Sequence[EpisodeRecord], summary: dict[str, Any]) -> dict[str, str]:
+    """The texts of a run directory: ``records.jsonl`` (one episode a line), then ``summary.json``."""
+    lines = "".join(json.dumps(r.to_json(), ensure_ascii=False, default=str) + "\n" for r in records)
+    return {"records.jsonl": lines, "summary.json": json.dumps(summary, indent=1)}
+
+
 def write_run(out_dir: Path, records: Sequence[EpisodeRecord], summary: dict[str, Any]) -> None:
     """``records.jsonl`` (one episode a line) and ``summary.json`` in ``out_dir``."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    with open(out_dir / "records.jsonl", "w") as fh:
-        for r in records:
-            fh.write(json.dumps(r.to_json(), ensure_ascii=False, default=str) + "\n")
-    (out_dir / "summary.json").write_text(json.dumps(summary, indent=1))
+    for name, text in run_files(records, summary).items():
+        (out_dir / name).write_text(text)
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:

@@ -33,11 +33,13 @@ import secrets
 import shutil
 import stat
 import tempfile
+import threading
+import weakref
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .errors import UserInputError
+from .errors import DISK_ERRNOS, UserInputError
 
 MANIFEST = ".agentworld-manifest.json"
 FORMAT = 1
@@ -45,6 +47,9 @@ _TAG = "agentworld-output-manifest"
 #: Larger manifests are not read (a directory of ~a million files would be needed to reach it).
 MAX_MANIFEST_BYTES = 64 << 20
 _STAGING_PREFIX = ".agentworld-staging-"
+#: Why a write can fail that is the machine's state, not a bug: the disk's (full, size limits, read-only)
+#: or the directory's permissions.
+MACHINE_ERRNOS = DISK_ERRNOS | {errno.EACCES, errno.EPERM}
 
 
 class OutputError(UserInputError):
@@ -52,9 +57,18 @@ class OutputError(UserInputError):
 
 
 # ----------------------------------------------------------------------------------- signing key
+def _mine(st: os.stat_result, *, secret: bool) -> bool:
+    """Whether a file or directory belongs to this user and no one else may change it (``secret``: nor read it)."""
+    return st.st_uid == os.geteuid() and not st.st_mode & (0o077 if secret else 0o022)
+
+
 @functools.cache
-def _key() -> bytes:
-    """The per-user key that signs manifests (created once; readable by its owner only)."""
+def _private_dir() -> Path | None:
+    """This user's agentworld data directory (the signing key, the records of files written), or None
+    when there is nowhere to keep them.
+
+    A place that belongs to another user or that others may write is passed over: a key someone
+    else could read or plant would let them forge a manifest (think of a shared ``AGENTWORLD_CACHE``)."""
     places = []
     with contextlib.suppress(Exception):
         import platformdirs
@@ -63,27 +77,51 @@ def _key() -> bytes:
     if os.environ.get("AGENTWORLD_CACHE"):
         places.append(Path(os.environ["AGENTWORLD_CACHE"]))
     for place in places:
-        path = place / "output-key"
-        with contextlib.suppress(OSError):
-            data = path.read_bytes()
-            if len(data) >= 32:
-                return data
         with contextlib.suppress(OSError):
             place.mkdir(parents=True, exist_ok=True)
+            st = place.lstat()
+            if stat.S_ISDIR(st.st_mode) and _mine(st, secret=False):
+                return place
+    return None
+
+
+@functools.cache
+def _key() -> bytes:
+    """The per-user key that signs manifests (created once in :func:`_private_dir`, mode 0600).
+
+    A key file others may read (or that is not this user's) is never used: ours is replaced by a new
+    key, so the manifests it signed are no longer trusted."""
+    place = _private_dir()
+    path = place / "output-key" if place is not None else None
+    for _ in range(3 if path is not None else 0):
+        data, mine, present = b"", False, True
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
+            try:
+                st = os.fstat(fd)
+                mine = stat.S_ISREG(st.st_mode) and _mine(st, secret=True)
+                data = os.read(fd, 64) if mine else b""
+            finally:
+                os.close(fd)
+        except FileNotFoundError:
+            present = False
+        except OSError:   # a link (O_NOFOLLOW), unreadable: not a key
+            pass
+        if mine and len(data) >= 32:
+            return data
+        if present:   # readable by others, not ours, a link, too short: replaced by a new key
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+        with contextlib.suppress(OSError):
             fd, tmp = tempfile.mkstemp(dir=place, prefix=".output-key-")
             try:
                 os.write(fd, secrets.token_bytes(32))
                 os.close(fd)
-                try:
+                with contextlib.suppress(FileExistsError):
                     os.link(tmp, path)   # atomic, and never replaces a key another process made first
-                except FileExistsError:
-                    pass
             finally:
                 with contextlib.suppress(OSError):
                     os.unlink(tmp)
-            data = path.read_bytes()
-            if len(data) >= 32:
-                return data
     # Nowhere to keep a key: manifests written now cannot be verified by a later process, so a
     # later run refuses the directory (the safe side) instead of trusting an unsigned record.
     return secrets.token_bytes(32)
@@ -112,6 +150,16 @@ def _hash_file(path: Path) -> tuple[str, int] | None:
         return h.hexdigest(), st.st_size
     finally:
         os.close(fd)
+
+
+def _umask() -> int:
+    """The process umask (read from /proc where it can be: setting it to read it races other threads)."""
+    with contextlib.suppress(OSError, ValueError, StopIteration):
+        with open("/proc/self/status", encoding="ascii") as fh:
+            return int(next(line for line in fh if line.startswith("Umask:")).split()[1], 8)
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
 
 
 def _entry(path: Path, sha256: str, size: int) -> dict[str, Any]:
@@ -172,7 +220,65 @@ def read_manifest(root: Path) -> tuple[dict[str, Any] | None, str]:
     body = {k: v for k, v in data.items() if k != "mac"}
     if not hmac.compare_digest(_sign(body), data["mac"]):
         return None, f"its {MANIFEST} was not written by agentworld for this user (edited or copied)"
+    # Signed is not enough: a manifest only ever lists plain paths inside its directory, so one that
+    # names '../x', '/abs', 'a//b' or the manifest itself is not trusted (never a reason to touch them).
+    for rel in body["files"]:
+        try:
+            if _rel(rel) != rel:
+                raise OutputError(rel)
+        except OutputError:
+            return None, f"its {MANIFEST} lists {rel[:80]!r}, which is not a path inside the directory"
     return body, ""
+
+
+# ----------------------------------------------------------------------------------- directory locks
+_LOCKS: dict[tuple[int, int], list[int]] = {}   # (st_dev, st_ino) -> [fd, holders] in this process
+_LOCKS_GUARD = threading.Lock()
+
+
+def _lock_dir(root: Path, flag: str) -> tuple[int, int] | None:
+    """Hold an exclusive ``flock`` on the directory ``root`` for as long as an :class:`OutputDir` of it
+    lives in this process, so two commands never write one output directory at once (the second is
+    refused with one line). None where the file system has no locks (the manifest checks still hold)."""
+    try:
+        import fcntl
+    except ImportError:   # pragma: no cover - Windows
+        return None
+    try:
+        fd = os.open(root, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        return None
+    st = os.fstat(fd)
+    key = (st.st_dev, st.st_ino)
+    with _LOCKS_GUARD:
+        held = _LOCKS.get(key)
+        if held is not None:   # this process holds it already (a command that claims twice)
+            os.close(fd)
+            held[1] += 1
+            return key
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            os.close(fd)
+            raise OutputError(f"{flag} {root}: another agentworld command is writing into this directory "
+                              "(wait for it to finish, or choose another directory)") from None
+        except OSError:   # no locks on this file system
+            os.close(fd)
+            return None
+        _LOCKS[key] = [fd, 1]
+    return key
+
+
+def _unlock_dir(key: tuple[int, int]) -> None:
+    with _LOCKS_GUARD:
+        held = _LOCKS.get(key)
+        if held is None:
+            return
+        held[1] -= 1
+        if held[1] <= 0:
+            del _LOCKS[key]
+            with contextlib.suppress(OSError):
+                os.close(held[0])   # closing the descriptor releases the flock
 
 
 class OutputDir:
@@ -207,6 +313,24 @@ class OutputDir:
         root = Path(path).expanduser()
         if root.is_symlink() and not root.exists():
             raise OutputError(f"{flag} {root} is a dangling symbolic link")
+        # An existing directory is locked before it is read (a new one right after it is made).
+        lock = _lock_dir(root, flag) if not check_only and root.is_dir() and not root.is_symlink() else None
+        try:
+            self = cls._claim(root, kind, overwrite=overwrite, resume=resume, reserved=reserved, flag=flag,
+                              what=what, again=again, check_only=check_only)
+            if not check_only and lock is None:
+                lock = _lock_dir(root, flag)
+        except BaseException:
+            if lock is not None:
+                _unlock_dir(lock)
+            raise
+        if lock is not None:
+            weakref.finalize(self, _unlock_dir, lock)
+        return self
+
+    @classmethod
+    def _claim(cls, root: Path, kind: str, *, overwrite: bool, resume: bool, reserved: Iterable[str], flag: str,
+               what: str | None, again: str | None, check_only: bool) -> "OutputDir":
         if root.exists() and not root.is_dir():
             raise OutputError(f"{flag} {root} is a file, not a directory")
         entries: list[str] = []
@@ -266,6 +390,19 @@ class OutputDir:
         root = Path(path).expanduser()
         if not root.is_dir():
             raise OutputError(f"{flag} {root} is not a directory")
+        lock = _lock_dir(root, flag)
+        try:
+            self = cls._adopt(root, kind, flag)
+        except BaseException:
+            if lock is not None:
+                _unlock_dir(lock)
+            raise
+        if lock is not None:
+            weakref.finalize(self, _unlock_dir, lock)
+        return self
+
+    @classmethod
+    def _adopt(cls, root: Path, kind: str, flag: str) -> "OutputDir":
         body, _ = read_manifest(root)
         files = dict(body["files"]) if body else {}
         ours = {rel: e for rel, e in files.items() if _hash_file(root / rel) == (e["sha256"], e.get("size"))}
@@ -331,10 +468,13 @@ class OutputDir:
         try:
             with os.fdopen(fd, "wb") as fh:
                 fh.write(data)
+                os.fchmod(fh.fileno(), 0o666 & ~_umask())   # mkstemp's 0600 is for the manifest only
             os.replace(tmp, path)
-        except BaseException:
+        except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
+            if isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS:
+                raise OutputError(f"{self.flag} {self.root}: cannot write {_rel(rel)} ({exc.strerror})") from None
             raise
         self.files[_rel(rel)] = _entry(path, hashlib.sha256(data).hexdigest(), len(data))
         self.save()
@@ -416,7 +556,7 @@ class OutputDir:
         except OSError as exc:
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
-            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM, errno.ENOSPC):
+            if exc.errno in MACHINE_ERRNOS:
                 raise OutputError(f"{self.flag} {self.root}: cannot write ({exc.strerror})") from None
             raise
 
@@ -437,9 +577,59 @@ class OutputDir:
         return f"kept {len(kept)} file(s) agentworld did not write in {self.root} (e.g. {kept[0]})"
 
 
+# ----------------------------------------------------------------------------------- single files
+def _record_name(path: Path, sha256: str) -> str:
+    where = os.path.realpath(path.parent) + "/" + path.name
+    return hashlib.sha256(f"{where}\0{sha256}".encode("utf-8", "surrogateescape")).hexdigest()
+
+
+def _records() -> Path | None:
+    """The directory of records of single files written (``<private dir>/written``), or None."""
+    place = _private_dir()
+    if place is None:
+        return None
+    d = place / "written"
+    with contextlib.suppress(OSError):
+        with contextlib.suppress(FileExistsError):
+            d.mkdir(mode=0o700)
+        st = d.lstat()
+        if stat.S_ISDIR(st.st_mode) and _mine(st, secret=False):
+            return d
+    return None
+
+
+def file_digest(path: str | os.PathLike) -> str | None:
+    """SHA-256 of the regular file at ``path`` (never following a link), or None."""
+    got = _hash_file(Path(path))
+    return got[0] if got else None
+
+
+def wrote_file(path: str | os.PathLike) -> bool:
+    """Whether ``path`` is a regular file (not a link) that agentworld wrote there, unchanged since.
+
+    Single output files outside an output directory (``agentworld db --out``, ``diagnose --html``)
+    are recorded by path and SHA-256 in the user's private directory, not beside the file."""
+    path = Path(path)
+    got, records = _hash_file(path), _records()
+    return got is not None and records is not None and (records / _record_name(path, got[0])).is_file()
+
+
+def remember_file(path: str | os.PathLike, forget: str | None = None) -> None:
+    """Record that agentworld wrote the file now at ``path`` (``forget``: the SHA-256 it replaced)."""
+    path = Path(path)
+    got, records = _hash_file(path), _records()
+    if got is None or records is None:
+        return   # unrecorded: a later --overwrite refuses it, the safe side
+    with contextlib.suppress(OSError):
+        (records / _record_name(path, got[0])).touch()
+        if forget and forget != got[0]:
+            (records / _record_name(path, forget)).unlink(missing_ok=True)
+
+
 def _file_owner(path: Path, flag: str) -> OutputDir | None:
     """Where a single output file outside an output directory may go: the verified output directory
-    it sits in (None: a plain directory, so only a new file). Raises when it may not be written."""
+    it sits in (None: a plain directory, so a new file or one :func:`wrote_file` says is ours).
+    Raises when it may not be written."""
     if path.is_dir():
         raise OutputError(f"{flag} {path} is a directory, not a file")
     parent = path.parent
@@ -448,8 +638,9 @@ def _file_owner(path: Path, flag: str) -> OutputDir | None:
         out = OutputDir(parent, body["kind"], dict(body["files"]), set(), flag=flag, created=body.get("created"))
         out.target(path.name)
         return out
-    if path.is_symlink() or path.exists():
-        raise OutputError(f"{flag} {path} exists and agentworld did not write it (choose another path)")
+    if (path.is_symlink() or path.exists()) and not wrote_file(path):
+        raise OutputError(f"{flag} {path} exists and agentworld did not write it (or it was changed since); "
+                          "choose another path")
     return None
 
 
@@ -459,18 +650,36 @@ def check_new_file(path: str | os.PathLike, flag: str) -> None:
 
 
 def write_new_file(path: str | os.PathLike, text: str, flag: str) -> Path:
-    """Write a single output file outside an output directory: a new file, or one a verified
-    manifest beside it lists as ours; anything else there is refused."""
+    """Write a single output file outside an output directory, atomically: a new file, one agentworld
+    wrote there and that is unchanged (:func:`wrote_file`), or one a verified manifest beside it lists
+    as ours; anything else there is refused."""
     path = Path(path).expanduser()
     owner = _file_owner(path, flag)
     if owner is not None:
         return owner.write_text(path.name, text)
+    data = text.encode("utf-8")
+    tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "x", encoding="utf-8") as fh:   # "x": never replaces a file that appeared meanwhile
-            fh.write(text)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+            os.fchmod(fh.fileno(), 0o666 & ~_umask())
+        old = _hash_file(path)
+        if old is None and not path.is_symlink():
+            os.link(tmp, path)   # never replaces a file that appeared meanwhile
+        elif wrote_file(path):   # checked again right before replacing it
+            os.replace(tmp, path)
+            tmp = None
+        else:
+            raise FileExistsError
+        remember_file(path, forget=old[0] if old else None)
     except FileExistsError:
         raise OutputError(f"{flag} {path} exists and agentworld did not write it (choose another path)") from None
     except OSError as exc:
         raise OutputError(f"{flag} {path}: cannot write ({exc.strerror or exc})") from None
+    finally:
+        if tmp is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
     return path

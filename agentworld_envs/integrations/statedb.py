@@ -17,8 +17,10 @@ The episode engine itself never uses ``sqlite-utils`` (this is not a hot path).
 
 Output files are owned: the database is written to a temporary file beside ``--out`` and
 renamed into place, so a failed export leaves nothing half-written. An existing file is never
-replaced unless ``overwrite=True``, and even then only a database this command wrote (it
-stamps SQLite's ``application_id`` header field), never any other file.
+replaced unless ``overwrite=True``, and even then only a database this command wrote at that path
+and that is unchanged since (it stamps SQLite's ``application_id`` header field and records the
+file's path and SHA-256 with :func:`agentworld_envs.outputs.remember_file`), never any other file:
+a database you edited, copied or moved there is kept.
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from ..errors import UnknownTaskError, UserInputError
+from ..outputs import file_digest, remember_file, wrote_file
 
 #: SQLite ``PRAGMA application_id`` of files written here ("AWDB"): marks a file as ours to replace.
 APPLICATION_ID = 0x41574442
@@ -151,6 +154,9 @@ def check_output(out: str | os.PathLike[str], overwrite: bool) -> Path:
         if not _written_here(path):
             raise UserInputError(f"--out {path} already exists and was not written by `agentworld db`; "
                                  "not replacing it (remove it yourself or pick another path)")
+        if not wrote_file(path):
+            raise UserInputError(f"--out {path} was changed since `agentworld db` wrote it there (or was copied "
+                                 "there); not replacing it (remove it yourself or pick another path)")
     parent = path.parent if str(path.parent) else Path(".")
     if not parent.is_dir():
         raise UserInputError(f"--out {path}: directory {parent} does not exist")
@@ -184,7 +190,9 @@ def write(source: StateSource, out: str | os.PathLike[str], overwrite: bool = Fa
         os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes it private; a written database is an ordinary file
         # Checked again just before the rename: a file that appeared meanwhile is never clobbered.
         check_output(path, overwrite)
+        old = file_digest(path)
         os.replace(tmp, path)
+        remember_file(path, forget=old)
     except BaseException as exc:
         if os.path.exists(tmp):
             os.unlink(tmp)

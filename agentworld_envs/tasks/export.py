@@ -8,7 +8,7 @@ from typing import Any, Iterable
 
 import env_registry
 
-from ..outputs import OutputDir
+from ..outputs import MACHINE_ERRNOS, OutputDir, OutputError
 
 
 def prepare_output_dir(out: str | Path, kind: str, overwrite: bool = False, check_only: bool = False) -> OutputDir:
@@ -27,16 +27,24 @@ def _save(out: str | Path, kind: str, overwrite: bool, rows: list[dict[str, Any]
     """Save ``rows`` into a staging directory, then replace the earlier export: as JSON lines
     (``datasets.load_dataset("json", ...)`` reads them), and as a Hugging Face Arrow dataset
     (``datasets.load_from_disk``) when ``datasets`` is installed, so the suite alone can export."""
+    fresh = not Path(out).expanduser().exists()
     target = prepare_output_dir(out, kind, overwrite)
-    with target.staging() as staged:
-        if arrow_available():
-            from datasets import Dataset
+    try:
+        with target.staging() as staged:
+            if arrow_available():
+                from datasets import Dataset
 
-            Dataset.from_list(rows).save_to_disk(str(staged))
-        with open(staged / jsonl_name, "w", encoding="utf-8") as fh:
-            for r in rows:
-                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-        target.install(staged, replace=True)   # the earlier export's own files go once the new one is complete
+                Dataset.from_list(rows).save_to_disk(str(staged))
+            with open(staged / jsonl_name, "w", encoding="utf-8") as fh:
+                for r in rows:
+                    fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+            target.install(staged, replace=True)   # the earlier export's own files go once the new one is complete
+    except BaseException as exc:
+        if fresh:
+            target.discard_if_empty()   # a failed export leaves no directory it made
+        if isinstance(exc, OSError) and exc.errno in MACHINE_ERRNOS:
+            raise OutputError(f"--out {out}: cannot write the export ({exc.strerror})") from None
+        raise
     return target
 
 
