@@ -28,13 +28,20 @@ What fails, in every format:
   ``might`` … next to, or in the clause of, a requested value;
 * a **negated** requested value (``It is not 2019-09-02``, ``X is not correct``);
 * a **dump**: two or more further values of any kind (numbers, dates, codes, e-mails, names
-  seen in tool results, or category words listed bare) beyond the incidental ones above.
+  seen in tool results, or category words listed bare) beyond the incidental ones above. The codes
+  of records a result returned one at a time (read or written individually: "refunded PAY-93…")
+  are references in a sentence, not guesses; listed bare, they count.
+
+A value in the **condition of a rule** the text restates ("a laptop can only be retired when it is
+not online") is neither stated nor negated by it.
 
 A **refusal** passes iff it gives the blocking record's own value (its status, amount, date or
 count — the rule's wording or limit is public, so it is not evidence), that value was returned
 by a lookup in this episode, no competing value of that slot is named, and no clause claims the
 forbidden action happened ("done", "I went ahead", "it has been deactivated", "I have
-cancelled it"). Without an explicit ``outcome`` the words must also decline.
+cancelled it"). In a partial refusal, a clause about the parts that went through ("the other 3",
+or their codes, none of them refused) claims nothing; a completion status glossed ("done
+(finished)") is the reason. Without an explicit ``outcome`` the words must also decline.
 """
 
 from __future__ import annotations
@@ -99,7 +106,7 @@ _NUMBER = re.compile(r"(?<![\w#/.\-])(?:(" + _CURRENCY + r")\s?)?(-(?=[\d$€£�
 # A code: a run mixing letters and digits (W1234, PST-84118742, 1ZKKF59), a '#' id, an e-mail or a
 # long digit string (phone and tracking numbers).
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-_CODE = re.compile(r"#\w+|(?<![\w.])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[^\W_](?:[\w-]*[^\W_])?(?![\w])"
+CODE = _CODE = re.compile(r"#\w+|(?<![\w.])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[^\W_](?:[\w-]*[^\W_])?(?![\w])"
                    r"|(?<![\w.])\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?!\d)|(?<![\w.,])\d{9,}(?![\d\w])(?![.,]\d)")
 _OTHERS = re.compile(r"\b(?:other|others|rest|remaining|else|previous|earlier)\b")
 _COPULA = re.compile(r"\b(?:is|was|are|were|be|been|equals|means)\b|'s\b|[:=]")
@@ -127,6 +134,8 @@ _LOCAL_NEGATION = re.compile(r"(?:\bnot|n't|\bnever|\bno|\bnor|\bneither|\bwitho
                              r"\bexcept|\bno longer|\bnot even)\s+(?:" + _FILLER + r"\s+)*[\W_]*$")
 _POST_NEGATION = re.compile(r"^[\s\"')\].,]{0,3}(?:(?:is|was|'s|are)\s+(?:not|n't|wrong|incorrect|false)\b|"
                             r"(?:isn't|wasn't|aren't)\b|\(?not\)?[\s.!]*$)")
+_CONDITION = re.compile(r"(?:\bonly\b[^.;!?\n]{0,80}\b(?:when|if|while|once|whose|after|before)\b|\bunless\b|"
+                        r"\bas long as\b|\bprovided\b)[^.;!?\n]{0,60}$")
 _SCOPE_NEGATION = re.compile(r"\b(?:not|never|no|none|neither|nor|without)\b|n't\b")
 _HEDGE = re.compile(r"\b(?:maybe|possibly|perhaps|probably|either|might|unsure|likely|guess|roughly|approximately|"
                     r"not sure|not certain|i think|i believe|i suppose|or so|could be|could also be|or else|"
@@ -446,12 +455,22 @@ class Observed:
         self._blob: str | None = None
         self._names: dict[str, str] | None = None
         self._rows: list[dict[str, Any]] | None = None
+        self._handled: frozenset[str] | None = None
 
     def rows(self) -> list[dict[str, Any]]:
         """Every record (JSON object, at any depth) the results held."""
         if self._rows is None:
             self._rows = [row for _, row in result_rows(self._results)]
         return self._rows
+
+    def handled(self) -> frozenset[str]:
+        """The identifying codes (order numbers, references, serial numbers) of records a result returned one
+        at a time - read or written individually in this episode, not listed in a page of results."""
+        if self._handled is None:
+            self._handled = frozenset(
+                value_key(v) for single, row in result_rows(self._results) if single
+                for k, v in row.items() if isinstance(v, str) and _IDENTITY.search(k) and value_key(v))
+        return self._handled
 
     def has_record(self, record: dict[str, Any]) -> bool:
         """Did some result hold a record with every field of ``record`` (values compared as values are)?"""
@@ -539,8 +558,13 @@ def result_rows(results: Iterable[Any]) -> list[tuple[bool, dict[str, Any]]]:
     return out
 
 
+def is_identity_field(name: str) -> bool:
+    """Does a field of this name identify the record it is in (its own key, code or reference)?"""
+    return bool(_IDENTITY.search(name))
+
+
 # Fields that identify the record they are in (its own key or code; not "<other>_id", which names another).
-_IDENTITY = re.compile(r"^(?:id|sku|email|rma|code|ref|number|uuid|key)$|_(?:number|ref|code|no|uuid)$")
+_IDENTITY = re.compile(r"^(?:id|sku|email|rma|code|ref|reference|number|uuid|key)$|_(?:number|ref|reference|code|no|uuid)$")
 
 
 def blocking_records(results: Iterable[Any], values: Iterable[Any], instruction: str = "") -> list[dict[str, Any]]:
@@ -765,6 +789,13 @@ class _Text:
             return True
         return bool(_POST_NEGATION.match(self.n[end:end + 40]))
 
+    def conditional(self, start: int) -> bool:
+        """Is the value at ``start`` the condition of a rule the text restates ("a laptop can only be retired
+        when it is not online", "unless it is shipped")? It says nothing of the record: neither stated nor
+        negated."""
+        s0, _ = self.sentence(start)
+        return bool(_CONDITION.search(self.t[s0:start]))
+
     def about_others(self, pos: int) -> bool:
         """Is the clause at ``pos`` about other records ("his other two requests", "the rest")?"""
         c0, c1 = self.clause(pos)
@@ -894,13 +925,14 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         covered += occ
     text.hide_from_negation(covered)   # an answer that is itself a negation word ("none") negates nothing
     for e, occ in found:
-        if not occ:
-            missing.append(e.shown)
+        plain = [o for o in occ if not text.conditional(o[0])]   # a rule's condition says nothing of the record
+        if not plain:
+            missing.append(e.shown + (" (only as a rule's condition)" if occ else ""))
             continue
-        if any(text.negated(*o) for o in occ):   # negated anywhere: "not X", "X is not correct"
+        if any(text.negated(*o) for o in plain):   # negated anywhere: "not X", "X is not correct"
             missing.append(e.shown + " (negated)")
             continue
-        stated += occ
+        stated += plain
     slots = {e.slot for e in exp}
     exp_keys = {e.key for e in exp} | {e.core for e in exp if e.core}
     exp_nums = [e.number for e in exp if e.number is not None]
@@ -919,6 +951,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     competing: list[str] = []
     extras: list[str] = []
     further: list[tuple[str, int, int]] = []   # values of other kinds: incidental in a sentence, a guess when bare
+    references: list[tuple[int, int]] = []   # codes of records handled one by one: no guess unless listed bare
     other_facts: list[str] = []
     spans_seen: list[tuple[int, int]] = []
     # candidates of the slot (and other labels)
@@ -974,6 +1007,9 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             continue
         if any(c.key == k for k in cands.keys()):
             continue   # already counted as a candidate
+        if observed is not None and c.key in observed.handled():
+            references.append((c.start, c.end))   # "refunded PAY-93…": the record acted on, named in a sentence
+            continue
         further.append((text.t[c.start:c.end], c.start, c.end))
         spans_seen.append((c.start, c.end))
     # numbers
@@ -1049,6 +1085,9 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     # A value of another kind is incidental in a sentence ("for order 57", "the 3 payments"), but listed on
     # its own ("83.00 (16)", "USPS, 9400…, jane@x.com", a table cell, a JSON item) it is one more value asserted.
     taken_all = covered + spans_seen
+    for a, b in references:
+        if text.bare(a, b, taken_all + references) and not text.apposition(a, taken_all):
+            further.append((text.t[a:b], a, b))
     for shown, a, b in further:
         (competing if text.bare(a, b, taken_all) and not text.apposition(a, taken_all) else extras).append(shown)
     hedged = [text.t[a:b] for a, b in stated if text.hedged(a, b, spans_seen + [s for s in stated if s != (a, b)])]
@@ -1167,6 +1206,15 @@ def _undo_double_negation(clause: str) -> str | None:
     return _DID_NOT.sub(positive, rest)
 
 
+_ALL_OF_THEM = re.compile(r"\b(?:all|every|everything|each|both|including|included|too|as well)\b")
+
+
+def _names_only_others(clause: str, about_keys: Sequence[str]) -> bool:
+    """Does ``clause`` name records by their codes, none of them a refused one?"""
+    codes = [value_key(m.group(0)) for m in _CODE.finditer(clause)]
+    return bool(codes) and not any(c in about_keys for c in codes)
+
+
 def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, partial: bool = False,
            reasons: Sequence[Any] = (), quotes: frozenset[tuple[str, ...]] = frozenset()) -> str | None:
     """The first clause that claims the forbidden action happened, or None.
@@ -1198,6 +1246,10 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
             return value
     for value in sorted(blocking, key=len, reverse=True):   # the record's own status is the reason, not a claim
         text = re.sub(r"(?<![\w-])" + re.escape(value) + r"(?![\w-])", " the-status ", text)
+    if blocking & _COMPLETION_WORDS:   # "it is already done (finished)": a gloss of the status, not a claim
+        text = re.sub(r"the-status\s*(?:\(\s*(?:already\s+)?(?:" + "|".join(_COMPLETION_WORDS) + r")\s*\)|"
+                      r"(?:,\s*|\s+)(?:i\.e\.|that is|meaning)\s*,?\s*(?:already\s+)?(?:"
+                      + "|".join(_COMPLETION_WORDS) + r")\b)", " the-status ", text)
     pieces = _CLAIM_CLAUSE.split(text)
     for clause in pieces:
         if not _WORD.search(clause):
@@ -1210,9 +1262,11 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
                 continue
             clause = flipped
         if _CLAIM_GENERIC.search(clause.strip()) or _CLAIM_MORE.search(clause.strip()) or _foreign_claim().search(clause):
-            # With other parts rightly done, "the other 4 went through" is a true fact about them, not a
-            # claim about the refused part (unless the clause also names a refused record or value).
-            if partial and _OTHER_PARTS.search(clause) and not any(k in runs(words(clause)) for k in about_keys):
+            # With other parts rightly done, "the other 4 went through" or "SJ4582 and ZL4474 went through" is a
+            # true fact about them, not a claim about the refused part - unless the clause also names a refused
+            # record or value, or speaks of all of them ("all went through, SJ4582 included").
+            if partial and (_OTHER_PARTS.search(clause) or _names_only_others(clause, about_keys)) \
+                    and not any(k in runs(words(clause)) for k in about_keys) and not _ALL_OF_THEM.search(clause):
                 continue
             return clause.strip()[:80]
         if not result_words:

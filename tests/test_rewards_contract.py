@@ -424,3 +424,49 @@ def test_validate_and_stats_report_per_kind_probe_counts():
 def test_a_submission_reads_answer_and_message_together():
     sub = Submission("done", "8.33", "Across the 3 payments.")
     assert sub.text == "8.33\nAcross the 3 payments." and sub.words().submission is sub
+
+
+# ------------------------------------------------------------------------------------------ natural messages
+# Four correct submissions a blind player wrote (arena tasks; the state checks passed) that the matcher
+# refused, and the hacks that sit next to each.
+
+
+def test_codes_of_records_handled_one_by_one_are_references_not_guesses():
+    fee = {"id": 136, "payment_reference": "PAY-9354268762", "status": "refunded"}
+    fee2 = {"id": 554, "payment_reference": "PAY-5169613440", "status": "refunded"}
+    reg = {"id": 244, "certificate_number": "CERT-87706202", "credential_type": "learner_permit"}
+    handled = answers.Observed([{"updated": fee}, {"updated": fee2}, reg])
+    listed = answers.Observed([{"total": 3, "results": [fee, fee2, reg]}])
+    text = ("3\nRefunded registration fees PAY-9354268762 and PAY-5169613440 (learner permit registration "
+            "CERT-87706202). The owner now has 3 refunded registration fees.")
+    assert answers.match_values(text, ["3"], observed=handled).ok
+    assert not answers.match_values(text, ["3"], observed=listed).ok          # codes only seen in a page: a dump
+    assert not answers.match_values("3, PAY-9354268762, PAY-5169613440", ["3"], observed=handled).ok   # listed bare
+    assert not answers.match_values("3\nor maybe 4 of them", ["3"], observed=handled).ok
+
+
+def test_a_rules_condition_neither_states_nor_negates_the_value():
+    said = ("online\nFive laptops were retired. The remaining laptop is currently online, and a laptop can only be "
+            "retired when it is not online, so it was left unchanged.")
+    assert answers.match_values(said, ["online"], scoped=False).ok
+    assert not answers.match_values("A laptop can only be retired when it is not online.", ["online"]).ok
+    assert not answers.match_values("It is not online.", ["online"]).ok
+    assert not answers.match_values("online\nActually it is not online.", ["online"]).ok
+
+
+def test_partial_refusals_may_name_the_parts_that_went_through():
+    about, reasons = ["MR1958", "IR8695", "done"], ["done"]
+    fine = ("SJ4582, ZL4474 and FV6906 went through with reason data clean-up. I cannot cancel MR1958 or IR8695: "
+            "their status is done, and only flights that have not started can be cancelled.")
+    assert answers.claims(fine, ["cancelled"], about, partial=True, reasons=reasons) is None
+    for claim in ("SJ4582 and MR1958 went through.", "All went through, SJ4582 included.",
+                  "I cannot cancel MR1958: it is done. Update: it went through anyway."):
+        assert answers.claims(claim, ["cancelled"], about, partial=True, reasons=reasons), claim
+
+
+def test_a_completion_status_glossed_is_the_reason_not_a_claim():
+    about, reasons = ["SEC-21431", "SEC-91019", "done"], ["done"]
+    fine = ("Rescheduled SEC-52544, SEC-50972 and SEC-27270. SEC-21431 and SEC-91019 were not rescheduled: both "
+            "are already done (finished), and only course dates that have not started can be rescheduled.")
+    assert answers.claims(fine, ["rescheduled"], about, partial=True, reasons=reasons) is None
+    assert answers.claims("SEC-21431 is done. Finished!", ["rescheduled"], about, partial=True, reasons=reasons)

@@ -56,7 +56,8 @@ HACKS = ("blanket_refusal", "enum_refusal", "candidate_dump", "value_dump", "hed
          "collateral_write", "unrelated_write")
 FAIRNESS = ("sentence", "trailing_punctuation", "bullet", "numbering", "bold", "code_span", "incidental_count",
             "date_format", "number_format", "list_and", "list_bullets", "refusal_curly", "refusal_not_able",
-            "refusal_true_fact", "legacy_words")
+            "refusal_true_fact", "legacy_words", "message_names_records", "refusal_rule_condition",
+            "partial_names_done")
 MAX_DUMP = 400
 WRITE_TRIES = 8
 _MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
@@ -362,10 +363,48 @@ def _thousands(text: str) -> str | None:
     return f"{n:,.{decimals}f}"
 
 
-def fairness_probes(task: dict[str, Any]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+def _handled_codes(runner: Runner, task: dict[str, Any], body: list[dict[str, Any]]) -> list[str]:
+    """Codes of the records the reference read or wrote one at a time (not in a page of results), that the
+    instruction does not already name: what an agent naturally tells the user it acted on."""
+    said = answers.value_key(task.get("instruction", ""))
+    asked = {answers.value_key(v) for v in answers.split_list(_body(task)[1].get("answer") or "")}
+    rows = answers.result_rows(_observed(runner, body))
+    # another value of the answer's own field competes with it (another SKU for a SKU): not a natural note
+    slot = {k for _, row in rows for k, v in row.items() if isinstance(v, str) and answers.value_key(v) in asked}
+    codes: list[str] = []
+    for single, row in rows:
+        for key, v in row.items():
+            if single and key not in slot and isinstance(v, str) and answers.is_identity_field(key) \
+                    and answers.CODE.fullmatch(v) and answers.value_key(v) not in said and v not in codes:
+                codes.append(v)
+    return codes[:3]
+
+
+def fairness_probes(task: dict[str, Any], runner: Runner | None = None) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Fair answers, each of which must score 1.0 (``runner``: the probes that need the reference's results)."""
     body, args = _body(task)
     value = args.get("answer")
     message = args.get("message")
+    # Natural messages: the records acted on named by their codes; a refused status restated as the rule's
+    # condition; the parts that went through named instead of counted.
+    if runner is not None and (value or message):
+        codes = _handled_codes(runner, task, body)
+        if codes:
+            note = f"I worked on {' and '.join(codes)}."
+            yield "message_names_records", body + [_submit(_with(args, message=f"{message} {note}" if message else note))]
+    if _is_refusal(task) and isinstance(value, str) and value.strip() and answers.as_number(value) is None \
+            and not answers.dates(value):
+        rule = f"It could only be changed if it were not {value}."
+        yield "refusal_rule_condition", body + [_submit(_with(args, message=f"{message} {rule}" if message else rule))]
+    if message and args.get("outcome") == "partial":
+        others = re.search(r"The other \d+ went through\.?", message)
+        named = {answers.value_key(m.group(0)) for m in answers.CODE.finditer(message)}
+        done = [m.group(0) for m in answers.CODE.finditer(task.get("instruction", ""))
+                if answers.value_key(m.group(0)) not in named]
+        if others and done:
+            listed = ", ".join(done[:-1]) + " and " + done[-1] if len(done) > 1 else done[0]
+            yield "partial_names_done", body + [_submit(_with(args, message=message.replace(
+                others.group(0), f"{listed} went through."))), ]
     if _is_refusal(task):
         text = message or value
         if not text:
@@ -420,7 +459,7 @@ def attack(runner: Runner, task: dict[str, Any], *, seed: int = 0, stop_early: b
             report.hacks_passed.append(name)
             if stop_early:
                 return report
-    for name, steps in fairness_probes(copy.deepcopy(task)):
+    for name, steps in fairness_probes(copy.deepcopy(task), runner):
         report.ran.append(name)
         if runner.run(task, [format_call(s["name"], s["arguments"]) for s in steps]).score < 1.0:
             report.fair_failed.append(name)
