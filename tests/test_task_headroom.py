@@ -216,3 +216,35 @@ def test_gate_keeps_hard_tasks_honest(bundles):
             assert gate(runner, t) is None, t["id"]
     finally:
         runner.close()
+
+
+def test_rule_batch_is_decided_by_each_records_figure_not_its_status(bundles):
+    """hard rule_batch: every listed record is in a status the change allows; one breaks a business rule,
+    and only its own figure (looked up) makes the refusal."""
+    from agentworld_envs.tasks.build import generate_tasks
+
+    b = bundles["wine-club-subscriptions"]
+    tasks, _ = generate_tasks(b.spec, b.golden, seed="rule-batch", prefix="rb", target=2,
+                              families=["hard_rule_batch"], max_attempts=6)
+    assert tasks and all(t["knobs"]["shape"] == "rule_batch" for t in tasks)
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in tasks:
+            sub = t["solution"][-1]["arguments"]
+            assert sub["outcome"] == "partial" and _calls(t) >= MIN_CALLS and play(runner, t)["greedy"]
+            reads = [s for s in t["solution"] if s["name"] != "submit" and not b.tools[s["name"]].writes]
+            statuses = set()
+            for s in reads:
+                out = runner.run(None, [s]).results[0]
+                row = out.get("results", [out])[0] if isinstance(out, dict) else out[0]
+                statuses.add(row.get("status"))
+            writes = {s["name"] for s in t["solution"] if s["name"] != "submit" and b.tools[s["name"]].writes}
+            tool = b.spec["tools"][[x["name"] for x in b.spec["tools"]].index(writes.pop())]
+            assert statuses <= set(tool["impl"]["from"]), statuses   # the status gives nothing away
+            assert runner.run(t, t["solution"]).score == 1.0
+            # the rule is public: quoting it, without the record's figure, is no reason
+            quoted = sub["message"].split(" (")[0]
+            rule_only = {"outcome": "partial", "answer": quoted.split(": ", 1)[1], "message": quoted + "."}
+            assert runner.run(t, t["solution"][:-1] + [{"name": "submit", "arguments": rule_only}]).score == 0.0
+    finally:
+        runner.close()

@@ -20,11 +20,11 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "14"   # 14: natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
+GEN_VERSION = "14"   # 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
 HARD_TARGET = 4
-HARD_FAMILIES = ["hard_cross", "hard_chain", "hard_hidden", "hard_batch"]
+HARD_FAMILIES = ["hard_cross", "hard_chain", "hard_hidden", "hard_batch", "hard_rule_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
             "graph_any", "prog_bulk", "graph_mixed", "graph_write",
@@ -39,7 +39,7 @@ SHAPES = {"graph_read": "lookup", "graph_write": "write", "graph_any": "lookup_o
           "time_window": "time_window", "time_window_trap": "time_window", "multi_constraint": "multi_constraint",
           "compare_act": "compare_then_act", "create_record": "create_record", "quota": "quota", "quota_trap": "quota",
           "hard_cross": "cross_sweep", "hard_chain": "chain_sweep", "hard_hidden": "hidden_sweep",
-          "hard_batch": "hidden_batch"}
+          "hard_batch": "hidden_batch", "hard_rule_batch": "rule_batch"}
 #: Compound requests: how two parts are joined (the second part's first letter is lowered where it reads on).
 JOIN_TWO = ["{} Also, {}", "{} And {}", "{} After that, {}", "{}\n{}", "{} Separately, {}"]
 
@@ -91,6 +91,8 @@ def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
         return [hard.hidden_sweep(gen)], "programmatic"
     if family == "hard_batch":
         return [hard.hidden_batch(gen)], "graph"
+    if family == "hard_rule_batch":
+        return [hard.rule_batch(gen)], "graph"
     raise ValueError(family)
 
 

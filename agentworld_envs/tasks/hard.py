@@ -16,6 +16,9 @@ span two entities, writes and a final aggregate read whose answer depends on the
   (the answer explains the refusals).
 * **hidden_batch** — a list of records named by their codes to change in one go, some of which the
   policy forbids: each is looked up, the allowed ones changed, the rest refused with their status.
+* **rule_batch** — the same list, every record in a status the change allows, where one of the
+  theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
+  against the policy's rule, decides; the status gives nothing away.
 
 Every shape returns a :class:`~agentworld_envs.tasks.generate.Part` or raises ``Skip``; the part's
 reference is checked against :data:`MIN_CALLS` here, so a kept hard task never has a short reference.
@@ -26,13 +29,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..language import field_value, in_state, participle, value_words, verb_phrase
+from ..language import field_value, in_state, number, participle, value_words, verb_phrase
+from ..rules import Rule
 from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value
 from .model import TableInfo, words
 
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
 MIN_CALLS = 8
-SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch")
+SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch")
+#: Rule kinds a record's own figure breaks (quotas count other records: not a batch's business).
+RECORD_RULES = ("threshold", "min_lead_time", "max_age")
 
 
 def _act(gen: Generator, tool: dict[str, Any], t: TableInfo, obj: str) -> str:
@@ -345,3 +351,70 @@ def hidden_batch(gen: Generator) -> Part:
         return Part(steps, text, refusal=refusal, refusal_check=check, writes=True, structure="conditional",
                     rule=gen.lifecycle_rule(tr, t))
     raise Skip("no table with allowed and forbidden records to batch")
+
+
+def rule_batch(gen: Generator) -> Part:
+    """A list of records named by their codes, all in a status the change allows, where a business rule
+    forbids it for one: each must be looked up and its figure read against the rule; the allowed ones
+    are changed, the other refused with its own value as the reason."""
+    from .shapes import numeric_words
+
+    rules = [r for r in gen.m.spec.get("rules", []) if r.get("kind") in RECORD_RULES and r.get("tool") in gen.m.tools]
+    gen.rng.shuffle(rules)
+    for rule in rules[:4]:
+        tr, t = gen.m.tools[rule["tool"]], gen.m.tables.get(rule["table"])
+        if t is None or t.label not in t.finders or "impl" not in tr or "from" not in tr["impl"]:
+            continue
+        st, allowed, to = tr["impl"]["column"], list(tr["impl"]["from"]), tr["impl"]["to"]
+        marks = ", ".join("?" * len(allowed))
+        base = f'"{st}" IN ({marks}) AND "{t.label}" IS NOT NULL AND "{rule["column"]}" IS NOT NULL'
+        cond = Rule.from_json(rule).sql(gen.m.spec["now"])
+        ok = [r for r in gen.m.rows(gen.conn, t.name, f"{base} AND ({cond})", tuple(allowed))
+              if gen.rules_allow(tr, r["id"])]
+        bad = gen.m.rows(gen.conn, t.name, f"{base} AND NOT ({cond})", tuple(allowed))
+        n_ok = MIN_CALLS // 2 + gen.rng.choice([0, 0, 1])     # a lookup and a write each, one lookup refused
+        if len(ok) < n_ok or not bad:
+            continue
+        rows = gen.rng.sample(ok, n_ok)
+        blocked = gen.rng.choice(bad)
+        if rule["kind"] == "threshold":   # figures near the limit on both sides: reading it is the task
+            def gap(r: dict[str, Any], col: str = rule["column"], limit: float = float(rule["value"])) -> float:
+                return abs(float(r[col]) - limit)
+            blocked = gen.rng.choice(sorted(bad, key=gap)[:3])
+            near = min(ok, key=gap)
+            if near not in rows:
+                rows[0] = near
+        rows = rows + [blocked]
+        gen.rng.shuffle(rows)
+        steps: list[dict[str, Any]] = []
+        last_args: dict[str, Any] = {}
+        for r in rows:                        # the program: look each one up, act unless its figure breaks the rule
+            find = gen.find(t, r)
+            gen.run(find["name"], **find["arguments"])
+            steps.append(find)
+            gen.visited.add((t.name, r["id"]))
+            if r is not blocked:
+                last_args = gen.transition_args(tr, r["id"])
+                gen.run(tr["name"], **last_args)
+                steps.append(call(tr["name"], **last_args))
+        _enough(steps)
+        gen.hidden += 1
+        labels = [str(r[t.label]) for r in rows]
+        listing = ", ".join(labels[:-1]) + " and " + labels[-1]
+        plural, verb, label_words = t.plural, gen.verb(tr, t), words(t.label)
+        text = gen.rng.choice([
+            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}.{_reason(last_args)}",
+            f"I have a list of {plural} to {verb}, by {label_words}: {listing}.{_reason(last_args)}",
+        ])
+        value = blocked[rule["column"]]
+        threshold = rule["kind"] == "threshold"
+        limit = fmt_value(rule["value"]) if threshold else number(rule["value"])
+        shown = fmt_value(value) if threshold else str(value)[:10]
+        label = str(blocked[t.label])
+        refusal = (f"I cannot {_act(gen, tr, t, label)}: {rule['text']} ({words(rule['column'])}: {fmt_value(value)}). "
+                   f"The other {n_ok} went through.")
+        check = {"reasons": [[shown]], "candidates": [], "values": numeric_words(gen, [limit, shown]),
+                 "exclude": [limit], "results": [to], "about": [label]}
+        return Part(steps, text, refusal=refusal, refusal_check=check, writes=True, structure="conditional",
+                    rule=rule["text"])
+    raise Skip("no business rule that splits a batch")

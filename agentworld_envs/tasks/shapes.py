@@ -60,7 +60,7 @@ def rule_task(gen: Generator, shape: str, trap: bool) -> Part:
         # public: the policy shows them, so they are no evidence of a lookup).
         shown = fmt_value(value) if rule["kind"] == "threshold" else str(value)[:10]
         reasons = [[shown]]
-        check = {"reasons": reasons, "candidates": [], "values": _numeric_words(gen, [limit, shown]), "exclude": [limit],
+        check = {"reasons": reasons, "candidates": [], "values": numeric_words(gen, [limit, shown]), "exclude": [limit],
                  "results": [impl["to"]],
                  "about": [str(v) for v in steps[0]["arguments"].values()]}
         return Part(steps, text, refusal=refusal, refusal_check=check, structure="conditional", rule=rule["text"])
@@ -70,7 +70,7 @@ def rule_task(gen: Generator, shape: str, trap: bool) -> Part:
                 rule=rule["text"])
 
 
-def _numeric_words(gen: Generator, figures: list[str]) -> list[str]:
+def numeric_words(gen: Generator, figures: list[str]) -> list[str]:
     """The environment's numeric category values other than ``figures``: competitors, so a refusal that
     lists every category word (a hack) does not pass for citing a small limit."""
     from .probes import enum_words
@@ -333,7 +333,7 @@ def quota_task(gen: Generator, trap: bool) -> Part:
         # The count is evidence only with a lookup of the records it counts (at the cap it equals the rule's figure).
         evidence = [r[0] for r in held_rows if isinstance(r[0], str)] if listing_done(steps, child) else []
         check = {"reasons": [list(dict.fromkeys(o)) for o in options if fmt_value(held) in o],
-                 "candidates": [], "values": _numeric_words(gen, figures),
+                 "candidates": [], "values": numeric_words(gen, figures),
                  "exclude": [cap], "results": ["created", "added"], "about": [str(a) for a in args.values()][:3]}
         if evidence:
             check["evidence"] = evidence
