@@ -16,28 +16,31 @@ import gymnasium as gym
 import torch
 from transformers.cache_utils import DynamicCache
 
-from .rollout import Episode, RolloutEngine
+from .rollout import ChatRecorder, Episode
 
 
-def reference_episodes(engine: RolloutEngine, pairs: Sequence[dict], env_kwargs: dict | None = None) -> list[Episode]:
-    """Replay ``solution_actions()`` of each (env, task) and record token ids + assistant mask."""
+def reference_episodes(recorder: ChatRecorder, pairs: Sequence[dict], env_kwargs: dict | None = None) -> list[Episode]:
+    """Replay ``solution_actions()`` of each (env, task) and record token ids + assistant mask
+    (rendered by ``recorder``, as rollouts are; a RolloutEngine's ``.recorder``)."""
+    recorder = getattr(recorder, "recorder", recorder)  # a RolloutEngine is accepted too
     episodes = []
-    eos = engine.tokenizer.eos_token_id
+    tokenizer = recorder.tokenizer
+    eos = tokenizer.eos_token_id
     for pair in pairs:
         env = gym.make(pair["env_id"], **(env_kwargs or {}))
         try:
             obs, info = env.reset(seed=0, options={"task_id": pair["task_id"]})
             ep = Episode(env_id=pair["env_id"], task_id=pair["task_id"], group=len(episodes))
-            engine._begin(ep, obs, info)
+            recorder.begin(ep, obs, info)
             for action in env.unwrapped.solution_actions():
-                ids = engine.tokenizer(action, add_special_tokens=False)["input_ids"] + [eos]
-                engine._append_generation(ep, ids, [0.0] * len(ids))
+                ids = tokenizer(action, add_special_tokens=False)["input_ids"] + [eos]
+                recorder.append_generation(ep, ids, [0.0] * len(ids))
                 obs, reward, terminated, truncated, step_info = env.step(action)
                 if terminated or truncated:
                     ep.reward, ep.done = float(reward), True
                     ep.success = bool(step_info.get("success", reward >= 1.0))
                     break
-                engine._append_tool_result(ep, ids, obs)
+                recorder.append_observation(ep, ids, obs, step_info)
             if ep.success:  # only learn from demonstrations that actually solve the task
                 episodes.append(ep)
         finally:

@@ -170,10 +170,10 @@ def test_token_accounting_does_not_depend_on_decoding(tiny):
     from agentworld_rl.rollout import Episode
     engine = RolloutEngine(model, tok, vec_env=None)
     ep = Episode(LOOKUP, "t", 0)
-    engine._begin(ep, "find beta", {"tools": [{"type": "function", "function": {"name": "lookup"}}]})
+    engine.recorder.begin(ep, "find beta", {"tools": [{"type": "function", "function": {"name": "lookup"}}]})
     gen = tok(" weird  spacing\t<tool_call>", add_special_tokens=False)["input_ids"]  # no EOS: truncated turn
-    engine._append_generation(ep, gen, [0.0] * len(gen))
-    engine._append_tool_result(ep, gen, '{"value": "blue"}')
+    engine.recorder.append_generation(ep, gen, [0.0] * len(gen))
+    engine.recorder.append_observation(ep, gen, '{"value": "blue"}')
     assert ep.retokenized == 0
     text = tok.decode(ep.token_ids)
     assert text == tok.apply_chat_template(ep.messages, tools=ep.tools, tokenize=False, add_generation_prompt=True)
