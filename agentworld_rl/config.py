@@ -25,7 +25,13 @@ import yaml
 from .errors import TrainError
 
 MIXED_PRECISION = ("no", "fp16", "bf16")
-LOSS_TYPES = ("sequence", "token", "dr_grpo")  # grpo.LOSS_TYPES (kept here: config imports no torch)
+# grpo.LOSS_TYPES (kept here: config imports no torch). TRL's names: grpo (mean per sequence), dapo (mean per
+# token over the batch), dr_grpo (sum / (sequences x max tokens)); sequence and token are older aliases.
+LOSS_TYPES = ("dapo", "dr_grpo", "grpo", "sequence", "token")
+IMPORTANCE_SAMPLING = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+TRUNCATION_MASKS = ("none", "overlong", "all")
+ROLLOUT_ENGINES = ("hf", "vllm")
+PREFILL_MODES = ("auto", "rows", "batched")
 LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
                  "inverse_sqrt", "cosine_with_min_lr", "warmup_stable_decay")
 
@@ -92,6 +98,11 @@ class TrainConfig:
     """With env_workers ray: how many env-worker actors (each hosts many env instances)."""
     env_import_modules: list[str] = field(default_factory=lambda: ["agentworld_rl.toy_envs"])
     """Modules imported to register env ids (agentworld_envs is added automatically if importable)."""
+    eval_suites: list[str] = field(default_factory=lambda: ["held-out"])
+    """Evaluation suites run before and after training, one report row each: names from
+    agentworld_rl.suites.SUITES or "module:function" (returns an EvalSuite for this config)."""
+    eval_batch_size: int = 64
+    """Evaluation episodes run at once (per process)."""
 
     # --- rollouts
     batch_size: int = 4
@@ -108,6 +119,19 @@ class TrainConfig:
     """Override the default agent system prompt ("" = default)."""
     reuse_kv_cache: bool = True
     """Keep the KV cache across turns so each turn prefills only its new tokens."""
+    rollout_engine: str = "hf"
+    """hf (transformers generate, any device) | vllm (vLLM: prefix caching, weights synced after every step)."""
+    prefill: str = "auto"
+    """hf engine: rows (each row's new tokens alone: no compute on padding; the CPU default) | batched
+    (later turns prefilled in one padded batch; the accelerator default) | auto."""
+    vllm_mode: str = "colocate"
+    """vllm engine: colocate (an in-process engine on this process's GPU) | server (`trl vllm-serve` at vllm_server_url)."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """vllm colocate: fraction of GPU memory vLLM may take (the rest is the trainer's)."""
+    vllm_sleep_mode: bool = True
+    """vllm colocate: offload vLLM's weights and free its KV cache while the update runs."""
+    vllm_server_url: str = "http://127.0.0.1:8000"
+    """vllm server: base URL of the server."""
 
     # --- GRPO
     steps: int = 50
@@ -125,11 +149,27 @@ class TrainConfig:
     """KL coefficient to the reference (LoRA: base weights with adapters disabled)."""
     scale_rewards: bool = True
     """Divide advantages by the group std."""
-    loss_type: str = "sequence"
-    """sequence | token | dr_grpo."""
+    loss_type: str = "dapo"
+    """dapo (token mean over the whole batch) | dr_grpo (sum / sequences x max tokens) | grpo (mean per sequence,
+    length-biased); sequence = grpo, token = dapo. Normalisers count the whole batch across processes."""
+    importance_sampling: str = "token_truncate"
+    """Correct for sampler/trainer log-prob mismatch (vLLM kernels, bf16): weight each token's loss by
+    min(pi_trainer / pi_sampler, cap) (token_truncate), drop tokens above the cap (token_mask), or the same per
+    sequence (sequence_truncate, sequence_mask); none = off."""
+    importance_sampling_cap: float = 2.0
+    """The cap C of importance_sampling."""
+    dynamic_sampling_rounds: int = 0
+    """Dynamic sampling (DAPO): groups whose rewards are all equal teach nothing; roll out up to this many extra
+    rounds of fresh prompts to replace them (0 = off)."""
+    truncation_mask: str = "none"
+    """Leave out of the loss: overlong (episodes with a turn cut at max_new_tokens or stopped by the context
+    limit; DAPO's overlong filtering) | all (also episodes the env's turn limit ended) | none. Masked episodes
+    still count in their group's reward statistics."""
     max_grad_norm: float = 1.0
     format_penalty: float = 0.0
     """Reward shaping: subtract per unparseable/unknown-tool action (0 = off)."""
+    tool_error_penalty: float = 0.0
+    """Reward shaping: subtract per tool call that failed otherwise (invalid arguments, refused, ...; 0 = off)."""
     turn_cost: float = 0.0
     """Reward shaping: subtract per assistant turn (0 = off)."""
 
@@ -156,6 +196,8 @@ class TrainConfig:
     save_final_model: bool = False
     """Save the trained policy (LoRA merged into the weights) to output_dir/final-model, loadable as --model."""
     tensorboard: bool = False
+    log_samples: bool = False
+    """Write every rollout episode (all processes', with its rank) to samples.jsonl."""
     progress: bool = True
     """Show rich progress bars."""
 
@@ -170,22 +212,28 @@ class TrainConfig:
                 raise TrainError(f"config {name}: must be {rule}, got {getattr(self, name)!r}")
 
         for name in ("steps", "batch_size", "group_size", "max_new_tokens", "max_context_tokens", "max_turns",
-                     "micro_batch_size", "inner_epochs", "lora_r", "sft_batch_size"):
+                     "micro_batch_size", "inner_epochs", "lora_r", "sft_batch_size", "eval_batch_size"):
             need(getattr(self, name) >= 1, name, ">= 1")
         need(self.torch_threads >= -1, "torch_threads", ">= -1 (-1 = auto)")
         for name in ("max_eval_tasks", "max_envs", "max_tasks_per_env", "max_solution_steps",
                      "max_tools", "warmup_steps", "sft_steps", "sft_micro_batch_size", "save_every", "seed",
-                     "logprob_chunk_size"):
+                     "logprob_chunk_size", "dynamic_sampling_rounds"):
             need(getattr(self, name) >= 0, name, ">= 0")
-        for name in ("learning_rate", "sft_learning_rate", "temperature", "lora_alpha"):
+        for name in ("learning_rate", "sft_learning_rate", "temperature", "lora_alpha", "importance_sampling_cap"):
             need(getattr(self, name) > 0 and math.isfinite(getattr(self, name)), name, "a finite number > 0")
         for name in ("weight_decay", "beta", "clip_eps_low", "clip_eps_high", "max_grad_norm", "format_penalty",
-                     "turn_cost"):
+                     "turn_cost", "tool_error_penalty"):
             need(getattr(self, name) >= 0 and math.isfinite(getattr(self, name)), name, "a finite number >= 0")
         need(0 <= self.lora_dropout < 1, "lora_dropout", "in [0, 1)")
         need(self.mixed_precision in MIXED_PRECISION, "mixed_precision", f"one of {list(MIXED_PRECISION)}")
         need(self.loss_type in LOSS_TYPES, "loss_type", f"one of {list(LOSS_TYPES)}")
         need(self.lr_scheduler in LR_SCHEDULERS, "lr_scheduler", f"one of {list(LR_SCHEDULERS)}")
+        for name, choices in (("importance_sampling", IMPORTANCE_SAMPLING), ("truncation_mask", TRUNCATION_MASKS),
+                              ("rollout_engine", ROLLOUT_ENGINES), ("prefill", PREFILL_MODES),
+                              ("vllm_mode", ("colocate", "server"))):
+            need(getattr(self, name) in choices, name, f"one of {list(choices)}")
+        need(0 < self.vllm_gpu_memory_utilization <= 1, "vllm_gpu_memory_utilization", "in (0, 1]")
+
         need(bool(self.model.strip()), "model", "a model name or path")
         need(bool(self.output_dir.strip()), "output_dir", "a directory")
         need(self.max_context_tokens > self.max_new_tokens, "max_context_tokens", "> max_new_tokens")

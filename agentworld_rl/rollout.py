@@ -247,7 +247,7 @@ class RolloutEngine:
         return self.generator.generated_tokens
 
     def collect(self, tasks: Sequence[dict], group_size: int, seed: int, greedy: bool = False) -> list[Episode]:
-        """Run ``group_size`` episodes of every task (``{"env_id", "task_id"}``) to completion.
+        """Run ``group_size`` episodes of every task (``{"env_id", "task_id"[, "seed"]}``) to completion.
 
         Env seeds and sampling both derive from ``seed`` alone: the same call gives the same episodes.
         """
@@ -255,7 +255,8 @@ class RolloutEngine:
         episodes = [Episode(env_id=s["env_id"], task_id=s.get("task_id") or "", group=i // group_size, rank=self.rank)
                     for i, s in enumerate(specs)]
         # Every member of a group sees the same env seed: the group compares policy samples, not worlds.
-        seeds = [seed * 100_003 + ep.group for ep in episodes]
+        # A task may bring its own ("seed"), e.g. an evaluation's, fixed whatever batch it lands in.
+        seeds = [int(s.pop("seed", seed * 100_003 + ep.group)) for s, ep in zip(specs, episodes)]
         for ep, (obs, info) in zip(episodes, self.vec_env.start(specs, seeds)):
             ep.task_id = info.get("task_id", ep.task_id)
             self.recorder.begin(ep, obs, info)
