@@ -176,6 +176,9 @@ def build_tiny_chat_model(
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "agentworld_tiny.json").write_text(json.dumps(spec, indent=2))
+    if marker.exists() and not overwrite:  # another process finished the same build meanwhile: keep its copy
+        shutil.rmtree(tmp, ignore_errors=True)
+        return out
     if out.exists():
         shutil.rmtree(out)
     try:

@@ -60,6 +60,8 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
         t_grpo = time.time()
         logger = MetricsLogger(run.out_dir, cfg.tensorboard, resume_step=learner.start_step
                                if run.resume is not None else None) if run.dist.main else None
+        if run.resume is not None and run.dist.main:
+            _trim_jsonl(run.out_dir / "samples.jsonl", learner.start_step)
         with _progress(cfg.progress and run.dist.main) as progress:
             bar = progress.add_task("GRPO", total=cfg.steps, completed=learner.start_step)
             for step in range(learner.start_step + 1, cfg.steps + 1):
@@ -133,20 +135,9 @@ def setup(cfg: TrainConfig) -> Run:
     # init and SFT batches are seeded on their own, so no phase depends on what ran before it.
     set_seed(cfg.seed)
 
-    from .models import start_conversion
-    converting = start_conversion(cfg.model)  # a GGUF dequantises in a child while envs build here
-    import_modules = import_env_modules(cfg.env_import_modules)
-    train_ids = select_env_ids(cfg.env_ids, cfg.l1, cfg.split, cfg.max_envs, cfg.seed)
-    train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps,
-                             cfg.env_kwargs())
-    if not train_pairs:
-        raise TrainError(f"no training tasks left after filtering ({len(train_ids)} envs, "
-                         f"max_solution_steps={cfg.max_solution_steps}, max_turns={cfg.max_turns})")
-    suites = build_suites(cfg)
-    hint = _corpus_hint(train_pairs, cfg.env_kwargs()) if cfg.model == "tiny" else None
-    if converting is not None:
-        converting.join()
-    model, tokenizer, model_path = load_model_and_tokenizer(cfg.model, hint)
+    # The main process builds what the cache lacks (envs, task sets, the model) first; the others then load it.
+    with accelerator.main_process_first():
+        model, tokenizer, model_path, import_modules, train_pairs, suites = _load_tasks_and_model(cfg)
     if cfg.gradient_checkpointing:
         # Non-reentrant: works with frozen base weights (LoRA) without enable_input_require_grads.
         model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
@@ -174,6 +165,24 @@ def setup(cfg: TrainConfig) -> Run:
                model, closers=closers)
 
 
+def _load_tasks_and_model(cfg: TrainConfig):
+    from .models import start_conversion
+    converting = start_conversion(cfg.model)  # a GGUF dequantises in a child while envs build here
+    import_modules = import_env_modules(cfg.env_import_modules)
+    train_ids = select_env_ids(cfg.env_ids, cfg.l1, cfg.split, cfg.max_envs, cfg.seed)
+    train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps,
+                             cfg.env_kwargs())
+    if not train_pairs:
+        raise TrainError(f"no training tasks left after filtering ({len(train_ids)} envs, "
+                         f"max_solution_steps={cfg.max_solution_steps}, max_turns={cfg.max_turns})")
+    suites = build_suites(cfg)
+    hint = _corpus_hint(train_pairs, cfg.env_kwargs()) if cfg.model == "tiny" else None
+    if converting is not None:
+        converting.join()
+    model, tokenizer, model_path = load_model_and_tokenizer(cfg.model, hint)
+    return model, tokenizer, model_path, import_modules, train_pairs, suites
+
+
 def make_generator(cfg: TrainConfig, model, tokenizer, model_path: str, accelerator):
     """The rollout backend ``cfg.rollout_engine`` names."""
     from .generation import HFGenerator
@@ -191,21 +200,28 @@ def load_model_and_tokenizer(model_ref: str, corpus_hint: list[str] | None = Non
 
     from .models import resolve_model
 
+    def load(ref: str):
+        if (Path(ref) / "agentworld_tiny.json").exists():
+            # Locally trained `tokenizers` tokenizers have no tokenizer class AutoTokenizer can resolve.
+            tokenizer = PreTrainedTokenizerFast.from_pretrained(ref)
+        else:
+            tokenizer = AutoTokenizer.from_pretrained(ref)
+        return AutoModelForCausalLM.from_pretrained(ref, dtype=torch.float32), tokenizer
+
     if model_ref == "tiny":
         from .tiny_model import build_tiny_chat_model
         model_ref = str(build_tiny_chat_model(extra_corpus=corpus_hint or ()))
+        try:
+            model, tokenizer = load(model_ref)
+        except (OSError, ValueError):  # a damaged cached build: it is ours to rebuild
+            model_ref = str(build_tiny_chat_model(extra_corpus=corpus_hint or (), overwrite=True))
+            model, tokenizer = load(model_ref)
     else:
         model_ref = resolve_model(model_ref)
-    path = Path(model_ref)
-    try:
-        if (path / "agentworld_tiny.json").exists():
-            # Locally trained `tokenizers` tokenizers have no tokenizer class AutoTokenizer can resolve.
-            tokenizer = PreTrainedTokenizerFast.from_pretrained(path)
-        else:
-            tokenizer = AutoTokenizer.from_pretrained(model_ref)
-        model = AutoModelForCausalLM.from_pretrained(model_ref, dtype=torch.float32)
-    except (OSError, ValueError) as e:  # unreadable/partial directory: one line, not a traceback
-        raise TrainError(f"cannot load model from {model_ref}: {str(e).splitlines()[0]}") from e
+        try:
+            model, tokenizer = load(model_ref)
+        except (OSError, ValueError) as e:  # unreadable/partial directory: one line, not a traceback
+            raise TrainError(f"cannot load model from {model_ref}: {str(e).splitlines()[0]}") from e
     if not tokenizer.chat_template:
         raise TrainError(f"model {model_ref} has no chat template; the trainer needs one that renders tools")
     tokenizer.padding_side = "left"
@@ -667,6 +683,13 @@ def record_phase(run: Run, learner: Learner, step: int, batch: RolloutBatch, sta
         save_checkpoint(run.accelerator, learner.model, learner.optimizer, learner.scheduler, step,
                         {"sampler": run.sampler.state_dict(), "config": dataclasses.asdict(cfg)}, run.out_dir)
     return metrics
+
+
+def _trim_jsonl(path: Path, step: int) -> None:
+    """Drop rows of steps after ``step`` (and a partial last line) from a resumed run's JSONL file."""
+    from .metrics import read_jsonl
+    if path.exists():
+        path.write_text("".join(json.dumps(r) + "\n" for r in read_jsonl(path) if r.get("step", 0) <= step))
 
 
 def _sample_row(step: int, ep: Episode, tokenizer) -> dict:
