@@ -27,6 +27,25 @@ def test_grpo_raises_reward_on_bandit(tmp_path):
     assert rows[-1]["policy_tokens_mean"] > 0
 
 
+def test_same_seed_same_run_on_a_fresh_and_a_warm_cache(tmp_path, monkeypatch):
+    """Building the tiny model (a cold cache) must not move the seeded streams: the first run builds it,
+    the second loads it, and both train identically. Nothing else may differ: same command, same seed."""
+    monkeypatch.setenv("AGENTWORLD_CACHE", str(tmp_path / "fresh-cache"))
+    runs = []
+    for name in ("cold", "warm"):
+        cfg = make_config("toy-bandit", overrides=dict(output_dir=str(tmp_path / name), steps=4, progress=False,
+                                                       env_ids=["agentworld_rl/toy-letters-v0"]))
+        train(cfg)
+        runs.append(read_jsonl(tmp_path / name / "metrics.jsonl"))
+    cold, warm = runs
+    for key in ("reward_mean", "loss", "grad_norm", "policy_tokens_mean"):
+        assert [r[key] for r in cold] == [r[key] for r in warm], key
+    assert cold[-1]["grad_norm"] > 0
+    a = torch.load(tmp_path / "cold" / "checkpoints" / "step-4" / "trainable.pt")
+    b = torch.load(tmp_path / "warm" / "checkpoints" / "step-4" / "trainable.pt")
+    assert all(torch.equal(a[k], b[k]) for k in a)
+
+
 def _lookup_cfg(out, **kw):
     base = dict(model="tiny", torch_threads=1, env_ids=["agentworld_rl/toy-lookup-v0"], eval_split="",
                 batch_size=2, group_size=2, max_turns=2, max_new_tokens=8, steps=3, save_every=1,
