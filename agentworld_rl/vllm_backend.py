@@ -178,8 +178,13 @@ class VLLMGenerator:
         else:
             was_asleep = self._asleep
             self.start()
-            runner = self.llm.llm_engine.model_executor.driver_worker.model_runner
-            runner.model.load_weights(state)
+            worker = self.llm.llm_engine.model_executor.driver_worker
+            if hasattr(worker, "reload_weights"):
+                # vLLM >= 0.32: reloads in place and redoes the kernel-format processing (the CPU backend
+                # repacks weights after loading, so a plain load_weights finds no loaders)
+                worker.reload_weights(weights_iterator=iter(state), is_checkpoint_format=True)
+            else:
+                worker.model_runner.model.load_weights(state)
             self.llm.reset_prefix_cache()
             if was_asleep:
                 self._sleep()

@@ -100,10 +100,11 @@ def test_two_rank_resume_reproduces_the_step(two_rank_run, tmp_path):
 def test_a_rank_with_nothing_to_train_is_skipped_not_fatal(tmp_path):
     """Regression: under DDP a rank whose micro-batches have nothing to train (here its bandit group's
     rewards are all 0, so every advantage is 0) used to crash the step (`element 0 of tensors does not
-    require grad`). It now skips them like one process does, and still takes part in the gradient sync."""
+    require grad`). It now skips them like one process does, and still takes part in the gradient sync.
+    (With LoRA here: DDP over a model whose base weights are frozen.)"""
     out = tmp_path / "run"
     cmd_extra = ["--env-ids", "agentworld_rl/toy-letters-v0,agentworld_rl/toy-bandit-v0", "--batch-size", "1",
-                 "--steps", "2", "--save-every", "0"]
+                 "--steps", "2", "--save-every", "0", "--use-lora", "--lora-r", "4", "--learning-rate", "0.05"]
     r = _launch(out, *cmd_extra)
     assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
     samples = _rows(out / "samples.jsonl")
@@ -115,3 +116,4 @@ def test_a_rank_with_nothing_to_train_is_skipped_not_fatal(tmp_path):
         lopsided += varies[0] != varies[1]
         assert row["replica_digests"][0] == row["replica_digests"][1]
     assert lopsided, "the setup must give one rank a group with reward variance and the other none"
+    assert rows[0]["replica_digests"] != rows[1]["replica_digests"]  # the adapters did train
