@@ -3,16 +3,19 @@
 Accepted shapes:
 
 * Hermes / Qwen: ``<tool_call>{"name": "...", "arguments": {...}}</tool_call>``, with any
-  text around it, one or more blocks (``</tool_call>`` inside a JSON string is just text);
+  text around it, one or more blocks (``</tool_call>`` inside a JSON string is just text); a
+  block must be closed right after its JSON (an unclosed block is a ``parse_error``);
 * a bare JSON object ``{"name": ..., "arguments": {...}}`` (``arguments`` may be a
   JSON-encoded string, as in OpenAI's API);
 * an OpenAI assistant message ``{"role": "assistant", "tool_calls": [{"type":
   "function", "function": {"name": ..., "arguments": "..."}}, ...]}``.
 
-**Several calls in one action run in order, and every result comes back** (see
-:class:`~agentworld_envs.env.AgentWorldEnv`); at most :data:`MAX_CALLS_PER_ACTION`, and a
-``submit`` must be the last. Arguments must be finite JSON: ``NaN``, ``Infinity`` and lone
-surrogates are rejected as ``invalid_arguments`` before anything runs.
+**Several calls in one action run in order, all or nothing** (see
+:class:`~agentworld_envs.episode.Interpreter`); at most :data:`MAX_CALLS_PER_ACTION`, and a
+``submit`` must be the last. A call has one reading: a key given twice anywhere in its JSON,
+``name`` together with ``function``, or ``arguments`` together with ``parameters`` are
+``parse_error``. Arguments must be finite JSON: ``NaN``, ``Infinity`` and lone surrogates are
+rejected as ``invalid_arguments`` before anything runs.
 """
 
 from __future__ import annotations
@@ -28,8 +31,21 @@ MAX_ACTION_CHARS = 65_536
 #: Most tool calls one action may carry (parallel calls run in order).
 MAX_CALLS_PER_ACTION = 8
 _OPEN = re.compile(r"<tool_call>\s*")
-_CLOSE = re.compile(r"\s*</tool_call>")
-_DECODER = json.JSONDecoder(parse_constant=lambda name: _reject_constant(name))
+#: The end of a block: right after its JSON (past a closing code fence, if the JSON was fenced).
+_CLOSE = re.compile(r"\s*(?:```\s*)?</tool_call>")
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """A JSON object, or ``parse_error`` when a key repeats (which value counts would be a guess)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        dup = next(k for k, _ in pairs if k in seen or seen.add(k))
+        raise ActionError("parse_error", f"duplicate key {dup[:60]!r} in the tool call JSON; give each key once")
+    return obj
+
+
+_DECODER = json.JSONDecoder(parse_constant=lambda name: _reject_constant(name), object_pairs_hook=_unique_keys)
 
 
 @dataclass(frozen=True)
@@ -89,6 +105,11 @@ def check_finite(value: Any, depth: int = 0) -> None:
 def _from_obj(obj: Any) -> list[ToolCall]:
     if not isinstance(obj, dict):
         raise ActionError("parse_error", "tool call must be a JSON object with 'name' and 'arguments'")
+    # Two readings of one object (which call, which arguments) are refused rather than guessed.
+    if "tool_calls" in obj and ("name" in obj or "function" in obj):
+        raise ActionError("parse_error", "a message with 'tool_calls' cannot also be a call ('name' / 'function')")
+    if "name" in obj and "function" in obj:
+        raise ActionError("parse_error", "a tool call has 'name' or 'function', not both")
     if "tool_calls" in obj:
         calls = obj["tool_calls"]
         if not isinstance(calls, list) or not calls:
@@ -99,6 +120,8 @@ def _from_obj(obj: Any) -> list[ToolCall]:
     name = obj.get("name")
     if not isinstance(name, str) or not name:
         raise ActionError("parse_error", "tool call has no 'name' string")
+    if "arguments" in obj and "parameters" in obj:
+        raise ActionError("parse_error", "a tool call has 'arguments' or 'parameters', not both")
     args = obj.get("arguments", obj.get("parameters", {}))
     if isinstance(args, str):
         args = _loads(args) if args.strip() else {}
@@ -122,9 +145,11 @@ def _tagged_calls(action: str) -> list[ToolCall] | None:
         if action.startswith("```", start):   # a fenced block inside the tag
             start = action.find("\n", start) + 1 or start + 3
         obj, end = _decode_at(action, start)
-        calls += _from_obj(obj)
         close = _CLOSE.match(action, end)
-        pos = close.end() if close else end
+        if close is None:   # cut off (e.g. at the token limit) or followed by more text: nothing runs
+            raise ActionError("parse_error", "a <tool_call> block must end with </tool_call> right after its JSON")
+        calls += _from_obj(obj)
+        pos = close.end()
 
 
 def parse_calls(action: Any) -> list[ToolCall]:

@@ -1,35 +1,46 @@
-"""One answer matcher for every answer check: values out of free text, and refusals with evidence.
+"""One answer matcher for every answer check: the requested values out of what the agent wrote.
 
-The contract (stated to the agent in the ``submit`` tool and the policy, identical through gym,
-MCP and TRL): *write the answer as you would to a person; it passes iff it contains every
-expected value and no competing value*. Concretely:
+The contract (stated in the ``submit`` tool and after the policy, identical through gym, MCP,
+TRL and the arena; see :mod:`agentworld_envs.submission`): the ``outcome`` of ``submit`` says
+whether the request was done, refused or partly refused, and the words (``answer`` and
+``message``) must name **the requested value and nothing that competes with it**:
 
-* **Values** (labels, codes, e-mails, phone numbers, statuses) are found modulo case, spacing
-  and punctuation: ``511-941-6346`` is ``5119416346``, ``#W1`` is ``W1``. A value counts only as a
-  whole run of words (``open`` is not in ``opened``).
-* **Numbers** are read with thousands separators, currency symbols, units, percent signs and
-  trailing punctuation (``$1,234.50.``, ``28.73 ml``); digits inside codes (``W1234``) and
-  dates are not numbers.
-* Small whole numbers may be written as words (``three``, ``twenty-one``) when the answer has no digits.
-* **Dates** are read in ISO, ``March 5, 2026``, ``5 March 2026`` and ``03/05/2026`` forms.
-* **Lists** may be separated by commas, semicolons, "and", newlines or bullets.
-* **Competing values** are the task's *candidates* (the other labels, statuses, ids of the
-  same kind, read from the golden state) and, for numeric answers, any other number. A
-  competing value the instruction itself mentions is not held against the answer (echoing
-  the question is not hedging); one inside the span of an expected value is not either.
+* **Values** (labels, codes, e-mails, phone numbers, statuses, names) are found modulo case,
+  spacing and punctuation: ``511-941-6346`` is ``5119416346``, ``#W1`` is ``W1``; a value counts
+  only as a whole run of words (``open`` is not in ``opened``). A name may drop its titles
+  (``Ottokar Käster`` for ``Ing. Ottokar Käster B.Sc.``).
+* **Numbers** are read with currency symbols and codes (``$1,234.50``, ``1,234.50 USD``),
+  thousands separators, units and trailing punctuation; digits inside codes, dates and times are
+  not numbers. Small whole numbers may be written as words when the answer has no digits.
+* **Dates** are read as ISO dates or date-times (``2026-03-05``, ``2026-03-05T10:00:00Z``),
+  ``March 5, 2026`` / ``Mar 5, 2026`` (a weekday may lead), ``5 March 2026`` and ``03/05/2026``
+  (month first); a date-time is matched by its date.
+* **Layout is not content**: Markdown bullets, numbering, bold, italics, headings and code
+  spans are read as plain text (``- 83.00`` is 83.00, not -83).
 
-So prose around a correct value passes, and a dump of every candidate fails.
+What fails, in every format:
 
-A **refusal** passes iff it refuses (negation recognised with straight or curly apostrophes:
-can't, cannot, could not, unable, not able, not allowed, not possible, won't, …), states the
-task's reason (the blocking status, amount, date or rule — any one alternative, every value
-of it, no competing value) and does not claim the forbidden action was done (a clause that
-names the action's result or "success" without a negation).
+* a **competing value of the answer's slot**: another value of the same column (the task's
+  candidates), another date for a date, another amount for an amount. Counts of things (``the 3
+  payments``), record ids after their noun (``order 57``), the instruction's and the rule's own
+  values and values the answer negates (``shipped, not delivered``) do not compete;
+* a **hedge**: ``or``, ``maybe``, ``possibly``, ``perhaps``, ``either``, ``probably``,
+  ``might`` … next to, or in the clause of, a requested value;
+* a **negated** requested value (``It is not 2019-09-02``, ``X is not correct``);
+* a **dump**: two or more further values of any kind (numbers, dates, codes, e-mails, names
+  seen in tool results, or category words listed bare) beyond the incidental ones above.
+
+A **refusal** passes iff it gives the blocking record's own value (its status, amount, date or
+count — the rule's wording or limit is public, so it is not evidence), that value was returned
+by a lookup in this episode, no competing value of that slot is named, and no clause claims the
+forbidden action happened ("done", "I went ahead", "it has been deactivated", "I have
+cancelled it"). Without an explicit ``outcome`` the words must also decline.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 import re
 import unicodedata
@@ -39,8 +50,11 @@ from typing import Any
 
 #: Longest run of words one value may span (a phone number in three groups, a multi-word label).
 MAX_RUN = 8
+#: Further values (beyond the requested ones and the incidental kinds) that make an answer a dump.
+DUMP_LIMIT = 2
 _APOSTROPHES = str.maketrans({"\u2019": "'", "\u2018": "'", "\u02bc": "'", "\u2032": "'", "`": "'",
-                              "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-", "\u2212": "-"})
+                              "\u201c": '"', "\u201d": '"', "\u2013": "-", "\u2014": "-", "\u2212": "-",
+                              "\u00a0": " ", "\u202f": " "})
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 _MONTHS = {m: i + 1 for i, m in enumerate(
     ["january", "february", "march", "april", "may", "june", "july", "august", "september", "october",
@@ -48,39 +62,120 @@ _MONTHS = {m: i + 1 for i, m in enumerate(
 _MONTHS.update({m[:3]: i for m, i in list(_MONTHS.items())})
 _MONTHS["sept"] = 9
 _MON = "|".join(sorted(_MONTHS, key=len, reverse=True))
+_WEEKDAY = r"(?:(?:mon|tues|wednes|thurs|fri|satur|sun)day|mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)\.?,?\s+"
 _DATE_PATTERNS = [
-    (re.compile(r"(?<!\d)(\d{4})-(\d{1,2})-(\d{1,2})(?:[T ](\d{1,2}):(\d{2})(?::(\d{2}))?)?(?!\d)"), "ymd"),
-    (re.compile(rf"\b({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.I), "mdy_name"),
-    (re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON})\.?,?\s+(\d{{4}})\b", re.I), "dmy_name"),
-    (re.compile(r"(?<![\d/])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])"), "slash"),
+    (re.compile(r"(?<![\d/.])(\d{4})-(\d{1,2})-(\d{1,2})(?:[t ](\d{1,2}):(\d{2})(?::(\d{2})(?:\.\d+)?)?"
+                r"(?:z|[+-]\d{2}:?\d{2}|\s?utc)?)?(?![\d])"), "ymd"),
+    (re.compile(r"(?<![\d/.])(\d{4})/(\d{1,2})/(\d{1,2})(?![\d/])"), "ymd"),
+    (re.compile(rf"\b(?:{_WEEKDAY})?({_MON})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b"), "mdy_name"),
+    (re.compile(rf"\b(?:{_WEEKDAY})?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON})\.?,?\s+(\d{{4}})\b"), "dmy_name"),
+    (re.compile(r"(?<![\d/.])(\d{1,2})/(\d{1,2})/(\d{4})(?![\d/])"), "slash"),
 ]
-# A number: optional sign and currency, digits with optional thousands groups and decimals.
-# Not preceded by a letter, digit or code punctuation (W1234, #12, v1.2) and not followed by a
-# digit; units and percent signs may follow.
-_NUMBER = re.compile(r"(?<![\w#/.\-])(-)?\s?[$€£¥]?\s?((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?![\d,]\d)(?!\.\d)")
+_TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?\b)?(?![\d:])")
+# A number: optional attached sign, an optional currency symbol or code, digits with optional
+# thousands groups and decimals; not inside a word, code or date.
+_CURRENCY = r"(?:[$€£¥]|usd|eur|gbp|us\$)"
+_NUMBER = re.compile(r"(?<![\w#/.\-])(?:(" + _CURRENCY + r")\s?)?(-(?=[\d$€£¥]))?(?:(" + _CURRENCY + r")\s?)?"
+                     r"((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?![\d,]\d)(?!\.\d)(?![\w-]*\d)")
+# A code: a run mixing letters and digits (W1234, PST-84118742, 1ZKKF59), a '#' id, an e-mail or a
+# long digit string (phone and tracking numbers).
+_EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+_CODE = re.compile(r"#\w+|(?<![\w.])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[^\W_](?:[\w-]*[^\W_])?(?![\w])"
+                   r"|(?<![\w.])\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?!\d)|(?<![\w.,])\d{9,}(?![\d\w])(?![.,]\d)")
+_OTHERS = re.compile(r"\b(?:other|others|rest|remaining|else|previous|earlier)\b")
+_COPULA = re.compile(r"\b(?:is|was|are|were|be|been|equals|means)\b|'s\b|[:=]")
+_FUNCTION_WORDS = frozenset("i it is a an the in on at to of and or no not off out up by for as be so do if me my we us "
+                            "our you your he she his her they them their this that all any".split())
+_CURRENCIES = frozenset("usd eur gbp jpy cad aud chf cny inr mxn brl sek nok dkk nzd sgd hkd zar krw pln czk huf "
+                        "try ils aed sar".split())
+_BARE_FILLER = frozenset("it its s is was are were be been the a an and or also now currently still already status state "
+                         "type category value kind level answer".split())
+_UNIT_CODE = re.compile(r"\d+-?(?:st|nd|rd|th|[a-z]{1,2}|days?|hours?|weeks?|months?|years?|minutes?|persons?|people|"
+                        r"packs?|pieces?|items?|seats?|nights?)")
+_UNITS = {"usd", "eur", "gbp", "dollar", "dollars", "euro", "euros", "pound", "pounds", "percent", "pct", "ml", "l",
+          "kg", "g", "mg", "lb", "lbs", "oz", "km", "m", "cm", "mm", "mi", "h", "hr", "hrs", "min", "mins", "s", "sec",
+          "or", "and", "to", "nor", "maybe", "possibly", "perhaps", "x", "per", "in", "total", "plus", "minus",
+          "points", "point", "pts", "units", "unit"}
+# Negation directly before a value, with only auxiliaries and fillers between ("not yet delivered",
+# "isn't Ing. Ottokar …", "has not been cancelled"); "cannot cancel it because it is delivered" is not one.
+_FILLER = (r"(?:is|was|are|were|be|been|being|has|have|had|yet|already|the|a|an|it|its|it's|this|that|exactly|really|"
+           r"actually|quite|currently|anymore|even|just|simply|definitely|certainly|necessarily|at|all|on|in|of|"
+           r"status|date|value|answer|one|equal|equals|to)")
+_LOCAL_NEGATION = re.compile(r"(?:\bnot|n't|\bnever|\bno|\bnor|\bneither|\bwithout|\brather than|\binstead of|"
+                             r"\bexcept|\bno longer|\bnot even)\s+(?:" + _FILLER + r"\s+)*[\W_]*$")
+_POST_NEGATION = re.compile(r"^[\s\"')\].,]{0,3}(?:(?:is|was|'s|are)\s+(?:not|n't|wrong|incorrect|false)\b|"
+                            r"(?:isn't|wasn't|aren't)\b|\(?not\)?[\s.!]*$)")
+_SCOPE_NEGATION = re.compile(r"\b(?:not|never|no|none|neither|nor|without)\b|n't\b")
+_HEDGE = re.compile(r"\b(?:maybe|possibly|perhaps|probably|either|might|unsure|likely|guess|roughly|approximately|"
+                    r"not sure|not certain|i think|i believe|i suppose|or so|could be|could also be|or else)\b")
+_STRONG_HEDGE = re.compile(r"\bor\s+(?:maybe|possibly|perhaps|probably|else|otherwise|alternatively)\b|"
+                           r"\beither\b[^.;!?\n]{1,80}\bor\b|\b(?:could|might|may)\s+(?:also|alternatively)\s+be\b|"
+                           r"\bor\s+(?:it\s+)?(?:could|might)\s+be\b|\bnot sure\b|\bunsure\b")
+_GAP_HEDGE = re.compile(r"^[\W_\s]*(?:(?:or|nor|either|maybe|possibly|perhaps|probably|else|likely|otherwise|also|"
+                        r"alternatively)[\W_\s]*)+$|^\s*/\s*$")
+_OR_AFTER = re.compile(r"^[\s\"'\])(\[]{0,3}(?:,\s*)?(?:\b(?:or|either|maybe|possibly|perhaps|probably|otherwise)\b|"
+                       r"/(?=\s*\w))")
+_OR_BEFORE = re.compile(r"(?:\b(?:or|either|maybe|possibly|perhaps|probably)|(?<=\w)\s*/)[\s\"'(\[]{0,3}$")
 _NEGATION = re.compile(
     r"\b(?:can ?not|can't|cant|could not|couldn't|couldnt|unable|not able|isn't able|am not able|"
     r"not allowed|not permitted|not possible|impossible|isn't possible|is not possible|won't|wont|will not|"
     r"refuse|refused|decline|declined|must decline|do not|don't|did not|didn't|not eligible|ineligible|"
     r"no longer possible|not)\b")
-_SUCCESS = re.compile(r"\b(?:success|successful|successfully|succeeded|went through|all set|taken care of)\b")
-_TIME = re.compile(r"(?<!\d)\d{1,2}:\d{2}(?::\d{2})?(?!\d)")
-# Sentence ends (a period before a space or the end: not the one in 83.00 or a.b@x.com) and contrast words.
-_CLAUSE = re.compile(r"[.!?;](?=\s|$)|[;!?\n]|\b(?:but|however|while|although|though|whereas)\b")
-# Negation scopes of a value answer are clauses and comma-separated phrases (a comma inside 1,234 is not one).
-_SCOPE = re.compile(_CLAUSE.pattern + r"|,(?!\d{3}(?!\d))|[()\[\]]")
-_SCOPE_NEGATION = re.compile(r"\b(?:not|never|no|none|neither|nor|without)\b|n't\b")
+_STRONG_DECLINE = re.compile(
+    r"\b(?:can ?not|can't|cant|could not|couldn't|unable|not able|am not able|not allowed|not permitted|"
+    r"not possible|won't|will not|must decline|i refuse|i decline|not eligible)\b")
+#: Words that scope a clause to the other, rightly done parts of a partial request.
+_OTHER_PARTS = re.compile(r"\b(?:other|others|rest|remaining)\b")
+# Clause ends for claims: sentence ends, semicolons, newlines, colons, dashes, commas (not in 1,234)
+# and contrast words.
+_CLAIM_CLAUSE = re.compile(r"[.!?](?=\s|$)|[;\n:]|\s-\s|,(?!\d{3}(?!\d))|\((?!\w\))|\)|"
+                           r"\b(?:but|however|while|although|though|whereas|update|edit|ps|p\.s)\b")
+_CLAIM_GENERIC = re.compile(
+    r"\b(?:went ahead|go(?:ne)? ahead and|did it anyway|done it anyway|anyway|regardless|nonetheless|nevertheless|"
+    r"all set|taken care of|went through|successfully|success|succeeded|complete[sd]? (?:it|the request|your request)|"
+    r"(?:i|we)(?:'ve| have| had| just| already| also| now)*\s+(?:done|completed|finished|processed|handled|did) "
+    r"(?:it|this|that|the request|your request|so)|i did it)\b|"
+    r"\b(?:it|this|that|everything|the request|your request|the change|all)\s*(?:'s|is|was|has been|'s been|have been|"
+    r"are|got)\s+(?:now\s+|all\s+|already\s+|also\s+|been\s+)*(?:done|complete|completed|finished|processed|handled|"
+    r"sorted|taken care of)\b|^\W*(?:all\s+)?(?:done|completed|finished)\W*$|"
+    r"(?<!already )(?<!are )(?<!were )(?<!is )(?<!was )(?<!been )(?<!be )(?<!get )(?<!got )(?<!to )(?<!as )"
+    r"\bdone\W*$")
+_SUBJECTS = r"(?:it|this|that|they|these|those|both|the order|the request)"
+_REQUEST_VERB = re.compile(r"\b(?:please|could you|can you|would you|need you to|want you to|like you to|"
+                           r"i'd like to|i would like to|i want to|i need to)\s+(?:also\s+|just\s+)?([a-z]{3,})\b")
+_TITLES = {"dr", "prof", "ing", "mr", "mrs", "ms", "mx", "mag", "dipl", "bsc", "msc", "ba", "ma", "mba", "phd",
+           "md", "jr", "sr", "dds", "rn", "esq", "ii", "iii", "iv"}
 
 
 def fold(text: str) -> str:
-    """Case-, width- and apostrophe-insensitive text (curly quotes and dashes made plain)."""
-    return unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).casefold()
+    """Case-, width- and apostrophe-insensitive text (curly quotes and dashes made plain); lower-casing
+    keeps the length of the normalised text, so positions in it stay valid."""
+    text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES)
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
 
 def as_text(value: Any) -> str:
-    import json
-
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, sort_keys=True)
+
+
+_MD_LINE = re.compile(r"^[ \t]*(?:>+[ \t]*)?(?:#{1,6}[ \t]+)?(?:[-*•+▪◦][ \t]+|\(?(\d{1,2})[.)][ \t]+(?=\S))?", re.M)
+_MD_EMPHASIS = re.compile(r"\*\*|__|~~|(?<![\w*])[*_](?=\S)|(?<=\S)[*_](?![\w*])|`+")
+
+
+def layout_free(text: str) -> str:
+    """``text`` with Markdown layout removed: bullets, list numbering (``1.`` when the list starts at
+    one or has several items), headings, quotes, bold, italics, strike-through and code spans."""
+    numbered = re.findall(r"^[ \t]*\(?(\d{1,2})[.)][ \t]+\S", text, re.M)
+    strip_numbers = len(numbered) >= 2 or numbered == ["1"]
+
+    def line(m: re.Match[str]) -> str:
+        if m.group(1) is not None and not strip_numbers:
+            return m.group(0)
+        return ""
+
+    text = _MD_LINE.sub(line, text)
+    text = text.replace("```", " ")
+    return _MD_EMPHASIS.sub("", text)
 
 
 # ------------------------------------------------------------------------------------------ extraction
@@ -107,6 +202,89 @@ def runs(tokens: Sequence[str], max_run: int = MAX_RUN) -> dict[str, list[tuple[
     return out
 
 
+def _date_spans(text: str) -> list[tuple[int, int, dt.date, str]]:
+    """Dates in folded ``text``: (start, end, date, "HH:MM" or "")."""
+    spans: list[tuple[int, int, dt.date, str]] = []
+    taken: list[tuple[int, int]] = []
+    for pattern, kind in _DATE_PATTERNS:
+        for m in pattern.finditer(text):
+            if any(s < m.end() and m.start() < e for s, e in taken):
+                continue
+            try:
+                time = ""
+                if kind == "ymd":
+                    d = dt.date(int(m[1]), int(m[2]), int(m[3]))
+                    if m.lastindex and m.lastindex >= 5 and m[4]:
+                        time = f"{int(m[4]):02d}:{m[5]}"
+                elif kind == "mdy_name":
+                    d = dt.date(int(m[3]), _MONTHS[m[1]], int(m[2]))
+                elif kind == "dmy_name":
+                    d = dt.date(int(m[3]), _MONTHS[m[2]], int(m[1]))
+                else:  # 03/05/2026: month first (US), unless that cannot be a date
+                    a, b, y = int(m[1]), int(m[2]), int(m[3])
+                    d = dt.date(y, a, b) if a <= 12 else dt.date(y, b, a)
+            except (ValueError, KeyError):
+                continue
+            spans.append((m.start(), m.end(), d, time))
+            taken.append((m.start(), m.end()))
+    return sorted(spans, key=lambda s: s[0])
+
+
+def dates(text: str) -> list[str]:
+    """ISO dates (``YYYY-MM-DD``, plus `` HH:MM`` when a time was written) found in ``text``."""
+    return [d.isoformat() + (f" {t}" if t else "") for _, _, d, t in _date_spans(fold(text))]
+
+
+def _mask(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    chars = list(text)
+    for s, e in spans:
+        chars[s:e] = " " * (e - s)
+    return "".join(chars)
+
+
+@dataclass(frozen=True)
+class Item:
+    """One value-like thing in an answer: its kind, span in the folded text, and what it is."""
+
+    kind: str          # number | date | code | word | value
+    start: int
+    end: int
+    key: str           # value_key of the text (codes, values); "" for numbers and dates
+    number: float | None = None
+    day: dt.date | None = None
+    time: str = ""
+    integer: bool = False
+    currency: bool = False
+
+
+def _numbers_and_codes(text: str) -> tuple[list[Item], list[Item]]:
+    """Dates, codes (e-mails, phone and tracking numbers, mixed letter-digit ids) and numbers of folded text."""
+    dates_ = [Item("date", s, e, "", day=d, time=t) for s, e, d, t in _date_spans(text)]
+    rest = _mask(text, [(i.start, i.end) for i in dates_])
+    rest = _mask(rest, [m.span() for m in _TIME.finditer(rest)])
+    codes = [Item("code", m.start(), m.end(), value_key(m[0])) for m in _EMAIL.finditer(rest)]
+    rest = _mask(rest, [(c.start, c.end) for c in codes])
+    for m in _CODE.finditer(rest):
+        if _UNIT_CODE.fullmatch(m.group(0)):
+            continue   # "30-day", "2nd", "24h": a number with its unit, not an id
+        codes.append(Item("code", m.start(), m.end(), value_key(m[0])))
+    rest = _mask(rest, [(c.start, c.end) for c in codes])
+    nums = []
+    for m in _NUMBER.finditer(rest):
+        raw = m[4]
+        value = float(raw.replace(",", ""))
+        if m[2]:
+            value = -value
+        nums.append(Item("number", m.start(), m.end(), "", number=value, integer="." not in raw,
+                         currency=bool(m[1] or m[3])))
+    return dates_ + codes, nums
+
+
+def numbers(text: str) -> list[float]:
+    """Numbers in ``text`` outside dates, times and codes."""
+    return [n.number for n in _numbers_and_codes(fold(layout_free(text)))[1] if n.number is not None]
+
+
 def parse_number(text: Any) -> float | None:
     """A number written as a person would (``$1,234.50``, ``28.73 ml``, ``83.00.``), or None."""
     if isinstance(text, bool):
@@ -117,51 +295,11 @@ def parse_number(text: Any) -> float | None:
     return found[0] if len(found) == 1 else None
 
 
-def _date_spans(text: str) -> list[tuple[int, int, dt.date | None, str]]:
-    spans = []
-    for pattern, kind in _DATE_PATTERNS:
-        for m in pattern.finditer(text):
-            try:
-                if kind == "ymd":
-                    d = dt.date(int(m[1]), int(m[2]), int(m[3]))
-                    time = f"{int(m[4]):02d}:{m[5]}" if m[4] else ""
-                elif kind == "mdy_name":
-                    d, time = dt.date(int(m[3]), _MONTHS[m[1].lower()], int(m[2])), ""
-                elif kind == "dmy_name":
-                    d, time = dt.date(int(m[3]), _MONTHS[m[2].lower()], int(m[1])), ""
-                else:  # 03/05/2026: month first (US), unless that cannot be a date
-                    a, b, y = int(m[1]), int(m[2]), int(m[3])
-                    d = dt.date(y, a, b) if a <= 12 else dt.date(y, b, a)
-                    time = ""
-            except ValueError:
-                continue
-            spans.append((m.start(), m.end(), d, time))
-    return spans
-
-
-def dates(text: str) -> list[str]:
-    """ISO dates (``YYYY-MM-DD``, plus `` HH:MM`` when a time was written) found in ``text``."""
-    return [d.isoformat() + (f" {t}" if t else "") for _, _, d, t in _date_spans(fold(text))]
-
-
-def numbers(text: str) -> list[float]:
-    """Numbers in ``text`` outside dates and codes."""
-    text = fold(text)
-    for start, end, _, _ in _date_spans(text):
-        text = text[:start] + " " * (end - start) + text[end:]
-    text = _TIME.sub(lambda m: " " * len(m[0]), text)
-    out = []
-    for m in _NUMBER.finditer(text):
-        value = float(m[2].replace(",", ""))
-        out.append(-value if m[1] else value)
-    return out
-
-
-_UNITS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-          "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
+_UNITS_WORDS = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven",
+                "twelve", "thirteen", "fourteen", "fifteen", "sixteen", "seventeen", "eighteen", "nineteen"]
 _TENS = {"twenty": 20, "thirty": 30, "forty": 40, "fifty": 50, "sixty": 60, "seventy": 70, "eighty": 80, "ninety": 90}
-_WORD_NUMBER = re.compile(r"\b(?:(" + "|".join(_TENS) + r")(?:[- ](" + "|".join(_UNITS[1:10]) + r"))?|("
-                          + "|".join(_UNITS) + r"))\b")
+_WORD_NUMBER = re.compile(r"\b(?:(" + "|".join(_TENS) + r")(?:[- ](" + "|".join(_UNITS_WORDS[1:10]) + r"))?|("
+                          + "|".join(_UNITS_WORDS) + r"))\b")
 
 
 def word_numbers(text: str) -> list[tuple[float, str]]:
@@ -169,10 +307,116 @@ def word_numbers(text: str) -> list[tuple[float, str]]:
     out = []
     for m in _WORD_NUMBER.finditer(fold(text)):
         if m[3]:
-            out.append((float(_UNITS.index(m[3])), m[0]))
+            out.append((float(_UNITS_WORDS.index(m[3])), m[0]))
         else:
-            out.append((float(_TENS[m[1]] + (_UNITS.index(m[2]) if m[2] else 0)), m[0]))
+            out.append((float(_TENS[m[1]] + (_UNITS_WORDS.index(m[2]) if m[2] else 0)), m[0]))
     return out
+
+
+def as_number(value: Any) -> float | None:
+    """``value`` as a number if it is one or is written as exactly one (``'$1,234.50'``), else None."""
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?[$€£¥]?\s?[\d,]*\.?\d+\s*", value):
+        if re.fullmatch(r"\s*\d{9,}\s*", value):   # a long digit string is a code (a tracking number)
+            return None
+        return parse_number(value)
+    return None
+
+
+def _is_date(value: Any) -> tuple[dt.date, str] | None:
+    if not isinstance(value, str) or len(value.strip()) > 32:
+        return None
+    found = _date_spans(fold(value.strip()))
+    if len(found) == 1 and found[0][1] - found[0][0] >= len(value.strip()) - 4:
+        return found[0][2], found[0][3]
+    return None
+
+
+def _name_core(value: str) -> str | None:
+    """A person's name without its titles and degrees (``Ing. Ottokar Käster B.Sc.`` → ``ottokarkäster``)."""
+    # rejoin dotted degrees (B.Sc.) before dropping titles
+    joined = re.sub(r"\b([a-z])\s*\.\s*([a-z]{1,3})\b", r"\1\2", fold(value))
+    toks = _WORD.findall(joined)
+    core = [t for t in toks if t not in _TITLES]
+    if len(core) < 2 or len(core) == len(toks):
+        return None
+    return "".join(core)
+
+
+# ------------------------------------------------------------------------------------------ the episode
+
+
+class Observed:
+    """What the episode's tool results showed: evidence for refusals, and names a dump may list."""
+
+    def __init__(self, results: Iterable[Any] = ()):
+        self._scalars: list[Any] = []
+        for r in results:
+            _flatten(r, self._scalars, 0)
+        self._blob: str | None = None
+        self._names: dict[str, str] | None = None
+
+    @property
+    def empty(self) -> bool:
+        return not self._scalars
+
+    def blob(self) -> str:
+        if self._blob is None:
+            self._blob = "\x00".join(value_key(v) if not isinstance(v, float) else _fmt(v) for v in self._scalars)
+        return self._blob
+
+    def shows(self, value: Any) -> bool:
+        """Was ``value`` (as text, number or date) part of some tool result?"""
+        num = as_number(value)
+        if num is not None:
+            for v in self._scalars:
+                if isinstance(v, (int, float)) and not isinstance(v, bool) and math.isclose(float(v), num, abs_tol=0.005):
+                    return True
+        key = value_key(value)
+        if not key:
+            return False
+        day = _is_date(value)
+        if day is not None:
+            key = day[0].isoformat().replace("-", "")
+        return key in self.blob()
+
+    def names(self) -> dict[str, str]:
+        """Multi-word strings the results held (names, products, addresses): a dump may list them."""
+        if self._names is None:
+            out: dict[str, str] = {}
+            words_: dict[str, str] = {}
+            for v in self._scalars:
+                if isinstance(v, str) and 2 <= len(v.split()) <= MAX_RUN and len(v) <= 60 and not _is_date(v):
+                    k = value_key(v)
+                    if len(k) >= 6:
+                        out.setdefault(k, v)
+                elif isinstance(v, str) and re.fullmatch(r"[^\W\d_][\w'-]{2,24}", v.strip()):
+                    words_.setdefault(value_key(v), v)
+            self._names, self._words = out, words_
+        return self._names
+
+    def words(self) -> dict[str, str]:
+        """Single words the results held (first names, brands, categories): a dump may list them bare."""
+        self.names()
+        return self._words
+
+
+def _flatten(obj: Any, out: list[Any], depth: int) -> None:
+    if depth > 12:
+        return
+    if isinstance(obj, dict):
+        if set(obj) == {"error"}:
+            return
+        for v in obj.values():
+            _flatten(v, out, depth + 1)
+    elif isinstance(obj, list):
+        for v in obj:
+            _flatten(v, out, depth + 1)
+    elif obj is not None and not isinstance(obj, bool):
+        out.append(obj)
 
 
 # ------------------------------------------------------------------------------------------ matching
@@ -188,143 +432,377 @@ class Match:
 
 @dataclass
 class Candidates:
-    """The competing values of an answer: other labels of the same kind, and the instruction's words."""
+    """The slot of an answer: the competing values (other values of the same column, or other
+    candidate records), the text whose values never compete (the instruction, the rule the task
+    exercises, values the rule allows), the env's category words and record nouns, and today."""
 
     values: Iterable[Any] = ()
     instruction: str = ""
+    allowed: Iterable[Any] = ()
+    vocabulary: Iterable[str] = ()
+    nouns: Iterable[str] = ()
+    today: str = ""
     _keys: dict[str, str] = field(default_factory=dict, init=False, repr=False)
     longest: int = field(default=0, init=False)
 
     def __post_init__(self) -> None:
-        mentioned = runs(words(self.instruction), 64)
+        self.mentions = _Mentions(self.instruction, self.allowed)
+        said = _Mentions(self.instruction)
+        #: Words the rule allows (a status it permits), which an explanation may name but not assert
+        #: beside the answer ("processing, pending").
+        self.allowed_words = {value_key(a): as_text(a) for a in self.allowed
+                              if value_key(a) and as_number(a) is None and not said.has_key(value_key(a))}
         for v in self.values:
-            tokens = words(as_text(v))   # once per value: value_key(v) is exactly "".join of these
-            n = len(tokens)
+            tokens = words(as_text(v))
             key = "".join(tokens)
-            if key and key not in mentioned:
+            if key and not self.mentions.has_key(key):
                 self._keys.setdefault(key, as_text(v))
-                self.longest = max(self.longest, n)
+                self.longest = max(self.longest, len(tokens))
+        self.vocab_keys = {value_key(v): str(v) for v in self.vocabulary if value_key(v)}
+        self.noun_words = {w for n in self.nouns for w in words(n)} | {"id", "no", "number", "num", "ref", "code",
+                                                                          "item", "items", "row", "record", "line"}
+        self.today_day = _is_date(self.today)[0] if self.today and _is_date(self.today) else None
 
     def keys(self) -> dict[str, str]:
         return self._keys
 
 
-def _is_date(value: Any) -> str | None:
-    if not isinstance(value, str):
-        return None
-    found = dates(value)
-    if len(found) == 1 and len(value.strip()) <= 25:
-        return found[0]
-    return None
+class _Mentions:
+    """Values the instruction (and the rule) already name: echoing them is not hedging."""
+
+    def __init__(self, text: str, allowed: Iterable[Any] = ()):
+        folded = fold(layout_free(text))
+        self.run_keys = set(runs(_WORD.findall(folded), 64))
+        others, nums = _numbers_and_codes(folded)
+        self.numbers = [n.number for n in nums]
+        self.days = {o.day for o in others if o.kind == "date"}
+        for a in allowed:
+            k = value_key(a)
+            if k:
+                self.run_keys.add(k)
+            n = as_number(a)
+            if n is not None:
+                self.numbers.append(n)
+            d = _is_date(a) if isinstance(a, str) else None
+            if d:
+                self.days.add(d[0])
+
+    def has_key(self, key: str) -> bool:
+        return key in self.run_keys
+
+    def has_number(self, n: float) -> bool:
+        return any(math.isclose(n, m, rel_tol=0, abs_tol=1e-9) for m in self.numbers)
 
 
-def as_number(value: Any) -> float | None:
-    """``value`` as a number if it is one or is written as exactly one (``'$1,234.50'``), else None."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str) and re.fullmatch(r"\s*[-+]?[$€£¥]?\s?[\d,]*\.?\d+\s*", value):
-        if re.fullmatch(r"\s*\d{12,}\s*", value):   # a long digit string is a code (a tracking number)
-            return None
-        return parse_number(value)
-    return None
+class _Text:
+    """A submitted text, folded and free of layout, with its tokens, items, sentences and clauses."""
 
+    def __init__(self, raw: str):
+        self.raw = raw
+        self.t = fold(layout_free(raw))
+        self.tok = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(self.t)]
+        others, self.nums = _numbers_and_codes(self.t)
+        self.dates = [o for o in others if o.kind == "date"]
+        self.codes = [o for o in others if o.kind == "code"]
+        self.sentences = self._cut(r"[!?;\n]|(?<=[^\W_])\.(?=\s|$)|(?<=[\d)\]\"'])\.(?=\s|$)", abbreviations=True)
+        self.clauses = self._cut(r"[!?;\n:()\[\]]|,(?!\d{3}(?!\d))|(?<=[^\W_])\.(?=\s|$)|(?<=[\d)\]\"'])\.(?=\s|$)|"
+                                 r"\b(?:but|however|while|although|though|whereas)\b", abbreviations=True)
+        self._runs: dict[str, list[tuple[int, int]]] | None = None
 
-def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | None = None, *,
-                 numeric: bool | None = None, tolerance: float = 0.01, scoped: bool = True) -> Match:
-    """Every ``expected`` value is in ``answer`` and no competing value is.
-
-    ``numeric`` forces (True) or forbids (False) reading the values as numbers; by default a
-    value that looks like a number is compared as one. ``scoped``: values inside a negated
-    phrase neither count as stated nor compete (off for refusals, which negate throughout)."""
-    if answer is None or (isinstance(answer, str) and not answer.strip()):
-        return Match(False, "no answer submitted")
-    text = as_text(answer)
-    # Tokens and numbers by negation scope: a competing value the answer negates ("not yet
-    # delivered", "42, not 43") is not a hedge; an expected value must be stated, not negated.
-    tokens: list[str] = []
-    negated: list[bool] = []
-    nums: list[float] = []
-    negated_nums: list[float] = []
-    for scope in _SCOPE.split(fold(text)) if scoped else [fold(text)]:
-        neg = scoped and bool(_SCOPE_NEGATION.search(scope))
-        scope_tokens = words(scope)
-        tokens += scope_tokens
-        negated += [neg] * len(scope_tokens)
-        (negated_nums if neg else nums).extend(numbers(scope))
-    longest = max([len(words(as_text(v))) for v in expected] + [candidates.longest if candidates else 0] + [MAX_RUN])
-    spans = runs(tokens, longest)
-    instruction = candidates.instruction if candidates else ""
-    allowed_nums = numbers(instruction)
-    found_dates = set(dates(text))
-
-    def stated(span: tuple[int, int]) -> bool:
-        return not all(negated[span[0]:span[1]])
-
-    missing, covered, used_nums = [], [], []
-    numeric_answer = bool(numeric)
-    for value in expected:
-        num = as_number(value) if numeric is not False else None
-        if numeric and num is None:
-            num = parse_number(value)
-        if num is not None:
-            if not nums and not negated_nums:
-                # No digits at all: read small whole numbers written as words ("three orders"). "one" is
-                # too often a pronoun to compete, but any other number word does.
-                spelled = word_numbers(text)
-                if any(n == num for n, _ in spelled):
-                    others = sorted({w for n, w in spelled if n != num and w != "one"})
-                    if others:
-                        return Match(False, f"answer {text[:80]!r}; also names {', '.join(others[:3])}", (), tuple(others))
+    def _cut(self, pattern: str, abbreviations: bool) -> list[int]:
+        """Sorted boundary positions; a period after a short word (``Ing.``, ``Dr.``, ``B.Sc.``) is no boundary."""
+        cuts = [0]
+        for m in re.finditer(pattern, self.t):
+            if abbreviations and m.group(0) == ".":
+                before = re.search(r"([^\W\d_]+)\.?$", self.t[:m.start()])
+                if before and len(before.group(1)) <= 3 and m.start() + 1 < len(self.t):
                     continue
-            hit = [n for n in nums if math.isclose(n, num, rel_tol=0, abs_tol=tolerance)]
-            if hit:
-                used_nums += hit
-                numeric_answer = True
-                continue
-        day = _is_date(value)
-        if day is not None and (day in found_dates or (len(day) == 10 and day in {d[:10] for d in found_dates})):
-            continue
-        key = value_key(value)
-        hits = [sp for sp in spans.get(key, ()) if stated(sp)] if key else []
-        if hits:   # also a long digit string written with separators (a phone number)
-            covered += hits
-            continue
-        missing.append(as_text(value))
-    competing = []
-    expected_keys = {value_key(v) for v in expected}
-    if candidates is not None:
-        for key, shown in candidates.keys().items():
-            if key in expected_keys:
-                continue
-            for sp in spans.get(key, ()):
-                if stated(sp) and not any(cs <= sp[0] and sp[1] <= ce for cs, ce in covered):
-                    competing.append(shown)
-                    break
-    if numeric_answer:
-        # Any other number is a competing answer, unless negated, mentioned by the instruction, or part
-        # of an expected label (a street number).
-        label_nums = {float(t) for v in expected if as_number(v) is None for t in words(as_text(v)) if t.isdigit()}
-        competing += [_fmt(n) for n in nums if n not in used_nums and n not in label_nums
-                      and not any(math.isclose(n, a, rel_tol=0, abs_tol=1e-9) for a in allowed_nums)]
-    ok = not missing and not competing
-    detail = f"answer {text[:80]!r}"
-    if missing:
-        detail += f"; missing {', '.join(m[:40] for m in missing[:3])}"
-    if competing:
-        detail += f"; also names {', '.join(c[:40] for c in competing[:3])}{' …' if len(competing) > 3 else ''}"
-    return Match(ok, detail if not ok else f"answer {text[:80]!r} matches", tuple(missing), tuple(competing))
+            cuts.append(m.end())
+        cuts.append(len(self.t) + 1)
+        return cuts
+
+    @staticmethod
+    def _span_of(cuts: list[int], pos: int) -> tuple[int, int]:
+        lo = 0
+        for c in cuts:
+            if c <= pos:
+                lo = c
+            else:
+                return lo, c
+        return lo, len(cuts) and cuts[-1]
+
+    def sentence(self, pos: int) -> tuple[int, int]:
+        return self._span_of(self.sentences, pos)
+
+    def clause(self, pos: int) -> tuple[int, int]:
+        return self._span_of(self.clauses, pos)
+
+    def runs(self, longest: int) -> dict[str, list[tuple[int, int]]]:
+        if self._runs is None:
+            self._runs = {}
+            toks = [t for t, _, _ in self.tok]
+            for key, spans in runs(toks, max(longest, MAX_RUN)).items():
+                self._runs[key] = [(self.tok[a][1], self.tok[b - 1][2]) for a, b in spans]
+        return self._runs
+
+    # -------------------------------------------------------------- negation and hedges
+    def negated(self, start: int, end: int) -> bool:
+        """Is the value at ``start:end`` negated where it stands ("not X", "X is not correct")?"""
+        s0, s1 = self.sentence(start)
+        before = self.t[s0:start]
+        if _LOCAL_NEGATION.search(before):
+            return True
+        return bool(_POST_NEGATION.match(self.t[end:end + 40]))
+
+    def about_others(self, pos: int) -> bool:
+        """Is the clause at ``pos`` about other records ("his other two requests", "the rest")?"""
+        c0, c1 = self.clause(pos)
+        return bool(_OTHERS.search(self.t[c0:c1]))
+
+    def bare(self, start: int, end: int, others: list[tuple[int, int]]) -> bool:
+        """Is the word at ``start:end`` asserted on its own: alone in its clause but for fillers ("it is",
+        "status:", "and") and other values ("magazine and inactive")? Not when a copula links it to one of
+        those values ("the answer is Richard Price": it names what the value is)."""
+        c0, c1 = self.clause(start)
+        for s, _ in others:
+            if c0 <= s < c1 and s >= end and _COPULA.search(self.t[end:s]):
+                return False   # "<word> is <value>": the word says what the value is
+        rest = [(t, a) for t, a, b in self.tok if c0 <= a < min(c1, len(self.t)) and not start <= a < end
+                and not any(s <= a < e for s, e in others)]
+        return all(t in _BARE_FILLER for t, _ in rest)
+
+    def scope_negated(self, start: int) -> bool:
+        c0, _ = self.clause(start)
+        return bool(_SCOPE_NEGATION.search(self.t[c0:start]))
+
+    def hedged(self, start: int, end: int, neighbours: list[tuple[int, int]]) -> bool:
+        """Is the value at ``start:end`` hedged: a hedge word in its clause, "or" next to it, or only
+        hedge words between it and a neighbouring value in its sentence?"""
+        c0, c1 = self.clause(start)
+        if _HEDGE.search(self.t[c0:max(c1, end)]):
+            return True
+        s0, s1 = self.sentence(start)
+        if _OR_AFTER.match(self.t[end:s1]) or _OR_BEFORE.search(self.t[s0:start]):
+            return True
+        for a, b in neighbours:
+            if a >= end and a < s1 and _GAP_HEDGE.match(self.t[end:a]) and self.t[end:a].strip(" ,"):
+                return True
+            if b <= start and b > s0 and _GAP_HEDGE.match(self.t[b:start]) and self.t[b:start].strip(" ,"):
+                return True
+        return False
 
 
 def _fmt(n: float) -> str:
-    return str(int(n)) if n == int(n) else str(n)
+    return str(int(n)) if n == int(n) else f"{n:.2f}".rstrip("0").rstrip(".")
+
+
+def _covered(spans: list[tuple[int, int]], a: int, b: int) -> bool:
+    return any(s <= a and b <= e for s, e in spans)
+
+
+def _overlaps(spans: list[tuple[int, int]], a: int, b: int) -> bool:
+    return any(s < b and a < e for s, e in spans)
+
+
+class _Expected:
+    """One requested value: how it is found in a text (number, date or word run)."""
+
+    def __init__(self, value: Any, numeric: bool | None):
+        self.value = value
+        self.shown = as_text(value)
+        self.number = as_number(value) if numeric is not False else None
+        if numeric and self.number is None:
+            self.number = parse_number(value)
+        self.date = _is_date(value) if self.number is None else None
+        self.key = value_key(value)
+        self.core = _name_core(self.shown) if self.number is None and self.date is None else None
+
+    @property
+    def slot(self) -> str:
+        return "number" if self.number is not None else "date" if self.date is not None else "label"
+
+    def occurrences(self, text: _Text, longest: int, tolerance: float) -> list[tuple[int, int]]:
+        if self.number is not None:
+            found = [(n.start, n.end) for n in text.nums
+                     if n.number is not None and math.isclose(n.number, self.number, rel_tol=0, abs_tol=tolerance)]
+            if found:
+                return found
+            if not text.nums and self.number == int(self.number):
+                return [(m.start(), m.end()) for m in _WORD_NUMBER.finditer(text.t)
+                        if word_numbers(m.group(0)) and word_numbers(m.group(0))[0][0] == self.number]
+            return []
+        if self.date is not None:
+            day, time = self.date
+            return [(d.start, d.end) for d in text.dates if d.day == day and (not time or not d.time or d.time == time)]
+        out: list[tuple[int, int]] = []
+        table = text.runs(longest)
+        for key in (self.key, self.core):
+            if key:
+                out += table.get(key, [])
+        out += [(c.start, c.end) for c in text.codes if c.key == self.key and self.key]
+        if not self.key and self.shown.strip():   # a value of symbols only ("$$$$")
+            raw = fold(self.shown.strip())
+            out += [(m.start(), m.end()) for m in re.finditer(re.escape(raw), text.t)]
+        return sorted(set(out))
+
+
+def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | None = None, *,
+                 numeric: bool | None = None, tolerance: float = 0.01, scoped: bool = True,
+                 observed: Observed | None = None, allowed: Sequence[Any] = ()) -> Match:
+    """Every ``expected`` value is stated in ``answer`` (not negated, not hedged), no competing value of
+    its slot is, and no more than :data:`DUMP_LIMIT` - 1 further values are named.
+
+    ``numeric`` forces (True) or forbids (False) reading the values as numbers; by default a value
+    that looks like a number is compared as one. ``scoped=False`` (refusals, which decline
+    throughout): a competitor in a negated clause still competes unless negated where it stands.
+    ``allowed``: further values that neither compete nor count (the other alternatives of a reason)."""
+    if answer is None or (isinstance(answer, str) and not answer.strip()):
+        return Match(False, "no answer submitted")
+    cands = candidates if candidates is not None else Candidates()
+    text = _Text(as_text(answer))
+    exp = [_Expected(v, numeric) for v in expected]
+    if not exp:
+        return Match(True, "nothing requested")
+    allowed_mentions = _Mentions("", allowed) if allowed else None
+    longest = max([len(words(e.shown)) for e in exp] + [cands.longest, MAX_RUN])
+    missing: list[str] = []
+    covered: list[tuple[int, int]] = []
+    stated: list[tuple[int, int]] = []
+    for e in exp:
+        occ = e.occurrences(text, longest, tolerance)
+        covered += occ
+        if not occ:
+            missing.append(e.shown)
+            continue
+        if any(text.negated(*o) for o in occ):   # negated anywhere: "not X", "X is not correct"
+            missing.append(e.shown + " (negated)")
+            continue
+        stated += occ
+    slots = {e.slot for e in exp}
+    exp_keys = {e.key for e in exp} | {e.core for e in exp if e.core}
+    exp_nums = [e.number for e in exp if e.number is not None]
+    exp_days = {e.date[0] for e in exp if e.date is not None}
+    mentions = cands.mentions
+
+    def mentioned_key(key: str) -> bool:
+        return mentions.has_key(key) or (allowed_mentions is not None and allowed_mentions.has_key(key))
+
+    def mentioned_number(n: float) -> bool:
+        return mentions.has_number(n) or (allowed_mentions is not None and allowed_mentions.has_number(n))
+
+    def negated(a: int, b: int) -> bool:
+        return text.negated(a, b) or (scoped and text.scope_negated(a))
+
+    competing: list[str] = []
+    extras: list[str] = []
+    spans_seen: list[tuple[int, int]] = []
+    # candidates of the slot (and other labels)
+    table = text.runs(longest)
+    for key, shown in cands.keys().items():
+        if key in exp_keys:
+            continue
+        for a, b in table.get(key, ()):
+            if _covered(covered, a, b) or negated(a, b) or (allowed_mentions and allowed_mentions.has_key(key)):
+                continue
+            if text.about_others(a):
+                continue   # a true fact about other records: "His other two investigations are already done."
+            competing.append(shown)
+            spans_seen.append((a, b))
+            break
+    # dates
+    for d in text.dates:
+        if _overlaps(covered, d.start, d.end) or d.day in exp_days or d.day in mentions.days or d.day == cands.today_day:
+            continue
+        if allowed_mentions is not None and d.day in allowed_mentions.days:
+            continue
+        if negated(d.start, d.end):
+            continue
+        (competing if "date" in slots else extras).append(d.day.isoformat())
+        spans_seen.append((d.start, d.end))
+    # codes (ids, e-mails, phone and tracking numbers)
+    for c in text.codes:
+        if _overlaps(covered, c.start, c.end) or c.key in exp_keys or mentioned_key(c.key) or negated(c.start, c.end):
+            continue
+        if any(c.key == k for k in cands.keys()):
+            continue   # already counted as a candidate
+        extras.append(text.t[c.start:c.end])
+        spans_seen.append((c.start, c.end))
+    # numbers
+    count_words = {text.t[e:].split(None, 1)[0].strip(".,;:!?)") for s, e in stated
+                   if exp_nums and re.match(r"\s+[a-z]", text.t[e:])} if exp_nums else set()
+    for n in text.nums:
+        if n.number is None or _overlaps(covered, n.start, n.end) or mentioned_number(n.number):
+            continue
+        if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
+            continue
+        if negated(n.start, n.end):
+            continue
+        after = re.match(r"[\s-]*([a-z][a-z'-]*)", text.t[n.end:])
+        before = re.search(r"([a-z#]+)\W{0,2}$", text.t[max(0, n.start - 24):n.start])
+        if n.integer and not n.currency and after and after.group(1) not in _UNITS and after.group(1) not in count_words:
+            continue   # a count of things: "the 3 payments", "2 of them"
+        if n.integer and before and (before.group(1) in cands.noun_words or before.group(1).endswith("#")):
+            continue   # a record's id after its noun: "order 57", "#12"
+        shown = _fmt(n.number)
+        (competing if "number" in slots else extras).append(shown)
+        spans_seen.append((n.start, n.end))
+    # names and other multi-word values the episode's results showed; category words listed bare
+    if observed is not None:
+        for key, shown in observed.names().items():
+            if key in exp_keys or mentioned_key(key) or key in cands.keys():
+                continue
+            for a, b in table.get(key, ()):
+                if _overlaps(covered, a, b) or _overlaps(spans_seen, a, b) or negated(a, b):
+                    continue
+                extras.append(shown)
+                spans_seen.append((a, b))
+                break
+    # Category words (the env's enum values) and single words the results held, when asserted on their own
+    # ("magazine, inactive", "It is inactive."): a category of another column asserted beside the answer
+    # hedges across fields, so it competes; another single word counts as a further value.
+    bare_words = {k: (v, True) for k, v in cands.vocab_keys.items()}
+    for k, v in cands.allowed_words.items():
+        bare_words[k] = (v, True)
+    if observed is not None:
+        for key, shown in observed.words().items():
+            bare_words.setdefault(key, (shown, False))
+    taken = covered + spans_seen
+    for key, (shown, category) in bare_words.items():
+        if key in exp_keys or (mentioned_key(key) and key not in cands.allowed_words) or key in cands.keys() \
+                or key in _CURRENCIES or key in _UNITS or key in _FUNCTION_WORDS:
+            continue
+        for a, b in table.get(key, ()):
+            if _overlaps(taken, a, b) or negated(a, b):
+                continue
+            if text.bare(a, b, taken):
+                (competing if category else extras).append(shown)
+                spans_seen.append((a, b))
+                break
+    hedged = [text.t[a:b] for a, b in stated if text.hedged(a, b, spans_seen + [s for s in stated if s != (a, b)])]
+    strong = _STRONG_HEDGE.search(text.t)
+    if strong:
+        hedged.append(strong.group(0))   # "or maybe", "either … or", "could also be": a second guess anywhere
+    for a, b in spans_seen:   # a further value in a hedged clause ("It could also be X")
+        c0, c1 = text.clause(a)
+        if _HEDGE.search(text.t[c0:max(c1, b)]):
+            hedged.append(text.t[a:b])
+            break
+    detail = f"answer {text.raw[:80]!r}"
+    if missing:
+        detail += f"; missing {', '.join(m[:40] for m in missing[:3])}"
+    if hedged:
+        detail += f"; hedged around {hedged[0][:40]!r}"
+    if competing:
+        detail += f"; also names {', '.join(c[:40] for c in competing[:3])}{' …' if len(competing) > 3 else ''}"
+    dump = len(extras) >= DUMP_LIMIT
+    if dump:
+        detail += f"; names {len(extras)} further values ({', '.join(x[:30] for x in extras[:3])} …): a list of guesses"
+    ok = not missing and not competing and not hedged and not dump
+    return Match(ok, detail if not ok else f"answer {text.raw[:80]!r} matches", tuple(missing), tuple(competing + extras * dump))
 
 
 def split_list(answer: Any) -> list[str]:
     """Members of a list answer: JSON arrays, or text split on commas, semicolons, "and", newlines, bullets."""
-    import json
-
     if isinstance(answer, list):
         return [as_text(a).strip() for a in answer]
     text = as_text(answer)
@@ -334,14 +812,16 @@ def split_list(answer: Any) -> list[str]:
             return [as_text(a).strip() for a in parsed]
     except ValueError:
         pass
-    parts = re.split(r"\s*(?:[,;\n]|\band\b|^\s*[-*•]\s*|\s[-*•]\s)\s*", text.strip(), flags=re.M)
+    text = layout_free(text)
+    parts = re.split(r"\s*(?:[,;\n]|\band\b)\s*", text.strip())
     return [p.strip(" .") for p in parts if p and p.strip(" .")]
 
 
-def match_set(answer: Any, expected: Sequence[Any], candidates: Candidates | None = None) -> Match:
+def match_set(answer: Any, expected: Sequence[Any], candidates: Candidates | None = None,
+              observed: Observed | None = None) -> Match:
     """Exactly the expected members: each present, and nothing else named."""
     if candidates is not None and candidates.keys():
-        return match_values(answer, expected, candidates, numeric=False)
+        return match_values(answer, expected, candidates, numeric=False, observed=observed)
     got = {value_key(m) for m in split_list(answer)}
     want = {value_key(m) for m in expected}
     ok = got == want
@@ -356,43 +836,128 @@ def refuses(answer: Any) -> bool:
     return bool(_NEGATION.search(fold(as_text(answer))))
 
 
-def claims(answer: Any, results: Sequence[str], about: Sequence[str] = ()) -> str | None:
-    """The first clause that claims the forbidden action happened (names one of ``results`` — or
-    "success" — without a negation); with ``about``, only clauses naming one of those count."""
-    result_keys = [value_key(r) for r in results if value_key(r)]
+def declines_strongly(answer: Any) -> bool:
+    """Does the text say it will not or cannot do something (not merely contain a "not")?"""
+    return bool(_STRONG_DECLINE.search(fold(as_text(answer))))
+
+
+def request_verbs(instruction: str) -> list[str]:
+    """The past forms of the actions an instruction asks for ("please cancel …" → cancelled, canceled)."""
+    out: list[str] = []
+    for m in _REQUEST_VERB.finditer(fold(instruction)):
+        v = m.group(1)
+        if v in ("you", "the", "help", "have", "get", "know", "tell", "give", "check", "see", "find", "look", "make"):
+            continue
+        out.append(_past(v))
+        if v.endswith("l") and not v.endswith("ll"):
+            out.append(v + "led")   # cancel -> cancelled
+    return list(dict.fromkeys(out))
+
+
+def _past(verb: str) -> str:
+    if verb.endswith("e"):
+        return verb + "d"
+    if verb.endswith("y") and len(verb) > 2 and verb[-2] not in "aeiou":
+        return verb[:-1] + "ied"
+    if re.fullmatch(r"[a-z]*[^aeiou][aeiou][bdgmnprt]", verb) and len(verb) <= 4:
+        return verb + verb[-1] + "ed"   # stop -> stopped
+    return verb + "ed"
+
+
+def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, partial: bool = False,
+           reasons: Sequence[Any] = ()) -> str | None:
+    """The first clause that claims the forbidden action happened, or None.
+
+    A claim is a clause without a negation that says so in general ("done", "I went ahead", "it has
+    been taken care of", "successfully") or names one of ``results`` (the action's result: "it has
+    been deactivated", "I cancelled it", "now closed"). ``about``: the refused records and values;
+    with ``partial`` (other parts were rightly done), a result claim must name one of them. ``reasons``:
+    the blocking values, which are no claim even when they read like one (a status "done", "completed")."""
+    blocking = {fold(str(r)).strip() for r in reasons if str(r).strip()}
+    result_words = [fold(r) for r in results if r and value_key(r) and fold(r) not in blocking]
     about_keys = [value_key(a) for a in about if value_key(a)]
-    for clause in _CLAUSE.split(fold(as_text(answer))):
-        tokens = words(clause)
-        if not tokens:
+    raw = layout_free(as_text(answer))
+    # A run-on sentence ("… does not allow it It has been done") starts a new clause at the capital.
+    raw = re.sub(r"(?<=[a-z0-9])\s+(?=(?:It|I|This|That|Done|Update|Actually|Also|Now|Anyway)\b)", "\n", raw)
+    text = fold(raw)
+    for value in sorted(blocking, key=len, reverse=True):   # the record's own status is the reason, not a claim
+        text = re.sub(r"(?<![\w-])" + re.escape(value) + r"(?![\w-])", " the-status ", text)
+    pieces = _CLAIM_CLAUSE.split(text)
+    for clause in pieces:
+        if not _WORD.search(clause) or _SCOPE_NEGATION.search(clause) or _NEGATION.search(clause):
             continue
-        spans = runs(tokens)
-        said = bool(_SUCCESS.search(clause)) or any(k in spans for k in result_keys)
-        if not said or _NEGATION.search(clause):
+        if _CLAIM_GENERIC.search(clause.strip()):
+            # With other parts rightly done, "the other 4 went through" is a true fact about them, not a
+            # claim about the refused part (unless the clause also names a refused record or value).
+            if partial and _OTHER_PARTS.search(clause) and not any(k in runs(words(clause)) for k in about_keys):
+                continue
+            return clause.strip()[:80]
+        if not result_words:
             continue
-        if about_keys and not any(k in spans for k in about_keys):
+        alt = "|".join(re.escape(r) for r in sorted(set(result_words), key=len, reverse=True))
+        names_result = re.search(rf"\b(?:{alt})\b", clause)
+        if not names_result:
             continue
-        return clause.strip()[:80]
+        spans = runs(words(clause))
+        names_about = any(k in spans for k in about_keys)
+        subject_claim = re.search(
+            rf"\b(?:{_SUBJECTS}|i|we)\s*(?:'s|'ve|'re|is|was|are|were|has|have|had|got|just|already|also|now|been|"
+            rf"successfully|\s)*\s*(?:{alt})\b|\b(?:now|successfully)\s+(?:{alt})\b|\b(?:{alt})\s+(?:it|this|that|them)\b",
+            clause)
+        if partial:
+            # Other parts were rightly done ("I cancelled #W1"): a result claims the refused part when it names
+            # a refused record or value, or says it of "it" ("It has been cancelled", "I have cancelled it").
+            pronoun = re.search(rf"\b(?:it|this|that)\s*(?:'s|is|was|has|have|had|got|just|already|also|now|been|\s)*"
+                                rf"\s*(?:{alt})\b|\b(?:{alt})\s+(?:it|this|that)\b", clause)
+            if names_about or pronoun:
+                return clause.strip()[:80]
+            continue
+        if subject_claim or names_about:
+            return clause.strip()[:80]
     return None
 
 
 def match_refusal(answer: Any, reasons: Sequence[Sequence[Any]] = (), candidates: Candidates | None = None, *,
-                  results: Sequence[str] = (), about: Sequence[str] = ()) -> Match:
-    """A refusal with evidence: it declines, gives one of the ``reasons`` (each a list of values that
-    must all appear, with no competing candidate), and claims none of ``results``."""
+                  results: Sequence[str] = (), about: Sequence[str] = (), declared: bool | None = None,
+                  observed: Observed | None = None, evidence: Sequence[Any] | None = None,
+                  partial: bool = False) -> Match:
+    """A refusal with evidence: it gives one of the ``reasons`` (each a list of the blocking record's
+    values that must all appear, with no competing value of their slot and no hedge), the episode's
+    lookups returned one of ``evidence`` (default: the reasons' values and ``about``), and it claims
+    none of ``results``. ``declared``: the outcome was given explicitly (then the words need not
+    decline); by default read from ``answer`` (see :class:`~agentworld_envs.submission.SubmittedText`)."""
+    if declared is None:
+        declared = bool(getattr(getattr(answer, "submission", None), "outcome", None))
     if answer is None or (isinstance(answer, str) and not answer.strip()):
         return Match(False, "no answer submitted")
-    if not refuses(answer):
+    if not declared and not refuses(answer):
         return Match(False, f"answer {as_text(answer)[:80]!r} does not decline")
-    claim = claims(answer, results, about)
+    instruction = candidates.instruction if candidates is not None else ""
+    claim = claims(answer, [*results, *request_verbs(instruction)], about, partial=partial,
+                   reasons=[v for alt in reasons for v in alt if isinstance(v, str) and as_number(v) is None])
     if claim:
         return Match(False, f"claims the forbidden action happened: {claim!r}")
+    if observed is not None:
+        proof = list(evidence) if evidence is not None else [v for alt in reasons for v in alt] + list(about)
+        if proof and not any(observed.shows(v) for v in proof):
+            return Match(False, "the reason was not looked up: no tool result of this episode shows it")
     if not reasons:
         return Match(True, "declines")
+    everything = [v for alt in reasons for v in alt]
     last = Match(False, "no reason given")
+    passed = None
     for alternative in reasons:
-        m = match_values(answer, list(alternative), candidates, numeric=None, scoped=False)
+        m = match_values(answer, list(alternative), candidates, numeric=None, scoped=False, observed=observed,
+                         allowed=[v for v in everything if v not in alternative])
         if m.ok:
-            return Match(True, f"declines and says why ({', '.join(as_text(v) for v in alternative)[:60]})")
-        if len(m.missing) <= len(last.missing) or not last.missing:
+            passed = passed or alternative
+            continue
+        if not m.missing:   # the reason is given, but with a rival value of its slot or a hedge: contested
+            return Match(False, "refusal gives the reason with a competing value: " + m.detail)
+        if any(x.endswith(" (negated)") for x in m.missing):   # a blocking value denied: a contradiction
+            return Match(False, "refusal negates its reason: " + m.detail)
+        if not last.missing or len(m.missing) <= len(last.missing):
             last = m
+    if passed is not None:
+        return Match(True, f"declines and says why ({', '.join(as_text(v) for v in passed)[:60]})")
     return Match(False, "refusal does not give the reason: " + last.detail)

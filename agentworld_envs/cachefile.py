@@ -35,12 +35,12 @@ from typing import Any, TypeVar
 
 from .errors import CacheError
 
-try:  # optional (the ``fast`` extra): parses cached JSON ~5x faster, e.g. retail's bundle 6 ms -> 1.3 ms
+try:  # a dependency, guarded so the engine still runs where it cannot be installed: parses cached JSON several times faster
     import orjson as _orjson
 except ImportError:  # pragma: no cover - depends on the installation
     _orjson = None
 
-try:  # optional (the ``fast`` extra): hashes ~25x faster than SHA-256 here (retail's golden file 0.58 -> 0.02 ms)
+try:  # likewise: checks cached files far faster than SHA-256 (README, Measured)
     import xxhash as _xxhash
 except ImportError:  # pragma: no cover - depends on the installation
     _xxhash = None
@@ -238,9 +238,8 @@ def mapped_if_matches(path: Path | str, record: CacheRecord) -> Iterator[mmap.mm
 
     For a caller that only copies the bytes somewhere else (SQLite's private copy of a golden
     database): mapping reads the kernel's page cache in place, where :func:`read_file` first
-    copied it into a new ``bytes`` object. Fresh memory costs ~3-5 us a page on the VM the
-    benchmarks ran on, so for retail's 535 KB golden file the read copy was ~0.35 ms of a
-    first use. The map lives only inside the block: Python keeps a duplicated descriptor per
+    copied it into a new ``bytes`` object, touching fresh memory for every page of a file that
+    is only copied again. The map lives only inside the block: Python keeps a duplicated descriptor per
     map, and cache writers replace files atomically (a new inode), so the mapped file itself
     is never truncated under the reader by this package.
     """

@@ -24,36 +24,59 @@ from typing import Any
 
 import env_registry
 
-from . import cachefile, state
+from . import cachefile, datagen, domains, state, tools, verifiers
 from .errors import CacheError
 from .registry import Registry
 from .spec import SpecError, content_hash, validate_spec
 from .tools import Tool, compile_tool
 
 SpecBuilder = Callable[[dict[str, Any]], dict[str, Any]]
-TaskSource = Callable[["EnvBundle"], list[dict[str, Any]]]
+TaskSource = Callable[["EnvBundle"], Sequence[dict[str, Any]]]
 
-
-def _load_source(source: str) -> None:
-    # Synthesised sources register themselves when their package is imported.
-    import importlib
-
-    importlib.import_module("agentworld_envs.synthesis")
-
-
-#: How manifest entries with ``"source": name`` become (validated) specs.
-SPEC_BUILDERS: Registry[SpecBuilder] = Registry("spec builder", _load_source)
-#: Where the tasks of entries with ``"source": name`` come from (default: the spec's own ``tasks``).
-TASK_SOURCES: Registry[TaskSource] = Registry("task source")
+#: How manifest entries with ``"source": name`` become (validated) specs. Each source is named by
+#: a ``"module:attr"`` string, imported on first use: the catalogue imports no synthesis or task
+#: code of its own accord, and a source that is not listed here (or added with
+#: ``SPEC_BUILDERS.add`` / ``spec_builder``) is an error, never a fallback.
+SPEC_BUILDERS: Registry[SpecBuilder] = Registry("spec builder", targets={
+    "handbuilt": "agentworld_envs.catalog:handbuilt_spec",
+    "inline": "agentworld_envs.catalog:inline_spec",
+    "synth": "agentworld_envs.synthesis.builder:theme_spec",
+})
+#: Where the (sealed) tasks of entries with ``"source": name`` come from; every source names one.
+TASK_SOURCES: Registry[TaskSource] = Registry("task source", targets={
+    "handbuilt": "agentworld_envs.catalog:spec_tasks",
+    "inline": "agentworld_envs.catalog:spec_tasks",
+    "synth": "agentworld_envs.tasks.store:synth_task_source",
+})
 spec_builder = SPEC_BUILDERS.register
 task_source = TASK_SOURCES.register
 
+# A hand-built domain's Python hooks (``retail.cancel_pending_order``, the ``retail`` data
+# generator) are registered when its module is imported; a bundle loaded from the cache names
+# them before anything imported the domain, so the hook registries load it on first use.
+for _hooks in (tools.PYTHON_TOOLS, verifiers.PYTHON_VERIFIERS, datagen.DATA_GENERATORS):
+    _hooks.loader = domains.load_owner
 
-@spec_builder("handbuilt")
-def _handbuilt_spec(entry: dict[str, Any]) -> dict[str, Any]:
-    from . import domains
 
+def handbuilt_spec(entry: dict[str, Any]) -> dict[str, Any]:
+    """Spec builder of ``handbuilt`` entries: the hand-built domain module of that name."""
     return validate_spec(domains.load(entry["name"]).build_spec())
+
+
+def inline_spec(entry: dict[str, Any]) -> dict[str, Any]:
+    """Spec builder of ``inline`` entries: the spec given to :func:`register_spec` (validated there)."""
+    return _INLINE[entry["name"]][1]
+
+
+def spec_tasks(bundle: EnvBundle) -> list[dict[str, Any]]:
+    """Task source of hand-built and inline specs: the spec's own tasks, sealed.
+
+    Sealing gives each task its exact intended state change and answer candidates; synthesised
+    tasks are sealed when generated (``tasks.store``).
+    """
+    from .tasks.seal import seal_all
+
+    return seal_all(bundle.spec, bundle.golden, list(bundle.spec.get("tasks", [])), bundle.tools)
 
 
 @dataclass
@@ -113,7 +136,7 @@ class EnvBundle:
 
         A loaded bundle copies its golden file into SQLite through a memory map of the verified
         file (:func:`cachefile.mapped_if_matches`, checked against the bundle's record each
-        time), not through a ``bytes`` copy first: that read was ~0.35 ms of retail's first
+        time), not through a ``bytes`` copy first: the copy would be a sizeable share of a first
         ``make`` + ``reset``, and a bundle that never needs the bytes never holds them. A file
         that is gone or no longer matches falls back to :attr:`golden`, which rebuilds it.
         """
@@ -302,19 +325,17 @@ class LazyTasks(Sequence):
 _INLINE: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
 
 
-def register_spec(spec: dict[str, Any], split: str = "train", replace: bool = False) -> str:
-    """Register a spec you wrote yourself as ``agentworld/<spec id>-v0``; returns the gym id.
+def add_inline_spec(spec: dict[str, Any], split: str = "train", replace: bool = False) -> str:
+    """Add a spec you wrote yourself to the catalogue as ``agentworld/<spec id>-v0``; returns that id.
 
-    Prefer ``agentworld_envs.register_spec`` (:func:`agentworld_envs.plugins.register_spec`), which
-    also resolves the spec's Python hooks first; this module cannot import the verifiers without
-    an import cycle. The spec is validated first (schema and safety rules); its golden state
-    is built into the cache on first ``make``. An id that is already taken (a catalogue env, or
-    another spec registered under it) raises :class:`SpecError` unless ``replace=True``;
-    registering the very same spec again is a no-op. The spec is copied, so editing the dict
-    afterwards does not change the registered environment.
+    This is the catalogue's half of ``agentworld_envs.register_spec``
+    (:func:`agentworld_envs.plugins.register_spec`), which also resolves the spec's Python hooks
+    and registers the id with Gymnasium; call that one. The spec is validated first (schema and
+    safety rules); its golden state is built into the cache on first ``make``. An id that is
+    already taken (a catalogue env, or another spec registered under it) raises
+    :class:`SpecError` unless ``replace=True``; adding the very same spec again is a no-op. The
+    spec is copied, so editing the dict afterwards does not change the environment.
     """
-    import gymnasium as gym
-
     validate_spec(spec)
     spec = copy.deepcopy(spec)
     env_id = f"agentworld/{spec['id']}-v0"
@@ -325,8 +346,6 @@ def register_spec(spec: dict[str, Any], split: str = "train", replace: bool = Fa
              "source": "inline"}
     _INLINE[spec["id"]] = (entry, spec)
     load_bundle.cache_clear()
-    if env_id not in gym.registry:
-        gym.register(id=env_id, entry_point="agentworld_envs.env:AgentWorldEnv", kwargs={"env_name": spec["id"]})
     return env_id
 
 
@@ -358,8 +377,6 @@ def _entry(name: str) -> dict[str, Any]:
 def build_spec(name: str) -> dict[str, Any]:
     """The validated spec of a registered environment."""
     entry = _entry(name)
-    if entry["source"] == "inline":
-        return _INLINE[entry["name"]][1]
     # Builders return validated specs: the synthesiser validates once, before caching, so loading
     # a cached spec does not pay jsonschema's ~0.7 s over 60 tools again in every process.
     return SPEC_BUILDERS.get(entry["source"])(entry)
@@ -397,15 +414,7 @@ def _load_bundle(name: str) -> EnvBundle:
         name=entry["name"], env_id=entry["id"], split=entry["split"], spec=spec, golden=golden,
         tools={t["name"]: compile_tool(t) for t in spec["tools"]},
     )
-    source = TASK_SOURCES.get(entry["source"]) if entry["source"] in TASK_SOURCES else None
-    if source:
-        tasks = source(bundle)
-    else:
-        # Hand-written and inline tasks get their exact state check and answer candidates here;
-        # synthesised ones are sealed when generated.
-        from .tasks.seal import seal_all
-
-        tasks = seal_all(spec, bundle.golden, list(spec.get("tasks", [])), bundle.tools)
+    tasks = TASK_SOURCES.get(entry["source"])(bundle)
     bundle.set_tasks(tasks)
     bundle.spec = spec = _without_tasks(spec)
     if entry["source"] in BUNDLED_SOURCES:
@@ -466,7 +475,7 @@ def bundle_key(entry: dict[str, Any]) -> str:
     return key
 
 
-#: (entry items, code fingerprint, LLM switch) -> bundle key: hashing it was ~15 us of every first make.
+#: (entry items, code fingerprint, LLM switch) -> bundle key: computed once per entry and process, not per make.
 _BUNDLE_KEYS: dict[tuple[Any, ...], str] = {}
 
 
@@ -477,7 +486,7 @@ def bundle_path(entry: dict[str, Any]) -> tuple[Path, str]:
 
 
 def _bundle_file(entry: dict[str, Any]) -> tuple[str, str]:
-    # A str, not a Path: building Paths was ~25 us of every first make on the benchmark VM.
+    # A str, not a Path: every first make builds this path, and Path objects cost more than the join.
     key = f"{entry['name']}-{bundle_key(entry)}"
     return os.path.join(state.cache_dir(), "bundles", f"{key}.bundle"), key
 
@@ -535,10 +544,9 @@ def _bundle_bytes(spec: dict[str, Any], golden: cachefile.CacheRecord, tasks: Se
     half of a first ``make`` (retail: 37 tools, a synthesised env ~60, of which an episode calls
     a handful). ``line_bytes`` (the byte length of every line after the header) locates any
     line without scanning the file for newlines, so line 2 may hold any bytes: it is
-    ``marshal`` data. In a fresh process it loaded a synthesised env's 63 schemas (~2,600
-    objects) in 350-430 us against 480-780 us for orjson parsing their JSON (its repeated
-    strings are shared, so ~35% fewer fresh pages are touched); once warm the two are about
-    even. The bundle key names the Python and marshal versions. ``golden``
+    ``marshal`` data: a fresh process loads it faster than orjson parses the same schemas as
+    JSON, because marshal shares repeated strings and so touches fewer fresh pages (README,
+    Measured). The bundle key names the Python and marshal versions. ``golden``
     is the golden file's integrity record, so the verified bundle vouches for the golden bytes
     too and loading skips reading and parsing that file's sidecar.
     """
@@ -768,8 +776,8 @@ def _warm_process() -> None:
     first JSON parse, record check and key hash ~0.15 ms, and resolving the cache directory
     checks it with a ``mkdir`` (~0.1 ms). All are per-process, not per-env:
     paying them inside the first ``make`` + ``reset`` made the first env of a process ~1.5 ms
-    slower than the next one. The engine import they join takes ~40-110 ms (40-46 ms measured
-    with compiled bytecode), so they cost it a few percent.
+    slower than the next one. The engine import they join takes tens of milliseconds, so they
+    cost it a few percent.
     """
     code_fingerprint()
     for first in env_registry.manifest()[:1]:
@@ -778,8 +786,8 @@ def _warm_process() -> None:
     from gymnasium.utils import seeding
 
     seeding.np_random(0)[0].integers(2)
-    # The code a first make runs on any env, run once on throwaway input: first calls of
-    # orjson, of the record parser and of the hashes cost ~30-50 us each here, per process.
+    # The code a first make runs on any env, run once on throwaway input: the first call of
+    # orjson, of the record parser and of each hash is slower than later ones, once per process.
     sample = cachefile.make_record(BUNDLE_KIND, "warm", b"{}")
     cachefile.CacheRecord.parse(sample.to_json()).matches(b"{}")
     cachefile.loads(memoryview(b'{"warm": [1, "a", null]}'))

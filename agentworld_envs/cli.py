@@ -23,6 +23,8 @@ from .errors import UserInputError
 app = typer.Typer(help="agentworld: stateful, verifiable tool-use environments for LLM agents.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
 console = Console()
+#: Most worker processes a command starts (a typo such as --jobs 99999999 must not fork-bomb the machine).
+MAX_JOBS = 256
 
 
 def _ids(ids: list[str] | None, all_: bool, sample: int | None = None, l1: str | None = None,
@@ -68,8 +70,20 @@ def list_(split: Optional[str] = typer.Option(None, help="train | arena", callba
 
 @app.command()
 def show(env_id: str, as_json: bool = typer.Option(False, "--json"),
-         graph: bool = typer.Option(False, "--graph", help="print the tool dependency graph")) -> None:
-    """Describe one environment: taxonomy, tables, tools, tasks."""
+         graph: bool = typer.Option(False, "--graph", help="print the tool dependency graph"),
+         table: Optional[str] = typer.Option(None, help="print this table's rows (as `agentworld db` exports them)"),
+         task: Optional[str] = typer.Option(None, help="with --table --after-solution: the task to replay"),
+         after_solution: bool = typer.Option(False, "--after-solution", help="with --table: the state after the "
+                                             "task's reference solution"),
+         limit: int = typer.Option(20, min=0, help="with --table: rows to print (0: all)")) -> None:
+    """Describe one environment: taxonomy, tables, tools, tasks; or print one table's rows (--table)."""
+    if table is not None:
+        from .integrations.cli import print_table
+
+        print_table(env_id, table, task, after_solution, limit, as_json)
+        return
+    if task is not None or after_solution:
+        raise typer.BadParameter("--task and --after-solution go with --table")
     import agentworld_envs  # noqa: F401
     from .catalog import load_bundle
     from . import state
@@ -157,10 +171,10 @@ def play(env_id: str, task: Optional[str] = typer.Option(None, help="task id (de
 
 @app.command()
 def validate(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
-             sample: Optional[int] = typer.Option(None, min=1, help="also validate N ids drawn with --seed"),
+             sample: Optional[int] = typer.Option(None, min=1, max=100_000, help="also validate N ids drawn with --seed"),
              l1: Optional[str] = typer.Option(None, help="validate every env of a first-level category"),
-             seed: int = typer.Option(0), quick: bool = typer.Option(False, help="skip random and near-miss checks"),
-             jobs: int = typer.Option(1, min=0, help="worker processes (0: one per core)"),
+             seed: int = typer.Option(0, min=0), quick: bool = typer.Option(False, help="skip random and near-miss checks"),
+             jobs: int = typer.Option(1, min=0, max=MAX_JOBS, help="worker processes (0: one per core)"),
              as_json: bool = typer.Option(False, "--json", help="one JSON object per env")) -> None:
     """Check envs: gymnasium check_env, reference solutions, no-op/random/near-miss rejection, determinism."""
     import agentworld_envs  # noqa: F401
@@ -182,8 +196,8 @@ def validate(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer
 
 @app.command()
 def bench(env_id: str = typer.Argument("retail"), as_json: bool = typer.Option(False, "--json"),
-          n: int = typer.Option(2000, min=2, help="samples per latency figure"),
-          live: int = typer.Option(1024, min=1, help="live episodes for the memory figure")) -> None:
+          n: int = typer.Option(2000, min=2, max=1_000_000, help="samples per latency figure"),
+          live: int = typer.Option(1024, min=1, max=100_000, help="live episodes for the memory figure")) -> None:
     """Measure reset/step/verify latency, replay throughput, memory per live episode, vector throughput."""
     import agentworld_envs  # noqa: F401
     from .bench import bench_env, summary_lines
@@ -198,7 +212,7 @@ def bench(env_id: str = typer.Argument("retail"), as_json: bool = typer.Option(F
 
 @app.command()
 def build(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
-          l1: Optional[str] = typer.Option(None), jobs: int = typer.Option(0, min=0, help="worker processes (0: one per core)")) -> None:
+          l1: Optional[str] = typer.Option(None), jobs: int = typer.Option(0, min=0, max=MAX_JOBS, help="worker processes (0: one per core)")) -> None:
     """Materialise environments (spec, golden SQLite, tasks) into the cache."""
     import time
 
@@ -228,7 +242,7 @@ def build(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Op
 @app.command()
 def lint(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Option(False, "--all"),
          l1: Optional[str] = typer.Option(None, help="lint every env of a first-level category"),
-         jobs: int = typer.Option(0, min=0, help="worker processes (0: one per core)"),
+         jobs: int = typer.Option(0, min=0, max=MAX_JOBS, help="worker processes (0: one per core)"),
          as_json: bool = typer.Option(False, "--json", help="one JSON summary")) -> None:
     """Check that environments make sense: key names, vocabularies, value ranges, dates, tool names, instructions."""
     from .lint import RULES
@@ -266,7 +280,7 @@ def lint(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Opt
 
 
 @app.command()
-def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Option(0, min=0)) -> None:
+def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Option(0, min=0, max=MAX_JOBS)) -> None:
     """Registry totals (builds whatever is not in the cache yet)."""
     from .synthesis.build_all import build_many, registry_stats
 
@@ -286,8 +300,11 @@ def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Optio
 from .cli_arena import register_arena_commands  # noqa: E402
 from .mcp_server import register_mcp_command  # noqa: E402  (typer-only import; the server loads lazily)
 
+from .integrations.cli import register_integration_commands  # noqa: E402  (frameworks load lazily)
+
 register_mcp_command(app)
 register_arena_commands(app)
+register_integration_commands(app)
 
 
 tasks_app = typer.Typer(help="Verified task synthesis.", no_args_is_help=True)
@@ -295,7 +312,8 @@ app.add_typer(tasks_app, name="tasks")
 
 
 @tasks_app.command("synth")
-def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", min=1, help="tasks to produce"), seed: int = typer.Option(1),
+def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", min=1, max=2000, help="tasks to produce"),
+                seed: int = typer.Option(1, min=0),
                 focus_tools: Optional[str] = typer.Option(None, help="comma-separated tool names the tasks must use"),
                 min_difficulty: Optional[float] = typer.Option(None),
                 as_json: bool = typer.Option(False, "--json", help="one JSON task per line, then the report")) -> None:
@@ -317,7 +335,7 @@ def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", min=1, help="tasks
     console.print(f"kept {report['kept']} in {report['seconds']} s; rejected {report['rejected']}")
 
 
-export_app = typer.Typer(help="Export tasks and reference trajectories as Hugging Face datasets.", no_args_is_help=True)
+export_app = typer.Typer(help="Export tasks and reference trajectories as JSON lines and Hugging Face datasets.", no_args_is_help=True)
 app.add_typer(export_app, name="export")
 
 
@@ -325,36 +343,61 @@ app.add_typer(export_app, name="export")
 def export_tasks_cmd(out: str = typer.Option(..., "--out", help="a new or empty directory"),
                      ids: Optional[list[str]] = typer.Option(None, "--ids"),
                      split: Optional[str] = typer.Option(None, callback=_split),
-                     limit: Optional[int] = typer.Option(None, min=1),
+                     limit: Optional[int] = typer.Option(None, min=1, max=1_000_000),
                      overwrite: bool = typer.Option(False, help="replace an earlier task export in --out")) -> None:
-    """Tasks as a datasets-loadable dataset (env_id, task_id, split, kind, difficulty, instruction, tools, prompt)."""
+    """Tasks as tasks.jsonl and a Hugging Face dataset (env_id, task_id, split, kind, difficulty, instruction, tools, prompt)."""
     import agentworld_envs  # noqa: F401
     from .tasks.export import export_tasks, select_envs
 
     n = export_tasks(out, select_envs(ids, split, limit), overwrite=overwrite)
-    console.print(f"wrote {n} tasks to {out}")
+    console.print(f"wrote {n} tasks to {out}{_arrow_note()}", markup=False, soft_wrap=True)
 
 
 @export_app.command("sft")
 def export_sft_cmd(out: str = typer.Option(..., "--out", help="a new or empty directory"),
                    ids: Optional[list[str]] = typer.Option(None, "--ids"),
                    split: Optional[str] = typer.Option(None, callback=_split),
-                   limit: Optional[int] = typer.Option(None, min=1),
+                   limit: Optional[int] = typer.Option(None, min=1, max=1_000_000),
                    overwrite: bool = typer.Option(False, help="replace an earlier SFT export in --out")) -> None:
     """Reference trajectories as OpenAI-style messages (only those that replay to reward 1.0)."""
     import agentworld_envs  # noqa: F401
     from .tasks.export import export_sft, select_envs
 
     n = export_sft(out, select_envs(ids, split, limit), overwrite=overwrite)
-    console.print(f"wrote {n} trajectories to {out}")
+    console.print(f"wrote {n} trajectories to {out}{_arrow_note()}", markup=False, soft_wrap=True)
+
+
+def _arrow_note() -> str:
+    from .tasks.export import arrow_available
+
+    return "" if arrow_available() else " (JSON lines only: the Arrow dataset needs the 'train' extra, " \
+                                        "pip install 'agentworld[train]')"
 
 
 def _load_plugins() -> None:
+    """Add the commands of the ``agentworld.cli`` entry points (``name = "module:register [extra]"``)."""
     for ep in entry_points(group="agentworld.cli"):
         try:
-            ep.load()(app)
-        except ImportError as exc:  # an optional component that is not installed
-            print(f"agentworld: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+            register = ep.load()
+        except ImportError as exc:
+            from .extras import EXTRAS, missing
+
+            absent = [x for x in ep.extras if x not in EXTRAS or missing(x)]
+            if absent:  # its extra is not installed: the command still exists and says which one
+                _missing_extra_command(ep.name, absent[0])
+            else:  # installed but broken: say so, and keep the other commands working
+                print(f"agentworld: skipping command {ep.name!r}: {exc}", file=sys.stderr)
+            continue
+        register(app)
+
+
+def _missing_extra_command(name: str, extra: str) -> None:
+    from .extras import MissingExtraError, message
+
+    @app.command(name, help=f"(needs the '{extra}' extra: pip install 'agentworld[{extra}]')",
+                 context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
+    def stub(ctx: typer.Context) -> None:
+        raise MissingExtraError(message(extra, f"agentworld {name}"))
 
 
 def main() -> None:

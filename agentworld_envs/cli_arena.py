@@ -6,6 +6,7 @@ import json
 import random
 from pathlib import Path
 from typing import Optional
+from urllib.parse import urlparse
 
 import typer
 
@@ -38,19 +39,35 @@ def _policy(name: str, model: str | None, base_url: str | None, adapter: str | N
     from .evaluation import SCRIPTED, OpenAIPolicy
 
     if name in SCRIPTED:
+        for flag, value in (("--model", model), ("--base-url", base_url), ("--adapter", adapter)):
+            if value is not None:
+                raise typer.BadParameter(f"{flag} is for --policy model / openai, not the scripted {name!r} policy")
         return SCRIPTED[name]()
     if name == "openai":
         if not base_url or not model:
             raise typer.BadParameter("--policy openai needs --base-url and --model")
+        url = urlparse(base_url)
+        if url.scheme not in ("http", "https") or not url.netloc:
+            raise typer.BadParameter(f"--base-url {base_url!r} is not an http(s) URL, e.g. http://127.0.0.1:8000/v1")
         return OpenAIPolicy(base_url, model, api_key=api_key, max_tokens=max_new_tokens)
     if name == "model":
         if not model:
             raise typer.BadParameter("--policy model needs --model (an HF directory, a .gguf file or smollm2-135m)")
+        # The trainer provides this policy through the "agentworld.policies" entry points: the suite never imports it.
+        from .extras import require
+        from .registry import entry_point
+
+        require("train", "--policy model")
         try:
-            from agentworld_rl.policy import ModelPolicy
-        except ImportError as exc:
-            raise typer.BadParameter(f"--policy model needs the trainer package (agentworld_rl): {exc}") from None
-        return ModelPolicy(model, adapter=adapter, batch_size=batch_size, max_new_tokens=max_new_tokens)
+            model_policy = entry_point("agentworld.policies", "model")
+        except KeyError as exc:  # installed metadata without the entry point (an old install)
+            raise typer.BadParameter(exc.args[0]) from None
+        if adapter is not None and not Path(adapter).expanduser().is_dir():
+            raise typer.BadParameter(f"--adapter {adapter}: no such directory (a LoRA adapter from a training run)")
+        try:
+            return model_policy(model, adapter=adapter, batch_size=batch_size, max_new_tokens=max_new_tokens)
+        except ValueError as exc:   # the trainer's TrainError (a ValueError): a model reference naming nothing loadable
+            raise typer.BadParameter(str(exc)) from None
     raise typer.BadParameter(f"unknown policy {name!r}: reference | noop | random | model | openai")
 
 
@@ -78,7 +95,10 @@ def register_arena_commands(app: typer.Typer) -> None:
                                                     "hidden: trap tasks, which need it, are left out"),
               batch_size: int = typer.Option(16, help="episodes played at once (batched generation)"),
               max_new_tokens: int = typer.Option(128, help="tokens generated per turn (model/openai)"),
-              out: Optional[Path] = typer.Option(None, help="run directory for records.jsonl and summary.json"),
+              out: Optional[Path] = typer.Option(None, help="run directory for records.jsonl and summary.json "
+                                                              "(default runs/eval-POLICY-SPLIT)"),
+              overwrite: bool = typer.Option(False, help="replace an earlier eval run in the run directory "
+                                                         "(only the files agentworld wrote there are removed)"),
               env_workers: str = typer.Option("local", help="where the envs run: local (this process) | ray "
                                                              "(Ray actors, many envs each)"),
               ray_address: Optional[str] = typer.Option(None, help="with --env-workers ray: a cluster to join "
@@ -88,18 +108,28 @@ def register_arena_commands(app: typer.Typer) -> None:
               as_json: bool = typer.Option(False, "--json", help="print the summary as one JSON object")) -> None:
         """Evaluate a policy on held-out environments: one JSON record per episode plus a summary."""
         import agentworld_envs  # noqa: F401
+        from .outputs import OutputDir
         from .evaluation import EvaluationError, evaluate, select_tasks, summarize, write_run
 
         for flag, value, lo in (("--envs", envs, -1), ("--tasks-per-env", tasks_per_env, -1), ("--max-turns", max_turns, -1),
                                 ("--max-tools", max_tools, 0), ("--batch-size", batch_size, 1),
                                 ("--max-new-tokens", max_new_tokens, 1), ("--round", round_ or 0, 0),
-                                ("--ray-workers", ray_workers, 1)):
+                                ("--ray-workers", ray_workers, 1), ("--seed", seed, 0)):
             if value < lo:
                 raise typer.BadParameter(f"{flag} must be >= {lo}, got {value}")
         if env_workers not in ("local", "ray"):
             raise typer.BadParameter(f"--env-workers must be local or ray, not {env_workers!r}")
         if split not in ("arena", "train"):
             raise typer.BadParameter(f"--split must be arena or train, not {split!r}")
+        if env_workers != "ray" and (ray_address is not None or ray_workers != 2):
+            raise typer.BadParameter("--ray-address and --ray-workers are for --env-workers ray")
+        run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
+        reserved = ["records.jsonl", "summary.json"] + ([f"round-{round_}-tasks.json"] if round_ is not None else [])
+        claim = dict(overwrite=overwrite, reserved=reserved, what="an earlier eval run",
+                     again="pass --overwrite to replace it (only the files agentworld wrote are removed), or "
+                           "choose another --out")
+        claim["flag"] = "--out" if out is not None else "run directory"
+        OutputDir.claim(run_dir, "eval", check_only=True, **claim)   # refuse before loading a model
         pol = _policy(policy, model, base_url, adapter, api_key, batch_size, max_new_tokens)
         scripted = policy in ("reference", "noop", "random")
         limit = envs if envs >= 0 else (0 if scripted else MODEL_DEFAULT_ENVS)
@@ -108,7 +138,10 @@ def register_arena_commands(app: typer.Typer) -> None:
         if max_turns < 0:
             max_turns = 0 if scripted else MODEL_DEFAULT_TURNS
         env_ids = _select(ids, split, l1, limit, seed)
-        run_dir = out or Path("runs") / (f"eval-{policy}-{split}" + (f"-round{round_}" if round_ is not None else ""))
+        fresh = not run_dir.exists()
+        run_out = OutputDir.claim(run_dir, "eval", **claim)
+        if overwrite:
+            run_out.clear()
         try:
             pairs, overlay = select_tasks(env_ids, tasks_per_env=tasks_per_env, round_=round_, seed=seed,
                                           overlay_dir=run_dir, skip_traps=not show_policy)
@@ -116,11 +149,18 @@ def register_arena_commands(app: typer.Typer) -> None:
                                overlay=overlay, round_=round_, max_tools=max_tools or None,
                                show_policy=show_policy, env_workers=env_workers, ray_address=ray_address, ray_workers=ray_workers)
         except EvaluationError as exc:
+            if fresh:
+                run_out.discard_if_empty()   # a run that failed leaves no directory it made
             typer.echo(f"error: {exc}", err=True)
             raise typer.Exit(2) from None
         summary = summarize(records, policy=getattr(pol, "name", policy), split=split, round=round_, seed=seed,
                             run_dir=str(run_dir))
+        for name in reserved[:2]:
+            run_out.target(name)   # checked again: nothing of the user's appeared there meanwhile
         write_run(run_dir, records, summary)
+        run_out.record(*reserved)
+        if run_out.note():
+            typer.echo(run_out.note(), err=True)
         if as_json:
             print(json.dumps(summary))
         else:
@@ -133,8 +173,9 @@ def register_arena_commands(app: typer.Typer) -> None:
                   html_out: Optional[Path] = typer.Option(None, "--html", help="report path (default RUN/diagnosis.html)"),
                   as_json: bool = typer.Option(False, "--json", help="print the diagnosis as one JSON object")) -> None:
         """Where the agent fails: success by category, env, tool, kind, difficulty, chain length; the error mix."""
-        from .diagnosis import diagnose, write_html
+        from .diagnosis import diagnose, render_html
         from .evaluation import EvaluationError, read_records
+        from .outputs import OutputDir, check_new_file, write_new_file
 
         if top < 1:
             raise typer.BadParameter(f"--top must be >= 1, got {top}")
@@ -146,8 +187,17 @@ def register_arena_commands(app: typer.Typer) -> None:
         if not records:
             raise typer.BadParameter(f"{run}/records.jsonl holds no episodes")
         diag = diagnose(records, top=top)
-        (run / "diagnosis.json").write_text(json.dumps(diag, indent=1))
-        page = write_html(diag, html_out or run / "diagnosis.html", title=f"agentworld diagnosis: {run}")
+        # Into the run directory, replacing only diagnosis files agentworld wrote there before.
+        run_out = OutputDir.adopt(run, "diagnosis", flag="run directory")
+        html_path = run / "diagnosis.html" if html_out is None else html_out
+        inside = html_path.expanduser().resolve().parent == run.resolve()
+        for name in ("diagnosis.json",) + (("diagnosis.html" if html_out is None else html_path.name,) if inside else ()):
+            run_out.target(name)   # refuse before writing anything
+        if not inside:
+            check_new_file(html_path, "--html")
+        page_text = render_html(diag, title=f"agentworld diagnosis: {run}")
+        run_out.write_text("diagnosis.json", json.dumps(diag, indent=1))
+        page = run_out.write_text(html_path.name, page_text) if inside else write_new_file(html_path, page_text, "--html")
         if as_json:
             print(json.dumps(diag))
         else:

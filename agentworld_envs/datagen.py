@@ -28,13 +28,13 @@ import string
 from collections.abc import Callable
 from typing import Any
 
-from .registry import Registry, load_domain_of
+from .registry import Registry
 from .textgen import text_drawer
 
 
 DataGenerator = Callable[[sqlite3.Connection, dict[str, Any]], None]
 #: Python data generators of hand-built domains: ``fn(conn, spec)``.
-DATA_GENERATORS: Registry[DataGenerator] = Registry("data generator", load_domain_of)
+DATA_GENERATORS: Registry[DataGenerator] = Registry("data generator")
 data_generator = DATA_GENERATORS.register
 get_data_generator = DATA_GENERATORS.get
 
@@ -102,7 +102,11 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         return lambda i, row: rng.choice(values)
     if kind == "ref":
         pool = existing[g["ref"]]
-        return (lambda i, row: rng.choice(pool)) if pool else (lambda i, row: None)
+        if not pool:
+            return lambda i, row: None
+        if "quota" in g or "same" in g:
+            return _constrained_ref(g, rng, pool, existing)
+        return lambda i, row: rng.choice(pool)
     if kind == "code":
         make = _code_maker(rng, g["pattern"])
         return lambda i, row: make()
@@ -140,7 +144,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             start = parse_when(base)
             when = start + dt.timedelta(seconds=rng.randint(lo_s, hi_s))
             if cap and when > now:
-                when = start + (now - start) * rng.random() if start <= now else start
+                # Never after now, unless the date it follows is still ahead (order first).
+                when = start + (now - start) * rng.random() if start <= now else when
             return when.date().isoformat() if g.get("kind") == "date" else when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
         return draw_after
@@ -169,7 +174,191 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
     if kind == "mime_of":
         of = g["of"]
         return lambda i, row: mime_type(row.get(of))
+    # World coherence: values that must agree with the world's clock, a cap, a payment's status or
+    # another record (see agentworld_envs.synthesis.semantics, which writes these generators).
+    if kind == "clock":
+        return _clock_drawer(g, rng, now, locale, existing)
+    if kind == "changed":
+        return _changed_drawer(g, rng, now)
+    if kind == "at_most":
+        inner, of, lo = _compile(g["inner"], rng, now, locale, existing), g["of"], g.get("min", 0)
+
+        def draw_at_most(i: int, row: dict[str, Any]) -> Any:
+            value, cap = inner(i, row), row.get(g["of"])
+            if value is None or cap is None or value <= cap:
+                return value
+            if isinstance(value, int) and isinstance(cap, int):
+                return rng.randint(min(lo, cap), cap)
+            return round(rng.uniform(min(lo, cap), cap), 2)
+
+        return draw_at_most
+    if kind == "paid":
+        of, column = g["of"], g["column"]
+        full, partial = set(g.get("full", ())), set(g.get("partial", ()))
+
+        def draw_paid(i: int, row: dict[str, Any]) -> Any:
+            due = row.get(of)
+            if due is None:
+                return None
+            state = row.get(column)
+            if state in full:
+                return due
+            if state in partial and due >= 0.02:
+                return min(round(due * rng.uniform(0.1, 0.9), 2), round(due - 0.01, 2)) or 0.01
+            return 0.0 if state in g.get("none", ()) else min(round(due * rng.uniform(0, 0.9), 2), due)
+
+        return draw_paid
+    if kind == "lookup_row":
+        of, as_date = g["of"], g.get("kind") == "date"
+        return lambda i, row: row.get(of)[:10] if as_date and row.get(of) else row.get(of)
+    if kind == "lookup":
+        via, source = g["via"], f"{g['table']}.{g['field']}"
+        fallback = _compile(g["else"], rng, now, locale, existing) if g.get("else") else (lambda i, row: None)
+        where = _id_index(existing, g["table"])
+
+        def draw_lookup(i: int, row: dict[str, Any]) -> Any:
+            at = where.get(row.get(via))
+            value = existing[source][at] if at is not None else None
+            return fallback(i, row) if value is None else value
+
+        return draw_lookup
     raise ValueError(f"unknown generator kind {kind!r}")
+
+
+def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
+                     existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """A reference that respects a quota and/or points at a record of the same parent.
+
+    ``"quota": {"column": "status", "in": [...], "cap": N}``: a row in one of those statuses goes to a
+    parent holding fewer than N of them (the history obeys the quota rule). ``"same": {"column": COL,
+    "via": COL2}``: only a target whose ``COL2`` equals this row's ``COL`` (a card payment of a bidder
+    points at that bidder's order). ``None`` where no target qualifies and the column may be empty.
+    """
+    quota, same = g.get("quota"), g.get("same")
+    counts: dict[Any, int] = {}
+    by_parent: dict[Any, list[Any]] = {}
+    if same:
+        table = g["ref"].split(".")[0]
+        for key, parent in zip(existing[f"{table}.id"], existing[f"{table}.{same['via']}"]):
+            by_parent.setdefault(parent, []).append(key)
+    nullable = g.get("nullable", True)
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        options = pool
+        if same:
+            if row.get(same["column"]) is None:
+                return None if nullable else rng.choice(pool)
+            options = by_parent.get(row.get(same["column"]), [])
+        counted = quota and row.get(quota["column"]) in quota["in"]
+        if counted:
+            choice = None
+            for _ in range(8):
+                pick = rng.choice(options) if options else None
+                if pick is not None and counts.get(pick, 0) < quota["cap"]:
+                    choice = pick
+                    break
+            if choice is None:
+                free = [o for o in options if counts.get(o, 0) < quota["cap"]]
+                choice = rng.choice(free) if free else None
+            if choice is not None:
+                counts[choice] = counts.get(choice, 0) + 1
+                return choice
+            return None if nullable else rng.choice(pool)
+        if not options:
+            return None if nullable else rng.choice(pool)
+        return rng.choice(options)
+
+    return draw
+
+
+def _id_index(existing: dict[str, list[Any]], table: str) -> dict[Any, int]:
+    """A generated table's primary key → its row position."""
+    return {v: n for n, v in enumerate(existing.get(f"{table}.id", ()))}
+
+
+_DAY = dt.timedelta(days=1)
+
+
+def _fmt(when: dt.datetime, as_date: bool) -> str:
+    return when.date().isoformat() if as_date else when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _between(rng: random.Random, lo: dt.datetime, hi: dt.datetime) -> dt.datetime:
+    if hi <= lo:
+        return lo
+    return lo + dt.timedelta(seconds=rng.randint(0, int((hi - lo).total_seconds())))
+
+
+def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: str,
+                  existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """A date that agrees with its record's status and the world's clock.
+
+    ``{"gen": "clock", "inner": GEN, "column": "status", "past": [...], "future": [...], "floor": COL,
+    "kind": "date" | "datetime", "span": DAYS}``: a record in a ``past`` status has the date at least a
+    day before now (a finished session took place), one in a ``future`` status at least a day after (a
+    scheduled one has not); never before ``floor`` (the earlier date of the same record). Today itself
+    is neither, so a date-only reading agrees too.
+    """
+    inner = _compile(g["inner"], rng, now, locale, existing)
+    column, past, future = g.get("column", "status"), set(g.get("past", ())), set(g.get("future", ()))
+    floor_col, as_date, span = g.get("floor"), g.get("kind") == "date", dt.timedelta(days=g.get("span", 90))
+    start_of_today = now.replace(hour=0, minute=0, second=0)
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        value = inner(i, row)
+        state = row.get(column)
+        if state not in past and state not in future:
+            return value
+        floor = parse_when(row[floor_col]) if floor_col and row.get(floor_col) else None
+        when = parse_when(value) if value else None
+        if state in past:
+            hi = start_of_today - (_DAY * g.get("gap", 1) if as_date else dt.timedelta(seconds=1) + _DAY * (g.get("gap", 1) - 1))
+            step = _DAY if as_date else dt.timedelta(hours=1)
+            if when is not None and when <= hi and (floor is None or when >= floor + step):
+                return value
+            lo = max(floor + step, hi - span) if floor is not None else hi - span
+            return _fmt(_between(rng, min(lo, hi), hi), as_date)
+        lo = start_of_today + _DAY
+        if floor is not None:
+            lo = max(lo, floor + (_DAY if as_date else dt.timedelta(hours=1)))
+        if when is not None and when >= lo:
+            return value
+        return _fmt(_between(rng, lo, lo + span), as_date)
+
+    return draw
+
+
+def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> Callable[[int, dict[str, Any]], Any]:
+    """When a record reached its current status: after the dates it follows, never after now.
+
+    ``{"gen": "changed", "after": [COL, ...], "column": "status", "windows": {STATE: {"before": COL,
+    "hours": H} | {"after": COL, "days": D}}}``: the ``windows`` are the history of the business rules
+    (a session cancelled at least 48 hours before it departs; an order returned within 30 days of being
+    placed), so no row sits in a status its rule forbids reaching.
+    """
+    after, column, windows = list(g.get("after", ())), g.get("column", "status"), g.get("windows", {})
+    hi_now = now - dt.timedelta(minutes=1)
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        rule = windows.get(row.get(column))
+        base_col = (rule.get("before") or rule.get("after")) if rule else None
+        if base_col and not row.get(base_col):
+            rule = base_col = None
+        # A lead time is counted back from its date, so that date does not bound the change from below.
+        marks = [parse_when(row[c]) for c in after if row.get(c) and not (rule and "before" in rule and c == base_col)]
+        lo = max([m for m in marks if m <= hi_now], default=now - dt.timedelta(days=90))
+        hi = hi_now
+        if rule:
+            base = parse_when(row[base_col])
+            if "before" in rule:
+                hi = min(hi, base - dt.timedelta(hours=rule["hours"], minutes=1))
+            else:
+                lo = max(lo, base)
+                hi = min(hi, base + dt.timedelta(days=rule["days"]) - dt.timedelta(minutes=1))
+            lo = min(lo, hi)
+        return _fmt(_between(rng, lo, hi), False)
+
+    return draw
 
 
 #: MIME types by file extension (the extensions synthesised file names use).
@@ -187,8 +376,21 @@ def mime_type(file_name: Any) -> str | None:
 
 
 def parse_when(value: str) -> dt.datetime:
-    """An ISO date or ``YYYY-MM-DDTHH:MM:SSZ`` timestamp as a naive UTC datetime."""
-    if len(value) == 10:
+    """An ISO date or ``YYYY-MM-DDTHH:MM:SSZ`` timestamp as a naive UTC datetime.
+
+    The two shapes the generators write are read by slicing (``strptime`` normalises the locale on
+    every call, which was the largest single cost of building a golden database); anything else goes
+    through ``strptime`` and fails as before."""
+    n = len(value)
+    try:
+        if n == 10 and value[4] == value[7] == "-":
+            return dt.datetime(int(value[:4]), int(value[5:7]), int(value[8:10]))
+        if n == 20 and value[10] == "T" and value[19] == "Z" and value[13] == value[16] == ":":
+            return dt.datetime(int(value[:4]), int(value[5:7]), int(value[8:10]),
+                               int(value[11:13]), int(value[14:16]), int(value[17:19]))
+    except ValueError:
+        pass
+    if n == 10:
         return dt.datetime.strptime(value, "%Y-%m-%d")
     return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
 
@@ -276,3 +478,15 @@ def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
             conn.executemany(f'INSERT INTO "{table["name"]}" ({names}) VALUES ({marks})', [tuple(r.values()) for r in rows])
         for c in table["columns"]:
             existing[f"{table['name']}.{c['name']}"] = [r.get(c["name"]) for r in rows]
+    apply_setups(conn, recipe.get("setups", ()))
+
+
+def apply_setups(conn: sqlite3.Connection, setups: Any) -> None:
+    """Rows a task deliberately sets up, written over the generated ones: ``[{"table": T, "id": N,
+    "set": {column: value}, "why": "..."}]``. This is the one way a seeded row may break a business
+    rule (a trap's record); ``agentworld lint`` exempts exactly these rows from the rule-history checks."""
+    for setup in setups:
+        cols = list(setup["set"])
+        assignments = ", ".join(f'"{c}" = ?' for c in cols)
+        conn.execute(f'UPDATE "{setup["table"]}" SET {assignments} WHERE id = ?',
+                     (*(setup["set"][c] for c in cols), setup["id"]))

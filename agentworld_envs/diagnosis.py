@@ -4,7 +4,7 @@ Deterministic: success by first/second-level category, environment, tool (the to
 reference uses), task kind and family, difficulty and chain length; the error distribution
 (per-call error codes and per-episode failure outcomes); the weakest environments and tools
 with example failing episodes. :func:`diagnose` returns JSON for the self-evolving loop;
-:func:`write_html` renders it with matplotlib plots for people.
+:func:`write_html` renders it with matplotlib plots for people (tables where matplotlib is not installed).
 """
 
 from __future__ import annotations
@@ -161,24 +161,49 @@ def _counts(title: str, counts: dict[str, int]) -> str:
     return _png(fig)
 
 
+def _can_plot() -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec("matplotlib") is not None
+
+
 def write_html(diag: dict[str, Any], path: Path, title: str = "agentworld diagnosis") -> Path:
-    """A self-contained HTML report (plots inline) of a diagnosis."""
+    """A self-contained HTML report (plots inline) of a diagnosis, written at ``path``."""
+    path = Path(path)
+    path.write_text(render_html(diag, title))
+    return path
+
+
+def render_html(diag: dict[str, Any], title: str = "agentworld diagnosis") -> str:
+    """The self-contained HTML report (plots inline) of a diagnosis."""
     esc = html.escape
     parts = [f"<h1>{esc(title)}</h1>",
              f"<p>{diag['episodes']} episodes, success rate {diag['success_rate']:.3f}, mean reward {diag['reward_mean']:.3f}</p>"]
     plots = [("Success by first-level category", diag["by_l1"]), ("Success by task family", diag["by_family"]),
              ("Success by reference chain length", diag["by_chain_length"]), ("Weakest environments", diag["by_env"])]
-    for name, groups in plots:
-        if groups:
-            parts.append(f"<h2>{esc(name)}</h2><img src='{_bar(name, groups)}'>")
-    parts.append(f"<h2>Errors</h2><img src='{_counts('Tool-call errors', diag['errors']['calls'])}'>"
-                 f"<img src='{_counts('Failed episodes by outcome', diag['errors']['episodes'])}'>")
+    if _can_plot():
+        for name, groups in plots:
+            if groups:
+                parts.append(f"<h2>{esc(name)}</h2><img src='{_bar(name, groups)}'>")
+        parts.append(f"<h2>Errors</h2><img src='{_counts('Tool-call errors', diag['errors']['calls'])}'>"
+                     f"<img src='{_counts('Failed episodes by outcome', diag['errors']['episodes'])}'>")
+    else:  # the suite alone: the same figures as tables
+        parts.append("<p>(Tables instead of plots: plots need matplotlib, in the 'train' extra.)</p>")
+        for name, groups in plots:
+            if groups:
+                rows = "".join(f"<tr><td>{esc(str(k))}</td><td>{(v.get('success_rate') or 0):.3f}</td></tr>"
+                               for k, v in sorted(groups.items(), key=lambda kv: kv[1].get("success_rate") or 0.0))
+                parts.append(f"<h2>{esc(name)}</h2><table border=1 cellpadding=4><tr><th>group</th>"
+                             f"<th>success</th></tr>{rows}</table>")
+        for name, counts in (("Tool-call errors", diag["errors"]["calls"]),
+                             ("Failed episodes by outcome", diag["errors"]["episodes"])):
+            rows = "".join(f"<tr><td>{esc(str(k))}</td><td>{v}</td></tr>" for k, v in counts.items())
+            parts.append(f"<h2>{esc(name)}</h2><table border=1 cellpadding=4><tr><th>kind</th><th>count</th></tr>"
+                         f"{rows}</table>")
     for key, name in (("weakest_envs", "Weakest environments"), ("weakest_tools", "Weakest tools")):
         rows = "".join(f"<tr><td>{esc(r['name'])}</td><td>{r['episodes']}</td><td>{(r['success_rate'] or 0):.3f}</td>"
                        f"<td><pre>{esc(json.dumps(r['examples'], indent=1)[:1500])}</pre></td></tr>" for r in diag[key])
         parts.append(f"<h2>{name}</h2><table border=1 cellpadding=4><tr><th>name</th><th>episodes</th>"
                      f"<th>success</th><th>example failures</th></tr>{rows}</table>")
-    path = Path(path)
-    path.write_text("<!doctype html><meta charset='utf-8'><title>" + esc(title) + "</title><body style='font-family:sans-serif'>"
-                    + "\n".join(parts) + "</body>")
-    return path
+    return ("<!doctype html><meta charset='utf-8'><title>" + esc(title) + "</title><body style='font-family:sans-serif'>"
+            + "\n".join(parts) + "</body>")

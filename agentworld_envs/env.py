@@ -13,6 +13,7 @@ import gymnasium as gym
 
 from . import state
 from .actions import format_call
+from .answers import Observed
 from .catalog import EnvBundle, load_bundle
 from .episode import ANSWER_CONTRACT, DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter, dumps, error_obj
 from .errors import UnknownTaskError
@@ -64,6 +65,17 @@ def chosen_task_index(env_id: str, task_index: dict[str, int], n: int, options: 
     return None
 
 
+def _limit(name: str, value: Any) -> int | None:
+    """A turn or tool limit: None (the default) or a positive int; anything else is refused."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be a positive int or None, not {type(value).__name__} {str(value)[:40]}")
+    if value < 1:
+        raise ValueError(f"{name} must be a positive int or None, not {int(value)}")
+    return int(value)
+
+
 def needs_policy(task: dict[str, Any]) -> bool:
     """Whether the task's right outcome comes from the policy's rules: a trap, where the agent must
     refuse (or do less than asked) and cite the rule. Without the policy shown it cannot be solved."""
@@ -97,12 +109,16 @@ class AgentWorldEnv(gym.Env[str, str]):
 
     **Action:** text with one or more tool calls (``<tool_call>{"name", "arguments"}</tool_call>``
     blocks, a bare JSON call, or an OpenAI assistant message with ``tool_calls``). Several calls
-    run in order, each atomically, and every result comes back; at most 8 per action, and a
-    ``submit`` must be the last. One action is one turn.
+    run in order as one unit, all or nothing: if one fails, the writes of the calls before it are
+    rolled back (they report ``rolled_back``) and the calls after it, ``submit`` included, do not run
+    (``not_run``); every result comes back. At most 8 calls per action, and a ``submit`` must be
+    the last. One action is one turn. A key given twice in a call's JSON and an unclosed
+    ``<tool_call>`` are ``parse_error``; control characters other than tab and line breaks in
+    text arguments are ``invalid_arguments``.
 
     **Observation:** the tool's JSON result, or ``{"error": {"code", "message"}}``; for several calls,
     a JSON list of ``{"tool", "result"}`` / ``{"tool", "error"}`` in call order. ``info["error"]`` is
-    the first error code (None if all succeeded), ``info["calls"]`` lists each call's code.
+    the failing call's code (None if all succeeded), ``info["calls"]`` lists each call's code.
 
     **Reward:** 0 until ``submit``; then the task verifier's score, 1.0 iff every check passes
     (the exact state diff, answer, and task checks; ``info["checks"]`` reports each).
@@ -122,10 +138,11 @@ class AgentWorldEnv(gym.Env[str, str]):
                  task_overlay: str | None = None, overlay_mode: str = "add", show_policy: bool = True):
         if not isinstance(show_policy, bool):
             raise TypeError(f"show_policy must be a bool, not {type(show_policy).__name__}")
+        max_turns, max_tools = _limit("max_turns", max_turns), _limit("max_tools", max_tools)
         self.bundle: EnvBundle = load_bundle(env_name)
         tasks = self.bundle.tasks
         if task_overlay is not None:
-            tasks = merge_tasks(tasks, overlay_tasks(task_overlay, self.bundle.name), overlay_mode)
+            tasks = merge_tasks(tasks, overlay_tasks(task_overlay, self.bundle.name, self.bundle.spec), overlay_mode)
             self._task_index = {t["id"]: i for i, t in enumerate(tasks)}
         else:
             # The bundle's index: building one here would parse every lazily loaded task.
@@ -150,6 +167,8 @@ class AgentWorldEnv(gym.Env[str, str]):
         self.turn = 0
         self.done = True
         self.transcript: list[str] = []
+        #: This episode's successful tool results: a refusal's reason must be one a lookup returned.
+        self._observed: list[Any] = []
         # Re-entrant: step() calls verify() on submit while holding it.
         self._lock = threading.RLock()
 
@@ -175,6 +194,7 @@ class AgentWorldEnv(gym.Env[str, str]):
             self._limit_tools(index)
         self._restore_golden_state()
         self.turn, self.done = 0, False
+        self._observed = []
         obs = f"# Task\n{self.task['instruction']}"
         if self.show_policy:
             obs = f"# Policy\n{self._policy}\n{ANSWER_CONTRACT}\n\n{obs}"
@@ -198,12 +218,13 @@ class AgentWorldEnv(gym.Env[str, str]):
                 "tool_name": None, "error": "episode_over", "calls": [], "turn": self.turn}
         self.turn += 1
         out = self._interpreter.act(self._conn or self.conn, action)
+        self._observed += [c.result for c in out.calls if not c.error]
         reward, terminated = 0.0, out.submitted
         info: dict[str, Any] = {"tool_name": out.tool_name, "error": out.error,
                                 "calls": [{"tool_name": c.name, "error": c.error} for c in out.calls]}
         submit_result = None
         if out.submitted:
-            reward, checks = self.verify(out.answer)
+            reward, checks = self.verify(out.submission)
             submit_result = {"submitted": True, "score": reward, "success": reward >= 1.0}
             answer = out.answer
             info.update(success=reward >= 1.0, score=reward, checks=checks,
@@ -286,10 +307,15 @@ class AgentWorldEnv(gym.Env[str, str]):
 
     # ------------------------------------------------------------------ helpers for tests, exporters, trainers
     def verify(self, answer: Any) -> tuple[float, list[dict[str, Any]]]:
-        """Run the current task's verifier on the current state (does not end the episode)."""
+        """Run the current task's verifier on the current state (does not end the episode).
+
+        ``answer``: ``submit``'s arguments (``{"outcome", "answer", "message"}``), a
+        :class:`~agentworld_envs.submission.Submission`, or a bare answer text."""
         with self._lock:
-            ctx = VerifierContext(final=self.conn, initial=self.bundle.initial,
-                                  initial_table_hashes=self.bundle.initial_table_hashes, memo=self.bundle.verifier_memo)
+            bundle = self.bundle
+            ctx = VerifierContext(final=self.conn, initial=bundle.initial,
+                                  initial_table_hashes=bundle.initial_table_hashes, memo=bundle.verifier_memo,
+                                  observed=Observed(self._observed), spec=lambda: bundle.spec)
             return run_checks(self.task, answer, ctx)
 
     def solution_actions(self) -> list[str]:

@@ -3,11 +3,15 @@
 Used by the Gymnasium env, the task gate's replays and validation, so an action means the
 same thing everywhere: parse (every tool call of the action, in order), resolve the shown
 tool name, validate and run each call atomically (a failed call is an error observation and
-changes nothing), and recognise ``submit`` (its last call) with its answer.
+changes nothing), run an action of several calls all or nothing (a failed call undoes the
+action's earlier writes and cancels its later calls, ``submit`` included), and recognise
+``submit`` (its last call) with its answer. Through MCP and TRL every tool call is an action of
+its own, so there a call is the unit.
 """
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 from dataclasses import dataclass, field
@@ -15,29 +19,19 @@ from typing import Any
 
 from .actions import ActionError, ToolCall, parse_calls
 from .spaces import MAX_TEXT_LENGTH
+from .submission import ANSWER_CONTRACT, SUBMIT, SUBMIT_TOOL, Submission, parse_submission
 from .tools import Tool, ToolError, invoke
 
-SUBMIT = "submit"
+__all__ = ["ANSWER_CONTRACT", "DEFAULT_MAX_TURNS", "SUBMIT", "SUBMIT_TOOL", "ActOutcome", "CallOutcome", "Interpreter",
+           "dumps", "error_obj"]
+
+#: Codes of the calls around a failed call of a multi-call action (see :meth:`Interpreter.run_calls`).
+UNIT_CODES = frozenset({"rolled_back", "not_run"})
+#: Per-action savepoint names (``next()`` on itertools.count is atomic under the GIL).
+_ACTIONS = itertools.count()
+
 #: Actions per episode when neither the spec nor the caller sets ``max_turns``.
 DEFAULT_MAX_TURNS = 30
-#: The answer contract, stated to the agent in the submit tool (and so through gym, MCP and TRL).
-ANSWER_CONTRACT = (
-    "Answers: write them as you would to a person. An answer passes iff it contains every requested value "
-    "(numbers may carry units, currency and separators; lists may be joined by commas or 'and') and no "
-    "other candidate value, so naming several candidates when one is asked for fails. If the policy does "
-    "not allow a request (or part of it), change nothing for that part, say that you cannot do it and give "
-    "the specific reason (the blocking status, amount, date or rule); never claim it was done."
-)
-SUBMIT_TOOL = {
-    "type": "function",
-    "function": {
-        "name": SUBMIT,
-        "description": "Finish the task. Call this once, after all required changes are made. Put the final answer "
-                       "in `answer` when the task asks a question or cannot be (fully) done. " + ANSWER_CONTRACT,
-        "parameters": {"type": "object", "properties": {"answer": {"type": "string", "description": "Final answer or explanation."}},
-                       "additionalProperties": False},
-    },
-}
 
 
 try:  # a dependency; the json fallback below keeps an install without it working
@@ -72,8 +66,8 @@ def dumps(obj: Any) -> str:
     keys, lone surrogates). Either way NaN and infinities are ``null`` (strict JSON, which json's
     ``NaN`` is not), enums are their value, other values outside JSON go through ``str``, and
     floats keep their exact value (orjson spells exponents ``1e16`` where json writes ``1e+16``).
-    Checking first whether orjson would write json's exact text cost 3-5x the encoding itself
-    on retail's reads (~16 of the ~100 us of a ``get_customer_details`` step).
+    Checking first whether orjson would write json's exact text cost several times the encoding
+    itself on retail's reads (figure in the README's Measured table).
     """
     text = None
     if _orjson is not None:
@@ -115,11 +109,13 @@ class ActOutcome:
     calls: list[CallOutcome] = field(default_factory=list)
     submitted: bool = False
     answer: Any = None
+    submission: Submission | None = None
 
     @property
     def error(self) -> str | None:
-        """The first error code among the calls (None when every call succeeded)."""
-        return next((c.error for c in self.calls if c.error), None)
+        """The error code of the call that failed (None when every call succeeded): the cause, not the
+        ``rolled_back`` / ``not_run`` of the calls around it."""
+        return next((c.error for c in self.calls if c.error and c.error not in UNIT_CODES), None)
 
     @property
     def tool_name(self) -> str | None:
@@ -155,18 +151,54 @@ class Interpreter:
         return self.run_calls(conn, calls)
 
     def run_calls(self, conn: Any, calls: list[ToolCall]) -> ActOutcome:
+        """Run ``calls`` in order. Several calls are one unit, all or nothing: at the first call that
+        fails, every write of the action is rolled back, the earlier calls report ``rolled_back``, the
+        later ones (a ``submit`` included) ``not_run``, and the episode goes on."""
         out = ActOutcome()
-        for call in calls:
-            if call.name == SUBMIT:
-                args = call.arguments
-                if not isinstance(args, dict) or set(args) - {"answer"}:
-                    out.calls.append(CallOutcome(SUBMIT, error="invalid_arguments",
-                                                 message="submit takes one optional argument: answer"))
-                else:
-                    out.submitted, out.answer = True, args.get("answer")
-                break
-            out.calls.append(self.call(conn, call.name, call.arguments))
+        atomic = len(calls) > 1
+        savepoint = f"action_{next(_ACTIONS)}" if atomic else ""
+        if atomic:
+            conn.execute(f"SAVEPOINT {savepoint}")
+        try:
+            for call in calls:
+                if call.name == SUBMIT:
+                    # validated like any tool (a wrong type, an unknown argument or a control character is
+                    # invalid_arguments, and the episode goes on); see agentworld_envs.submission for the contract
+                    try:
+                        sub = parse_submission(call.arguments)
+                    except ToolError as exc:
+                        out.calls.append(CallOutcome(SUBMIT, error=exc.code, message=exc.message))
+                    else:
+                        out.submitted, out.answer, out.submission = True, sub.answer, sub
+                    break
+                out.calls.append(self.call(conn, call.name, call.arguments))
+                if atomic and out.calls[-1].error:
+                    break
+        except BaseException:
+            if atomic:
+                conn.execute(f"ROLLBACK TO {savepoint}")
+                conn.execute(f"RELEASE {savepoint}")
+            raise
+        if not atomic:
+            return out
+        failed = next((i for i, c in enumerate(out.calls) if c.error), None)
+        if failed is None:
+            conn.execute(f"RELEASE {savepoint}")
+            return out
+        conn.execute(f"ROLLBACK TO {savepoint}")
+        conn.execute(f"RELEASE {savepoint}")
+        cause = out.calls[failed]
+        undone = (f"undone: call {failed + 1} of this action failed ({cause.error}), so none of its calls took "
+                  "effect; send the calls again, fixed")
+        skipped = f"not run: call {failed + 1} of this action failed ({cause.error})"
+        out.calls[:failed] = [CallOutcome(c.name, error="rolled_back", message=undone) for c in out.calls[:failed]]
+        out.calls += [CallOutcome(self._shown_or_none(c.name), error="not_run", message=skipped)
+                      for c in calls[failed + 1:]]
+        out.submitted, out.answer, out.submission = False, None, None
         return out
+
+    def _shown_or_none(self, name: str) -> str | None:
+        return name if name == SUBMIT or name in self.shown else None
 
     def call(self, conn: Any, name: str, arguments: Any) -> CallOutcome:
         real = self.shown.get(name)

@@ -48,7 +48,7 @@ class CacheError(RuntimeError):
         self.problem, self.remedy = problem, remedy
         super().__init__(f"cache file {self.path}: {problem}; {remedy}")
 
-    def __reduce__(self):  # rebuilt from its fields when it crosses a process pool
+    def __reduce__(self) -> tuple[Any, ...]:  # rebuilt from its fields when it crosses a process pool
         return (type(self), (self.path, self.problem, self.remedy))
 
 
@@ -72,7 +72,7 @@ def _one_line(text: Any) -> str:
     return " ".join(str(text).split())
 
 
-def _click_class(name: str) -> type[BaseException]:
+def _click_class(name: str) -> Any:
     # typer vendors its own click; its public BadParameter is a UsageError and a ClickException.
     import typer
 

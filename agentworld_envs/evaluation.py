@@ -327,14 +327,63 @@ def write_run(out_dir: Path, records: Sequence[EpisodeRecord], summary: dict[str
 
 
 def read_records(run_dir: Path) -> list[dict[str, Any]]:
+    """The episode records of a run directory; a record of the wrong shape is an :class:`EvaluationError`
+    naming its line (a partial last line, from an interrupted run, is skipped)."""
     path = Path(run_dir) / "records.jsonl"
-    if not path.is_file():
+    if not path.is_file():   # also refuses a FIFO or a directory of that name
         raise EvaluationError(f"{run_dir}: no records.jsonl (run `agentworld eval --out {run_dir}` first)")
+    try:
+        lines = path.read_bytes().decode("utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise EvaluationError(f"{path}: cannot be read as UTF-8 text ({exc})") from None
     out = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            try:
-                out.append(json.loads(line))
-            except ValueError:
+    numbered = [(i, line) for i, line in enumerate(lines, 1) if line.strip()]
+    for k, (i, line) in enumerate(numbered):
+        try:
+            record = json.loads(line)
+        except (ValueError, RecursionError):
+            if k == len(numbered) - 1:
                 continue   # a partial last line from an interrupted run
+            raise EvaluationError(f"{path}:{i}: not a JSON record") from None
+        problem = record_problem(record)
+        if problem:
+            raise EvaluationError(f"{path}:{i}: not an episode record ({problem})")
+        out.append(record)
     return out
+
+
+#: Fields a record needs (and their JSON types) for diagnosis; see :class:`EpisodeRecord`.
+_RECORD_FIELDS: dict[str, tuple[type, ...]] = {
+    "env_id": (str,), "task_id": (str,), "success": (bool,), "reward": (int, float), "outcome": (str,),
+    "turns": (int,)}
+_OPTIONAL_FIELDS: dict[str, tuple[type, ...]] = {
+    "l1": (str,), "l2": (str,), "kind": (str,), "family": (str,), "difficulty": (int, float, type(None)),
+    "chain_length": (int,), "calls": (list,), "checks": (list,), "reference_tools": (list,)}
+
+
+def record_problem(record: Any) -> str | None:
+    """Why ``record`` is not an episode record diagnosis can read (None when it is)."""
+    if not isinstance(record, dict):
+        return f"a JSON {type(record).__name__}, not an object"
+    for fields, required in ((_RECORD_FIELDS, True), (_OPTIONAL_FIELDS, False)):
+        for name, types in fields.items():
+            if name not in record:
+                if required:
+                    return f"no {name!r}"
+                continue
+            value = record[name]
+            if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+                return f"{name!r} is {json.dumps(value)[:40]}"
+            if isinstance(value, float) and value != value:
+                return f"{name!r} is NaN"
+    for c in record.get("calls", []):
+        if not (isinstance(c, dict) and isinstance(c.get("tool"), (str, type(None)))
+                and isinstance(c.get("error"), (str, type(None)))):
+            return "a call is not {\"tool\", \"error\"}"
+    for c in record.get("checks", []):
+        if not (isinstance(c, dict) and isinstance(c.get("type"), str) and isinstance(c.get("passed"), bool)
+                and isinstance(c.get("detail", ""), (str, type(None)))):
+            return "a check is not {\"type\", \"passed\", \"detail\"}"
+    if not all(isinstance(t, str) for t in record.get("reference_tools", [])):
+        return "reference_tools is not a list of names"
+    return None

@@ -181,3 +181,28 @@ def in_state(state: str, noun: str) -> str:
 def average_of(column: str) -> str:
     w = words(column)
     return w if w.startswith(("average", "avg", "mean")) else f"average {w}"
+
+
+#: Number words a policy sentence may state a figure with ("up to eight guests").
+NUMBER_WORDS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                "ten": 10, "eleven": 11, "twelve": 12, "thirteen": 13, "fourteen": 14, "fifteen": 15, "sixteen": 16,
+                "eighteen": 18, "twenty": 20, "thirty": 30, "forty": 40, "forty-five": 45, "fifty": 50, "sixty": 60,
+                "seventy": 70, "eighty": 80, "ninety": 90, "hundred": 100, "thousand": 1000, "dozen": 12,
+                "half": 0.5, "twice": 2, "once": 1, "single": 1, "double": 2, "triple": 3}
+_NUMBER_WORD = re.compile(r"\b(" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\b", re.I)
+_FIGURE = re.compile(r"(?<![\w.])\d[\d,]*(?:\.\d+)?")
+_DATE_OR_TIME = re.compile(r"\d{4}-\d\d-\d\d(?:T\d\d:\d\d(?::\d\d)?Z?)?|\b\d{1,2}:\d\d\b")
+
+
+def figures(text: str) -> list[float]:
+    """Every number a sentence states, in digits or in words ("eight", "48", "1,500", "two days"),
+    dates and clock times left out (they are the world's clock, not a business figure)."""
+    text = _DATE_OR_TIME.sub(" ", text)
+    out = [float(f.replace(",", "")) for f in _FIGURE.findall(text) if f.replace(",", "").replace(".", "").isdigit()]
+    out += [float(NUMBER_WORDS[w.lower()]) for w in _NUMBER_WORD.findall(text)]
+    return out
+
+
+def sentences(text: str) -> list[str]:
+    """A paragraph split into sentences (on '.', '!' or '?' followed by a capital)."""
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(])", text) if s.strip()]

@@ -16,7 +16,26 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``word_salad``      free text of four or more words with no function word ("owner east ball Republican")
 ``grammar``         instruction smells: "the is <flag>", doubled words, dangling prepositions,
                     snake_case column names, "Hi, Please"
+``clock_status``    a date that contradicts its record's status on the world's clock (an overdue
+                    payment not yet due, an active membership that has ended, a scheduled session in
+                    the past, a done one in the future), or a creation/status-change time after now
+``over_cap``        a used amount above its cap in the same row (seats booked > capacity), or a paid
+                    amount that does not fit its status (partially paid not strictly between 0 and due)
+``same_parent``     a row naming an owner and one of its records, where the record is another owner's
+``rule_history``    a seeded row in a status its business rule forbids reaching (a done investigation
+                    above the fee limit; cancelled less than 48 hours before the start), except rows a
+                    task set up (``data.setups``)
+``over_quota``      a parent holding more open children than its quota rule allows
+``prose_number``    a number in the policy that no rule and no clock backs ("up to eight guests")
+``policy_clock``    a policy that does not state the world's date
+``foreign_vocab``   a value from another trade: a job title or record kind that is not the theme's
+                    (Faker job titles, a renamed record's generic kinds without the theme's words)
+(task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
+                    ``hard_too_short``: see :mod:`agentworld_envs.lint_tasks`
 ==================  ==============================================================================
+
+The world classes (``clock_status`` to ``foreign_vocab``) apply to specs whose data comes from a recipe; a
+hand-built domain with a Python data generator (retail) owns its words and figures, as for vocabularies.
 
 The rules read the same semantic tables synthesis uses (:mod:`agentworld_envs.synthesis.semantics`)
 but check the built artefacts, not the generators, so a wrong generator, a hand-edited spec or a
@@ -34,11 +53,16 @@ from typing import Any, Iterable
 import env_registry
 
 from .datagen import mime_type
-from .language import singular
+from .language import number, singular
+from .lint_tasks import TASK_RULES, check_tasks
 from .synthesis import semantics
 
 RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
-         "value_range", "impossible", "mime_mismatch", "word_salad", "grammar")
+         "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
+         "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab")
+#: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
+WORLD_RULES = RULES[12:]
+RULES += TASK_RULES
 #: Violations kept per rule per env (the count is always exact).
 MAX_EXAMPLES = 5
 
@@ -99,8 +123,8 @@ def check_vocabulary(spec: dict[str, Any], name: str) -> Iterable[Violation]:
             gen = recipe.get(t["name"], {}).get("columns", {}).get(c["name"], {})
             if gen.get("gen") == "choice":
                 values += [v for v in gen["values"] if isinstance(v, str)]
-            if c["name"] == "status":
-                continue   # lifecycle states are generic by design
+            if c["name"] == "status" or gen.get("theme_words"):
+                continue   # lifecycle states are generic by design; a theme's own words are its own
             for v in dict.fromkeys(values):
                 owners = index.get(str(v))
                 if owners and not owners & tags:
@@ -297,6 +321,186 @@ def check_instructions(spec: dict[str, Any], tasks: list[dict[str, Any]]) -> Ite
                 break
 
 
+# ------------------------------------------------------------------------------------------- world
+
+
+def _entities(name: str) -> dict[str, Any]:
+    """table → synthesis entity of a synthesised env (its workflow and module), empty for hand-built ones."""
+    try:
+        theme = env_registry.theme(name)
+    except KeyError:
+        return {}
+    from .synthesis.schema import build_entities
+
+    return {e.table: e for e in build_entities(theme)}
+
+
+def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
+    """Dates against the world's clock: each status's dates on the right side of now (the workflow's
+    ``clock`` map), and nothing made or changed after now."""
+    now = spec["now"]
+    today = now[:10]
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = _columns(conn, table)
+        dates = _date_columns(conn, table, cols)
+        for col in dates:
+            if col == "status_changed_at" or (semantics.date_rank(col) == 0 and semantics.is_past_column(col)):
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE (length({q(col)}) > 10 AND {q(col)} > ?) "
+                                 f"OR (length({q(col)}) = 10 AND {q(col)} > ?)", (now, today)).fetchone()[0]
+                if n:
+                    yield Violation("clock_status", f"{table}.{col}", f"{n} rows dated after now ({now})")
+        ent = entities.get(table)
+        if "is_active" in cols:
+            for col in dates:
+                if semantics.clock_role(col) == "end":
+                    n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE is_active = 1 AND {q(col)} IS NOT NULL "
+                                     f"AND substr({q(col)}, 1, 10) <= ?", (today,)).fetchone()[0]
+                    if n:
+                        yield Violation("clock_status", f"{table}.{col}", f"{n} active rows whose {col} has passed")
+        if ent is None or not ent.workflow or "status" not in cols:
+            continue
+        for col in dates:
+            past, future = semantics.clock_constraints(ent.workflow, col)
+            for states, op, side in ((past, ">=", "on or after today"), (future, "<=", "on or before today")):
+                if not states:
+                    continue
+                marks = ", ".join("?" * len(states))
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({marks}) AND {q(col)} IS NOT NULL "
+                                 f"AND substr({q(col)}, 1, 10) {op} ?", (*states, today)).fetchone()[0]
+                if n:
+                    yield Violation("clock_status", f"{table}.{col}",
+                                    f"{n} rows in {'/'.join(states)} with {col} {side} ({today})")
+
+
+def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
+    """Used amounts within their caps; paid amounts that fit the record's status."""
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = set(_columns(conn, table))
+        for used, cap in semantics.CAPS:
+            if used in cols and cap in cols:
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(used)} > {q(cap)}").fetchone()[0]
+                if n:
+                    yield Violation("over_cap", f"{table}.{used}", f"{n} rows with {used} above {cap}")
+        for paid, due in semantics.PAID:
+            if paid not in cols or due not in cols:
+                continue
+            ent = entities.get(table)
+            plan = ((ent.workflow or {}).get("paid") if ent else None) or {}
+            checks = [(f"{q(paid)} > {q(due)} + 0.005", f"{paid} above {due}")]
+            if "status" in cols:
+                for state in plan.get("partial", ()):
+                    checks.append((f"status = '{state}' AND NOT ({q(paid)} > 0 AND {q(paid)} < {q(due)})",
+                                   f"{state} without 0 < {paid} < {due}"))
+                for state in plan.get("full", ()):
+                    checks.append((f"status = '{state}' AND abs({q(paid)} - {q(due)}) > 0.005", f"{state} with {paid} != {due}"))
+            for where, what in checks:
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(paid)} IS NOT NULL AND {q(due)} IS NOT NULL "
+                                 f"AND {where}").fetchone()[0]
+                if n:
+                    yield Violation("over_cap", f"{table}.{paid}", f"{n} rows {what}")
+            break
+
+
+def check_same_parent(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
+    """A row naming an owner (a person, organisation or account) and a record that itself names one of
+    those owners: both name the same one."""
+    from .synthesis.schema import OWNER_ROLES
+
+    fks = {t["name"]: {c["name"]: c["references"].split(".")[0] for c in t["columns"] if c.get("references")}
+           for t in spec["tables"]}
+    for table, refs in fks.items():
+        for a_col, owner in refs.items():
+            ent = entities.get(owner)
+            if ent is None or not set(ent.roles) & OWNER_ROLES:
+                continue
+            for b_col, target in refs.items():
+                vias = [c for c, t in fks.get(target, {}).items() if t == owner] if b_col != a_col else []
+                if len(vias) != 1:
+                    continue
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS t JOIN {q(target)} AS p ON p.id = t.{q(b_col)} "
+                                 f"WHERE t.{q(a_col)} IS NOT NULL AND p.{q(vias[0])} IS NOT NULL "
+                                 f"AND p.{q(vias[0])} != t.{q(a_col)}").fetchone()[0]
+                if n:
+                    yield Violation("same_parent", f"{table}.{b_col}",
+                                    f"{n} rows whose {target} belongs to another {owner} than {a_col}")
+
+
+def check_rules(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """The seeded history against each business rule; rows named by ``data.setups`` are exempt."""
+    from .rules import Rule
+
+    exempt: dict[str, set[int]] = {}
+    for setup in spec.get("data", {}).get("setups", ()):
+        exempt.setdefault(setup["table"], set()).add(int(setup["id"]))
+    for raw in spec.get("rules", ()):
+        rule = Rule.from_json(raw)
+        skip = exempt.get(rule.table, set())
+        not_exempt = f" AND id NOT IN ({', '.join(str(i) for i in sorted(skip))})" if skip else ""
+        if rule.kind == "quota":
+            over = conn.execute(rule.over_quota()).fetchall()
+            if over:
+                worst = max(over, key=lambda r: r[1])
+                yield Violation("over_quota", f"{rule.table}.{rule.column}",
+                                f"{len(over)} parents above {int(rule.value)} (up to {worst[1]}): {rule.text}")
+            continue
+        where = rule.history_breaks(spec["now"])
+        if where is None:
+            continue
+        n = conn.execute(f"SELECT COUNT(*) FROM {q(rule.table)} WHERE {where}{not_exempt}").fetchone()[0]
+        if n:
+            yield Violation("rule_history", f"{rule.table}.{rule.column}",
+                            f"{n} rows in {'/'.join(rule.guards)} break: {rule.text}")
+
+
+def check_policy(spec: dict[str, Any]) -> Iterable[Violation]:
+    """The policy states today's date, and every figure it states is a rule's value."""
+    from .language import figures
+
+    policy = spec.get("policy", "")
+    if spec["now"][:10] not in policy:
+        yield Violation("policy_clock", "policy", f"does not state today's date ({spec['now'][:10]})")
+    # Names are not figures: the service's ("401(k) plan recordkeeping") and its records' ("Form 1099", "8D report").
+    names = [spec.get("title") or ""] + [singular(t["name"]).replace("_", " ") for t in spec.get("tables", ())]
+    for name in sorted(filter(None, names), key=len, reverse=True):
+        if figures(name):   # "Form 1099", "Eight D report"
+            policy = re.sub(re.escape(name), " ", policy, flags=re.I)
+    policy = policy.replace(spec.get("title") or "\0", " ")
+    backed = {float(r["value"]) for r in spec.get("rules", ())} | {0.0, 1.0}
+    for line in policy.splitlines():
+        extra = [f for f in figures(line) if f not in backed]
+        if extra:
+            yield Violation("prose_number", "policy", f"{', '.join(number(f) for f in extra)} in {line[:90]!r}")
+
+
+def check_foreign_vocab(spec: dict[str, Any], entities: dict[str, Any]) -> Iterable[Violation]:
+    """Job titles and record kinds from the theme's own trade (see ``semantics.kind_words``)."""
+    recipe = spec.get("data", {}).get("tables", {})
+    for table, ent in entities.items():
+        for col, gen in recipe.get(table, {}).get("columns", {}).items():
+            if gen.get("gen") == "faker" and gen.get("provider") in semantics.FOREIGN_FAKER:
+                yield Violation("foreign_vocab", f"{table}.{col}", f"Faker {gen['provider']!r} values are no trade's words")
+            if semantics.is_kind_column(ent, col) and gen.get("gen") == "choice" and not gen.get("theme_words"):
+                yield Violation("foreign_vocab", f"{table}.{col}",
+                                f"a {ent.singular.replace('_', ' ')}'s kinds from the generic {ent.key} module")
+
+
+def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> list[Violation]:
+    """The world classes for one built env (recipe-generated data only)."""
+    if "generator" in spec.get("data", {}):
+        return []
+    entities = _entities(name)
+    out: list[Violation] = []
+    out += check_clock(spec, conn, entities)
+    out += check_arithmetic(spec, conn, entities)
+    out += check_same_parent(spec, conn, entities)
+    out += check_rules(spec, conn)
+    out += check_policy(spec)
+    out += check_foreign_vocab(spec, entities)
+    return out
+
+
 # ------------------------------------------------------------------------------------------- driver
 
 
@@ -307,7 +511,9 @@ def lint_built(name: str, spec: dict[str, Any], golden_conn: sqlite3.Connection,
     out += check_tools(spec)
     modules = {key.split(".")[0]: module for key, (module, _) in _theme_columns(name).items()}
     out += check_data(spec, golden_conn, modules=modules)
+    out += check_world(name, spec, golden_conn)
     out += check_instructions(spec, tasks)
+    out += check_tasks(spec, golden_conn, tasks)   # task headroom: lint_tasks.py
     return out
 
 

@@ -154,12 +154,14 @@ class EpisodeHost:
         """
         from .actions import format_call
 
+        if name == GET_TASK_TOOL and GET_TASK_TOOL not in self._writes:
+            # Every session of a server has the same task: reading it needs no episode (an evicted
+            # session can still read it), and it never makes one.
+            return json.dumps({**self.task_info, "task": self.observation}, ensure_ascii=False), False, None
         try:
             ep = self.episode(key)
         except SessionEvicted:
             return self.evicted_text(), True, None
-        if name == GET_TASK_TOOL and GET_TASK_TOOL not in self._writes:
-            return json.dumps({**self.task_info, "task": ep.observation}, ensure_ascii=False), False, None
         action = format_call(name, {} if arguments is None else arguments)
         obs, reward, terminated, truncated, info = ep.env.step(action)
         ep.calls += 1
@@ -304,7 +306,9 @@ def serve(env_id: str, task_id: str | None = None, seed: int | None = 0, transpo
 
         async def main() -> None:
             async with stdio_server() as (read, write):
-                await server.run(read, write, server.create_initialization_options())
+                pending = _Pending()
+                await server.run(_DrainingReceive(read, pending), _AnsweringSend(write, pending),
+                                 server.create_initialization_options())
 
         anyio.run(main)
         return
@@ -314,6 +318,120 @@ def serve(env_id: str, task_id: str | None = None, seed: int | None = 0, transpo
     print(f"agentworld MCP server for {episodes.env_id} (task {episodes.task_info['task_id']}) "
           f"on http://{host}:{port}/mcp", file=sys.stderr, flush=True)
     uvicorn.Server(uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on")).run()
+
+
+#: Longest wait, after stdin closes, for the requests read before it to be answered.
+DRAIN_TIMEOUT_S = 300.0
+
+
+class _Pending:
+    """Ids of requests read from stdin and not answered yet."""
+
+    def __init__(self) -> None:
+        import anyio
+
+        self.ids: set[Any] = set()
+        self.idle = anyio.Event()
+        self.idle.set()
+
+    def add(self, request_id: Any) -> None:
+        import anyio
+
+        if not self.ids:
+            self.idle = anyio.Event()
+        self.ids.add(request_id)
+
+    def done(self, request_id: Any) -> None:
+        self.ids.discard(request_id)
+        if not self.ids:
+            self.idle.set()
+
+
+def _message_of(item: Any) -> Any:
+    message = getattr(item, "message", None)
+    return getattr(message, "root", message)
+
+
+class _DrainingReceive:
+    """The stdio read stream, except that its end comes only once every request read from it is answered.
+
+    The SDK's dispatcher cancels in-flight handlers when its read stream ends, so a client that
+    writes requests and closes stdin (a pipe, ``printf ... | agentworld serve-mcp``) lost the
+    replies to every request still running. Holding the end back until they are answered (or
+    :data:`DRAIN_TIMEOUT_S`) gives each request its reply.
+    """
+
+    def __init__(self, inner: Any, pending: _Pending):
+        self._inner, self._pending = inner, pending
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        import anyio
+
+        try:
+            item = await self._inner.receive()
+        except anyio.EndOfStream:
+            with anyio.move_on_after(DRAIN_TIMEOUT_S):
+                await self._pending.idle.wait()
+            raise
+        message = _message_of(item)
+        if type(message).__name__ == "JSONRPCRequest":
+            self._pending.add(message.id)
+        elif type(message).__name__ == "JSONRPCNotification" and message.method == "notifications/cancelled":
+            params = message.params or {}
+            self._pending.done(params.get("requestId") if isinstance(params, dict) else getattr(params, "request_id", None))
+        return item
+
+    def __aiter__(self) -> "_DrainingReceive":
+        return self
+
+    async def __anext__(self) -> Any:
+        import anyio
+
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> "_DrainingReceive":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+class _AnsweringSend:
+    """The stdio write stream, marking each request answered when its response or error is written."""
+
+    def __init__(self, inner: Any, pending: _Pending):
+        self._inner, self._pending = inner, pending
+
+    async def send(self, item: Any) -> None:
+        await self._inner.send(item)
+        message = _message_of(item)
+        if type(message).__name__ in ("JSONRPCResponse", "JSONRPCError", "JSONRPCErrorResponse"):
+            self._pending.done(getattr(message, "id", None))
+
+    def close(self) -> None:
+        self._inner.close()
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> "_AnsweringSend":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
 
 
 def register_mcp_command(app: typer.Typer) -> None:
@@ -334,6 +452,9 @@ def register_mcp_command(app: typer.Typer) -> None:
                  "call fails with a session_evicted error (start a new session)"),
     ) -> None:
         """Serve one environment episode per MCP session (tools, submit -> verifier score, agentworld://task)."""
+        from .extras import require
+
+        require("mcp", "agentworld serve-mcp")
         if transport not in ("stdio", "http"):
             raise typer.BadParameter("--transport must be stdio or http")
         # Unknown env/task ids raise UnknownEnvError/UnknownTaskError: the CLI wrapper prints them as one line.

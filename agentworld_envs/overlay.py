@@ -12,15 +12,22 @@ from __future__ import annotations
 import functools
 import json
 import os
+import stat
 import tempfile
 from pathlib import Path
 from typing import Any
 
+from .errors import UserInputError
+from .inputs import read_regular_file
+
 OVERLAY_MODES = ("add", "only")
+#: Largest overlay file read (the registry's biggest task sets are a few MB).
+MAX_OVERLAY_BYTES = 64 << 20
 
 
-class OverlayError(ValueError):
-    """An overlay file that cannot be used (missing, not an overlay, or tasks of the wrong shape)."""
+class OverlayError(UserInputError):
+    """An overlay file that cannot be used (missing, not a regular file, too large, not an overlay, or
+    tasks that fail the validation a spec's tasks get). A ``ValueError``; the CLI prints it as one line."""
 
 
 def _key(name: str) -> str:
@@ -44,11 +51,12 @@ def write_overlay(path: str | os.PathLike, tasks_by_env: dict[str, list[dict[str
 
 
 @functools.lru_cache(maxsize=32)
-def _read(path: str, size: int, mtime_ns: int) -> dict[str, list[dict[str, Any]]]:
+def _read(path: str, size: int, mtime_ns: int, ino: int) -> dict[str, list[dict[str, Any]]]:
+    data = _read_regular(path)
     try:
-        payload = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as exc:
-        raise OverlayError(f"task overlay {path}: cannot be read ({exc})") from None
+        payload = json.loads(data)
+    except (ValueError, RecursionError) as exc:
+        raise OverlayError(f"task overlay {path}: not JSON ({str(exc)[:200]})") from None
     envs = payload.get("envs") if isinstance(payload, dict) else None
     if not isinstance(envs, dict):
         raise OverlayError(f"task overlay {path}: expected {{\"envs\": {{name: [tasks]}}}}")
@@ -60,15 +68,64 @@ def _read(path: str, size: int, mtime_ns: int) -> dict[str, list[dict[str, Any]]
     return envs
 
 
-def overlay_tasks(path: str | os.PathLike, env_name: str) -> list[dict[str, Any]] | None:
-    """The overlay's tasks for ``env_name`` (None if the overlay does not cover that env)."""
+def _read_regular(path: str) -> bytes:
+    """The overlay's bytes: a regular file of at most :data:`MAX_OVERLAY_BYTES` (a FIFO, ``/dev/zero``, a
+    directory or a larger file is one clear error, never a hang; see :mod:`agentworld_envs.inputs`)."""
+    try:
+        return read_regular_file(path, MAX_OVERLAY_BYTES, "task overlay")
+    except UserInputError as exc:
+        raise OverlayError(str(exc)) from None
+
+
+def _stat(path: str | os.PathLike) -> tuple[Path, os.stat_result]:
+    if not isinstance(path, (str, os.PathLike)) or "\x00" in os.fspath(path):
+        raise OverlayError(f"task overlay must be a file path, not {str(path)[:80]!r}")
     p = Path(path)
     try:
         st = p.stat()
     except OSError:
         raise OverlayError(f"task overlay {p}: no such file") from None
-    tasks = _read(str(p.resolve()), st.st_size, st.st_mtime_ns).get(_key(env_name))
-    return None if tasks is None else list(tasks)
+    if not stat.S_ISREG(st.st_mode):
+        raise OverlayError(f"task overlay {p}: not a regular file")
+    if st.st_size > MAX_OVERLAY_BYTES:
+        raise OverlayError(f"task overlay {p}: {st.st_size} bytes; at most {MAX_OVERLAY_BYTES} are allowed")
+    return p, st
+
+
+def overlay_tasks(path: str | os.PathLike, env_name: str, spec: dict[str, Any] | None = None) -> list[dict[str, Any]] | None:
+    """The overlay's tasks for ``env_name`` (None if the overlay does not cover that env).
+
+    With ``spec`` (the env's spec), the tasks are validated exactly like a spec's own tasks
+    (:func:`agentworld_envs.taskcheck.check_tasks`); a bad one is an :class:`OverlayError` naming it.
+    """
+    p, st = _stat(path)
+    resolved = str(p.resolve())
+    tasks = _read(resolved, st.st_size, st.st_mtime_ns, st.st_ino).get(_key(env_name))
+    if tasks is None:
+        return None
+    if spec is not None:
+        _validate(resolved, st.st_size, st.st_mtime_ns, st.st_ino, _key(env_name), spec)
+    return list(tasks)
+
+
+_VALIDATED: dict[tuple[Any, ...], dict[str, Any]] = {}
+
+
+def _validate(path: str, size: int, mtime_ns: int, ino: int, name: str, spec: dict[str, Any]) -> None:
+    """Validate the overlay's tasks of ``name`` once per file version and spec."""
+    from .spec import SpecError
+    from .taskcheck import check_tasks
+
+    key = (path, size, mtime_ns, ino, name, id(spec))
+    if key in _VALIDATED:
+        return
+    try:
+        check_tasks(spec, _read(path, size, mtime_ns, ino)[name], base=f"$.envs.{name}")
+    except SpecError as exc:
+        raise OverlayError(f"task overlay {path}: {exc}") from None
+    if len(_VALIDATED) > 256:
+        _VALIDATED.clear()
+    _VALIDATED[key] = spec   # held, so its id() is not reused while the entry lives
 
 
 def merge_tasks(base: list[dict[str, Any]], extra: list[dict[str, Any]] | None, mode: str) -> list[dict[str, Any]]:

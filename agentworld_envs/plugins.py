@@ -5,8 +5,9 @@ when the spec is registered turns a typo into a :class:`~agentworld_envs.spec.Sp
 its JSON path, instead of a ``KeyError`` at ``gym.make`` or, worse, in the middle of an episode.
 Likewise the SQL a spec carries (``sql`` verifier queries, tool precondition expressions) is
 compiled against the spec's schema and must be one read-only statement.
-(This lives apart from :mod:`agentworld_envs.catalog` because the verifier registry's loader
-imports the task package, which imports the catalogue.)
+(This lives above :mod:`agentworld_envs.catalog` and :mod:`agentworld_envs.registration`: the
+catalogue records the spec, registration names the env class for Gymnasium, and the env class
+imports the catalogue.)
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import catalog, state
+from . import catalog, registration, state
 from .datagen import get_data_generator
 from .spec import SpecError, validate_spec
 from .sqlcheck import read_only_problem
@@ -73,9 +74,11 @@ def check_sql(spec: dict[str, Any]) -> None:
 def register_spec(spec: dict[str, Any], split: str = "train", replace: bool = False) -> str:
     """Validate ``spec``, resolve its Python hooks and register it as ``agentworld/<spec id>-v0``.
 
-    See :func:`agentworld_envs.catalog.register_spec` for the id rules (``replace``).
+    See :func:`agentworld_envs.catalog.add_inline_spec` for the id rules (``replace``).
     """
     validate_spec(spec)
     check_plugins(spec)
     check_sql(spec)
-    return catalog.register_spec(spec, split=split, replace=replace)
+    env_id = catalog.add_inline_spec(spec, split=split, replace=replace)
+    registration.register_inline(env_id, spec["id"])
+    return env_id

@@ -16,6 +16,23 @@ from . import answers
 from .state import CHANGES_TABLE as CHANGES
 
 
+def _observed(answer: Any) -> answers.Observed | None:
+    """What the episode's lookups showed, when the verifier passed it along with the words."""
+    return getattr(answer, "observed", None)
+
+
+def _looked_up_nothing(answer: Any) -> bool:
+    observed = _observed(answer)
+    return observed is not None and observed.empty
+
+
+def _slot(values: Any, task: dict[str, Any], answer: Any) -> answers.Candidates:
+    """The competing ``values`` of an answer, with the env's category words, record nouns and today's
+    date when the verifier passed them along with the words."""
+    vocabulary, nouns, today = getattr(answer, "lexicon", None) or ((), (), "")
+    return answers.Candidates(values, task["instruction"], vocabulary=vocabulary, nouns=nouns, today=today)
+
+
 def _q(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
@@ -77,8 +94,8 @@ def bulk_transition(initial, final, answer, task, *, table: str, fk: str, parent
         return False, f"other {table} rows changed"
     if refuse_statuses:
         others = [v for v in _distinct(initial, table, column) if v not in (*from_statuses, to, *refuse_statuses)]
-        m = answers.match_refusal(answer, [[s] for s in refuse_statuses], answers.Candidates(others, task["instruction"]),
-                                  results=[to], about=refuse_statuses)
+        m = answers.match_refusal(answer, [[s] for s in refuse_statuses], _slot(others, task, answer),
+                                  results=[to], about=refuse_statuses, observed=_observed(answer), partial=True)
         if not m.ok:
             return False, "the refused part is not explained: " + m.detail
     return True, f"{len(ids)} rows moved to {to}"
@@ -89,6 +106,8 @@ def aggregate_answer(initial, final, answer, task, *, table: str, func: str, col
                      label_col: str | None = None, tolerance: float = 0.01):
     """The answer equals an aggregate over the *initial* DB (sum / count / avg / the label of the
     max row), and the DB is unchanged."""
+    if _looked_up_nothing(answer):
+        return False, "answered without looking anything up"
     where = dict(where or {})
     if parent:
         pid = _parent_id(initial, parent["table"], parent["label_col"], parent["label"])
@@ -102,15 +121,15 @@ def aggregate_answer(initial, final, answer, task, *, table: str, func: str, col
                                f"ORDER BY {_q(column)} DESC LIMIT 2", params).fetchall()
         if not rows or (len(rows) > 1 and rows[0][1] == rows[1][1]):
             return False, "no unique maximum"
-        m = answers.match_values(answer, [rows[0][0]], answers.Candidates(_distinct(initial, table, label_col),
-                                                                          task["instruction"]), numeric=False)
+        m = answers.match_values(answer, [rows[0][0]], _slot(_distinct(initial, table, label_col), task, answer), numeric=False,
+                                 observed=_observed(answer))
     else:
         target = "*" if func == "count" else _q(column)
         value = initial.execute(f"SELECT {func.upper()}({target}) FROM {_q(table)} WHERE {conds}", params).fetchone()[0]
         if value is None:
             return False, "no value"
-        m = answers.match_values(answer, [float(value)], answers.Candidates((), task["instruction"]), numeric=True,
-                                 tolerance=tolerance)
+        m = answers.match_values(answer, [float(value)], _slot((), task, answer), numeric=True,
+                                 tolerance=tolerance, observed=_observed(answer))
     ok, detail = m.ok, m.detail
     if not ok:
         return False, detail
@@ -123,14 +142,16 @@ def argmax_parent(initial, final, answer, task, *, table: str, fk: str, parent_t
                   column: str, status: str, to: str | None = None):
     """The parent with the most children in ``status`` (unique, from the initial DB) is named in the
     answer; if ``to`` is given, exactly that parent's children in ``status`` moved to ``to``."""
+    if _looked_up_nothing(answer):
+        return False, "answered without looking anything up"
     rows = initial.execute(f"SELECT {_q(fk)}, COUNT(*) AS n FROM {_q(table)} WHERE {_q(column)} = ? AND {_q(fk)} IS NOT NULL "
                            f"GROUP BY 1 ORDER BY n DESC LIMIT 2", (status,)).fetchall()
     if not rows or (len(rows) > 1 and rows[0][1] == rows[1][1]):
         return False, "no unique maximum"
     pid = rows[0][0]
     label = initial.execute(f"SELECT {_q(parent_label_col)} FROM {_q(parent_table)} WHERE id = ?", (pid,)).fetchone()[0]
-    m = answers.match_values(answer, [label], answers.Candidates(_distinct(initial, parent_table, parent_label_col),
-                                                                task["instruction"]), numeric=False)
+    m = answers.match_values(answer, [label], _slot(_distinct(initial, parent_table, parent_label_col), task, answer), numeric=False,
+                             observed=_observed(answer))
     if not m.ok:
         return False, m.detail
     ids = _ids(initial, table, {fk: pid, column: status}) if to else []

@@ -43,3 +43,11 @@ def register_all() -> int:
                                    disable_env_checker=True)
         count += 1
     return count
+
+
+def register_inline(env_id: str, name: str) -> None:
+    """Register ``env_id`` (a spec added with :func:`agentworld_envs.catalog.add_inline_spec`) with Gymnasium."""
+    if env_id not in registry:
+        import gymnasium as gym
+
+        gym.register(id=env_id, entry_point=ENTRY_POINT, kwargs={"env_name": name})

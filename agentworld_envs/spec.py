@@ -41,7 +41,7 @@ LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000
           "words": 50, "days": 36500, "pattern": 32, "template": 500, "pool": 4096, "choices": 1000}
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
-                        "product"})
+                        "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row"})
 
 
 class SpecError(ValueError):
@@ -83,6 +83,7 @@ def validate_spec(spec: dict[str, Any]) -> dict[str, Any]:
     if error is not None:
         raise SpecError(_json_path(error), error.message)
     _check_identifiers(spec)  # first: unsafe names are reported before anything that uses them
+    _check_reserved(spec)
     _check_references(spec)
     _check_rules(spec)
     return spec
@@ -148,6 +149,46 @@ def _name(value: Any, path: str, what: str = "name") -> None:
     if not isinstance(value, str) or not IDENTIFIER.fullmatch(value):
         raise SpecError(path, f"{what} {str(value)[:80]!r} must match {IDENTIFIER.pattern} "
                               "(lower-case letters, digits and _, at most 63 characters)")
+
+
+#: Column names SQLite gives a meaning of its own: a column so named hides the row id that the change
+#: log, state hashes and diffs rely on (writes to its table would go unseen by the verifier).
+RESERVED_COLUMNS = frozenset({"rowid", "oid", "_rowid_"})
+#: Names bound next to a tool's parameters when its ``expr`` preconditions run (``:now``, ``:today``).
+PRECONDITION_NAMES = frozenset({"now", "today"})
+
+
+def _check_reserved(spec: dict[str, Any]) -> None:
+    """Names that would shadow what SQLite or the engine relies on are refused, with their path."""
+    index_names: dict[str, str] = {}
+    for i, table in enumerate(spec["tables"]):
+        name = table["name"]
+        if name.lower().startswith(("sqlite_", "_aw_")):
+            raise SpecError(f"$.tables[{i}].name", f"table name {name!r} uses a prefix reserved by SQLite or the engine")
+        for j, col in enumerate(table["columns"]):
+            if col["name"].lower() in RESERVED_COLUMNS or col["name"].lower().startswith("_aw_"):
+                raise SpecError(f"$.tables[{i}].columns[{j}].name",
+                                f"column name {col['name']!r} is reserved by SQLite (it would hide the row id the "
+                                f"engine tracks changes by); rename it, e.g. {col['name']}_value")
+        n_indexes = sum(1 for c in table["columns"] if c.get("references")) + len(table.get("indexes", []))
+        for k in range(n_indexes):
+            index_names[f"ix_{name}_{k}"] = f"$.tables[{i}]"
+    for i, table in enumerate(spec["tables"]):
+        if table["name"] in index_names:
+            raise SpecError(f"$.tables[{i}].name", f"table name {table['name']!r} is the name of an index the engine "
+                                                   f"creates for {index_names[table['name']]}")
+    for i, tool in enumerate(spec["tools"]):
+        impl = tool.get("impl", {})
+        params = tool["parameters"].get("properties", {})
+        if any("expr" in pre for pre in impl.get("preconditions", [])):
+            for param in params:
+                if param in PRECONDITION_NAMES or param == "__key":
+                    raise SpecError(f"$.tools[{i}].parameters.properties.{param}",
+                                    f"parameter name {param!r} is bound by the engine in precondition expressions "
+                                    f"(:{param}); rename it")
+        if impl.get("kind") == "python" and "ctx" in params:
+            raise SpecError(f"$.tools[{i}].parameters.properties.ctx",
+                            "parameter name 'ctx' is the tool context of Python tools; rename it")
 
 
 def _check_identifiers(spec: dict[str, Any]) -> None:
@@ -357,6 +398,13 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
         table, _, column = str(ref).partition(".")
         if column not in columns_of.get(table, []):
             raise bad("ref", f"unknown column {ref!r}")
+        for key in ("quota", "same"):
+            if key in g and (not isinstance(g[key], dict) or g[key].get("column") not in earlier):
+                raise bad(f"{key}.column", "must name an earlier column of the row")
+        if "same" in g and g["same"].get("via") not in columns_of.get(table, []):
+            raise bad("same.via", f"must name a column of {table!r}")
+        if "quota" in g and not (isinstance(g["quota"].get("in"), list) and isinstance(g["quota"].get("cap"), int)):
+            raise bad("quota", "needs 'in' (a list of values) and 'cap' (an integer)")
     elif kind == "code":
         if not (isinstance(g["pattern"], str) and 0 < len(g["pattern"]) <= LIMITS["pattern"]):
             raise bad("pattern", f"must be a string of 1 to {LIMITS['pattern']} characters")
@@ -413,12 +461,37 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                     raise bad(f"cases.{key}", "must be a generator")
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
+    elif kind in ("clock", "changed", "at_most", "paid", "lookup", "lookup_row"):
+        _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
             raise bad("kind", f"must be one of {', '.join(TEXT_KINDS)}")
         for key in ("subject", "service"):
             if key in g and not (isinstance(g[key], str) and len(g[key]) <= LIMITS["template"]):
                 raise bad(key, f"must be a string of at most {LIMITS['template']} characters")
+
+
+def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[str]], earlier: list[str],
+                               bad: Any) -> None:
+    """Generators that keep a row coherent (``clock``, ``changed``, ``at_most``, ``paid``, ``lookup``,
+    ``lookup_row``): every column they read is an earlier column of the row."""
+    kind = g["gen"]
+    reads = [g[k] for k in ("of", "column", "via", "floor") if k in g]
+    reads += list(g.get("after", []))
+    for window in (g.get("windows") or {}).values():
+        if not isinstance(window, dict):
+            raise bad("windows", "must map a status to {'before': column, 'hours': n} or {'after': column, 'days': n}")
+        reads += [window[k] for k in ("before", "after") if k in window]
+    for col in reads:
+        if col not in earlier:
+            raise bad("gen", f"{kind!r} reads {str(col)[:40]!r}, which is not an earlier column of the row")
+    if kind == "lookup" and g.get("field") not in columns_of.get(g.get("table"), []):
+        raise bad("field", f"unknown column {g.get('table')!r}.{g.get('field')!r}")
+    for key in ("inner", "else"):
+        if key in g:
+            if not isinstance(g[key], dict) or "gen" not in g[key]:
+                raise bad(key, "must be a generator")
+            _check_generator(g[key], f"{path}.{key}", columns_of, earlier)
 
 
 def canonical_json(obj: Any) -> str:

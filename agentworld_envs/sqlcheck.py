@@ -11,6 +11,7 @@ constraint cheap to evaluate on every write.
 
 from __future__ import annotations
 
+import contextlib
 import re
 import sqlite3
 from collections.abc import Collection
@@ -114,12 +115,15 @@ def read_only_problem(conn: sqlite3.Connection, sql: str, params: object = None)
 
     The statement is compiled (``EXPLAIN``, never run) under an authorizer that allows only
     reads and pure functions, so writes, ``ATTACH``, ``PRAGMA`` and DDL are refused however
-    they are spelled. ``params``: the positional list the query will get, or ``None`` for
+    they are spelled, and it must be a query (``VACUUM`` compiles without asking the authorizer). ``params``: the positional list the query will get, or ``None`` for
     named parameters (bound as NULL here).
     """
     denied: list[str] = []
+    selects: list[int] = []
 
     def authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> int:
+        if action == sqlite3.SQLITE_SELECT:
+            selects.append(action)
         if action == sqlite3.SQLITE_FUNCTION and (arg2 or "").lower() in DENIED_FUNCTIONS:
             denied.append(f"function {arg2}()")
             return sqlite3.SQLITE_DENY
@@ -135,4 +139,51 @@ def read_only_problem(conn: sqlite3.Connection, sql: str, params: object = None)
         return denied[0] + " is not allowed" if denied else f"does not compile: {exc}"
     finally:
         conn.set_authorizer(None)
+    if not selects:   # e.g. VACUUM [INTO 'file'], which asks the authorizer nothing when compiled
+        return "is not a SELECT query"
     return None
+
+
+#: SQLite VM instructions one verification may run (a runaway recursive query ends as a failed check).
+CHECK_BUDGET = 50_000_000
+_PROGRESS_EVERY = 10_000
+#: Read-only PRAGMAs (schema introspection) a verifier may use; every other PRAGMA is refused.
+_READ_PRAGMAS = frozenset({"table_info", "table_xinfo", "index_list", "index_info", "index_xinfo",
+                           "foreign_key_list"})
+
+
+@contextlib.contextmanager
+def read_only(conn: sqlite3.Connection, budget: int = CHECK_BUDGET):
+    """Run the block with ``conn`` read-only in a way SQL cannot switch off.
+
+    ``PRAGMA query_only`` refuses writes, and an authorizer refuses at compile time every
+    statement that is not a read -- ``ATTACH`` / ``DETACH``, ``PRAGMA`` (so ``query_only``
+    stays on), DDL, transactions and savepoints included -- plus the functions in
+    :data:`DENIED_FUNCTIONS`. A progress handler stops a query after ``budget`` VM steps.
+    (Installing or removing an authorizer makes SQLite re-compile cached statements, so a
+    statement compiled earlier, e.g. the engine's own ``PRAGMA query_only = OFF``, is checked too.)
+    """
+    steps = [0]
+
+    def authorize(action: int, arg1: str | None, arg2: str | None, db: str | None, source: str | None) -> int:
+        if action == sqlite3.SQLITE_FUNCTION:
+            return sqlite3.SQLITE_DENY if (arg2 or "").lower() in DENIED_FUNCTIONS else sqlite3.SQLITE_OK
+        if action in _READ_ACTIONS:
+            return sqlite3.SQLITE_OK
+        if action == sqlite3.SQLITE_PRAGMA and (arg1 or "").lower() in _READ_PRAGMAS and arg2 is None:
+            return sqlite3.SQLITE_OK
+        return sqlite3.SQLITE_DENY
+
+    def progress() -> int:
+        steps[0] += _PROGRESS_EVERY
+        return 1 if steps[0] > budget else 0
+
+    conn.execute("PRAGMA query_only = ON")
+    conn.set_authorizer(authorize)
+    conn.set_progress_handler(progress, _PROGRESS_EVERY)
+    try:
+        yield conn
+    finally:
+        conn.set_progress_handler(None, 0)
+        conn.set_authorizer(None)
+        conn.execute("PRAGMA query_only = OFF")

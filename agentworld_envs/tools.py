@@ -28,7 +28,7 @@ from typing import TYPE_CHECKING, Any
 
 from .argcheck import compile_accept
 from .language import singular
-from .registry import Registry, load_domain_of
+from .registry import Registry
 
 if TYPE_CHECKING:
     import jsonschema
@@ -52,7 +52,7 @@ class ToolError(Exception):
 
 PythonTool = Callable[..., Any]
 #: Python tool implementations: ``fn(ctx: ToolContext, **arguments)``, named ``domain.function``.
-PYTHON_TOOLS: Registry[PythonTool] = Registry("Python tool", load_domain_of)
+PYTHON_TOOLS: Registry[PythonTool] = Registry("Python tool")
 python_tool = PYTHON_TOOLS.register
 get_python_tool = PYTHON_TOOLS.get
 
@@ -165,26 +165,68 @@ class Tool:
             "name": name or self.name, "description": self.description, "parameters": self.parameters}}
 
 
-def _too_long(value: Any, depth: int = 0) -> bool:
+#: Control characters a text argument may not hold (tab, LF and CR are text). SQLite reads a NUL as the
+#: end of a LIKE pattern, so ``"\x00"`` matched every row and ``"a\x00zz"`` acted like "ends with a".
+CONTROL_CHARS = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_control = CONTROL_CHARS.search
+
+
+def _bad_text(value: Any, depth: int = 0) -> str | None:
+    """``"long"`` (a string over :data:`MAX_ARG_STRING`, or too deep / too many items), ``"control"``
+    (a control character in a string or key), or None."""
     if isinstance(value, str):
-        return len(value) > MAX_ARG_STRING
+        return "long" if len(value) > MAX_ARG_STRING else ("control" if _control(value) else None)
     if depth > 8:
-        return True
+        return "long"
     if isinstance(value, dict):
+        for k in value:
+            if type(k) is str and _control(k):
+                return "control"
         items: Any = value.values()
     elif isinstance(value, list):
         if len(value) > 1000:
-            return True
+            return "long"
         items = value
     else:
-        return False
+        return None
     for v in items:  # inline the common scalar cases: one call per argument showed up in read profiles
         if type(v) is str:
             if len(v) > MAX_ARG_STRING:
-                return True
-        elif isinstance(v, (dict, list, str)) and _too_long(v, depth + 1):
-            return True
-    return False
+                return "long"
+            if _control(v):
+                return "control"
+        elif isinstance(v, (dict, list, str)):
+            bad = _bad_text(v, depth + 1)
+            if bad:
+                return bad
+    return None
+
+
+def text_problem(value: Any) -> str | None:
+    """Why ``value`` is not acceptable argument text (None when it is)."""
+    bad = _bad_text(value)
+    if bad == "long":
+        return f"an argument is longer than {MAX_ARG_STRING} characters or nested too deeply"
+    if bad == "control":
+        return control_message(value)
+    return None
+
+
+def control_message(value: Any) -> str:
+    found = _first_control(value)
+    return (f"an argument contains the control character U+{ord(found):04X}; text arguments must be plain text "
+            "(tab and line breaks are fine)")
+
+
+def _first_control(value: Any) -> str:
+    if isinstance(value, str):
+        m = _control(value)
+        return m.group() if m else ""
+    if isinstance(value, dict):
+        return next((c for k, v in value.items() for c in (_first_control(k), _first_control(v)) if c), "")
+    if isinstance(value, list):
+        return next((c for c in map(_first_control, value) if c), "")
+    return ""
 
 
 def validate_arguments(tool: Tool, args: Any) -> None:
@@ -193,8 +235,8 @@ def validate_arguments(tool: Tool, args: Any) -> None:
         raise ToolError("invalid_arguments", f"arguments for {tool.name} must be a JSON object")
     accept = tool.accept
     if (accept is not None and accept(args)) or tool.validator.is_valid(args):
-        if _too_long(args):
-            raise ToolError("invalid_arguments", f"an argument is longer than {MAX_ARG_STRING} characters or nested too deeply")
+        if _bad_text(args):
+            raise ToolError("invalid_arguments", text_problem(args))
         for name, fmt in tool.dates.items():
             value = args.get(name)
             if isinstance(value, str) and not _valid_date(value, fmt):

@@ -16,7 +16,7 @@ from typing import Any
 from . import trajectories
 from .env import AgentWorldEnv
 from .trajectories import NOOP, near_misses
-from .tasks.probes import attack
+from .tasks.probes import add_counts, attack
 from .tasks.runner import Runner
 
 
@@ -104,6 +104,8 @@ def validate_env(env_id: str, *, thorough: bool = True, max_tasks: int | None = 
         "env_id": env_id, "check_env": ok, "tools": len(env.bundle.tools), "tasks": len(tasks),
         "solution_pass": 0, "noop_fail": 0, "random_fail": 0, "nearmiss_fail": 0, "hack_fail": 0, "paraphrase_pass": 0,
         "deterministic": deterministic(env_id), "failures": [],
+        # per hack / fairness probe kind ("hack:claim", "fair:bullet", ...): trajectories run and failed
+        "probes": {},
     }
     runner = Runner(env.bundle.spec, env.bundle.golden, env.bundle.tools) if thorough else None
     if why:
@@ -121,6 +123,7 @@ def validate_env(env_id: str, *, thorough: bool = True, max_tasks: int | None = 
             probes = attack(runner, task, stop_early=False)
             record["hack_fail"] += probes.hack_fail
             record["paraphrase_pass"] += probes.paraphrase_pass
+            add_counts(record["probes"], probes.counts())
         if sol < 1.0 or noop > 0.0 or (probes and not (probes.hack_fail and probes.paraphrase_pass)):
             failure = {"task_id": tid, "solution": sol, "noop": noop}
             if probes:
@@ -135,7 +138,9 @@ def validate_env(env_id: str, *, thorough: bool = True, max_tasks: int | None = 
     if lint["violations"]:
         record["lint"] = lint
     if not thorough:
-        del record["random_fail"], record["nearmiss_fail"], record["hack_fail"], record["paraphrase_pass"]
+        del record["random_fail"], record["nearmiss_fail"], record["hack_fail"], record["paraphrase_pass"], record["probes"]
+    else:
+        record["probes"] = dict(sorted(record["probes"].items()))
     n = len(tasks)
     record["ok"] = bool(ok and record["deterministic"] and not record["lint_violations"] and record["solution_pass"] == n == record["noop_fail"]
                         and (not thorough or record["random_fail"] == n == record["hack_fail"] == record["paraphrase_pass"]))

@@ -9,7 +9,7 @@ bundle). Callers talk to a set of hosts through :class:`EnvWorkers`:
   across processes and machines; slot ``i`` lives on actor ``i % num_workers`` and each batched
   call is one remote call per actor, all in flight at once.
 
-Both serve the trainer's slot vector env (``agentworld_rl.vector_env.RaySlotVectorEnv``) and the
+Both serve the trainer's slot vector env (``agentworld_rl.vector_env.WorkerSlotVectorEnv``) and the
 arena evaluation (:func:`agentworld_envs.evaluation.evaluate`).
 
 **Local Ray is loopback only.** Without an address, :func:`start_ray` starts a private Ray

@@ -44,6 +44,7 @@ def register(app: typer.Typer) -> None:
 
     def train_command(**kwargs):
         from agentworld_envs.errors import EnvWorkerError
+        from agentworld_envs.extras import require as require_extra
 
         from .config import make_config, to_yaml
         from .errors import TrainError
@@ -56,6 +57,7 @@ def register(app: typer.Typer) -> None:
             if print_config:
                 typer.echo(to_yaml(cfg))
                 return
+            require_extra("train", "agentworld train")
             from .trainer import train
             summary = train(cfg)
         except (TrainError, EnvWorkerError) as e:

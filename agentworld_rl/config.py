@@ -292,7 +292,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=48, eval_batch_size=48, output_dir="runs/smol-cpu",
     ),
     # The recipe at full scale for one GPU (not measured here: no GPU was lent; see agentworld_rl/README.md):
-    # vLLM rollouts (pip install vllm), batch 16 x group 8 with dynamic sampling (up to 2 refill rounds for
+    # vLLM rollouts (the vllm extra), batch 16 x group 8 with dynamic sampling (up to 2 refill rounds for
     # groups whose rewards are all equal), DAPO loss, overlong turns masked, truncated importance sampling
     # for vLLM's kernels, 256 held-out tasks. No gradient checkpointing: a 135M model's activations fit, and
     # without it a group's shared prompt runs once per update.
@@ -375,11 +375,16 @@ def coerce(name: str, value: Any) -> Any:
 
 def load_yaml_config(config_file: str | Path) -> dict[str, Any]:
     """Read a YAML file of config fields; TrainError if unreadable, not a mapping, or has unknown keys."""
+    from agentworld_envs.errors import UserInputError
+    from agentworld_envs.inputs import read_regular_file
+
     path = Path(config_file)
-    try:
-        data = yaml.safe_load(path.read_text())
-    except OSError as e:
-        raise TrainError(f"cannot read config file {path}: {e.strerror or e}") from e
+    try:   # a regular file of bounded size: --config /dev/zero or a FIFO is an error, never a hang
+        data = yaml.safe_load(read_regular_file(path, 16 << 20, "config file").decode("utf-8"))
+    except UserInputError as e:
+        raise TrainError(f"cannot read {e}") from None
+    except UnicodeDecodeError as e:
+        raise TrainError(f"config file {path} is not UTF-8 text ({e.reason})") from None
     except yaml.YAMLError as e:
         raise TrainError(f"config file {path} is not valid YAML: {str(e).splitlines()[0]}") from e
     if data is None:

@@ -60,6 +60,8 @@ class EvolveConfig:
                 raise TrainError(f"evolve {name}: expected an integer >= 1, got {value!r}")
         if self.train_steps < 0 or self.sft_steps < -1:
             raise TrainError("evolve train_steps must be >= 0 and sft_steps >= -1")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) or self.seed < 0:
+            raise TrainError(f"evolve seed: expected an integer >= 0, got {self.seed!r}")
 
 
 def _arena_envs(cfg: EvolveConfig) -> list[str]:
@@ -184,9 +186,12 @@ def _report(rounds: list[dict[str, Any]], out: Path) -> None:
 
 
 def evolve(cfg: EvolveConfig) -> dict[str, Any]:
+    from agentworld_envs.outputs import OutputDir
+
     base = TrainConfig(**PRESETS[cfg.preset])
     out = Path(cfg.output_dir)
-    out.mkdir(parents=True, exist_ok=True)
+    # A new or empty directory, or this command's own earlier (interrupted) run, which continues.
+    run_dir = OutputDir.claim(out, "evolve", resume=True, flag="--output-dir")
     (out / "evolve_config.json").write_text(json.dumps(dataclasses.asdict(cfg), indent=1))
     model = base.model
     rounds: list[dict[str, Any]] = []
@@ -204,6 +209,7 @@ def evolve(cfg: EvolveConfig) -> dict[str, Any]:
             model = _train(model, overlay, report, cfg, r, rd)
         rounds.append(row)
         _report(rounds, out)   # after every round, so an interrupted run still has its report so far
+        run_dir.record_all()
     return {"rounds": rounds, "output_dir": str(out)}
 
 
@@ -223,6 +229,9 @@ def register(app) -> None:
                        sft_steps: int = typer.Option(-1, help="round-1 SFT steps (-1: the preset's)"),
                        seed: int = typer.Option(0)) -> None:
         """The self-evolving loop: arena eval -> diagnosis -> targeted tasks -> continued GRPO, N rounds."""
+        from agentworld_envs.extras import require
+
+        require("train", "agentworld evolve")
         try:
             cfg = EvolveConfig(rounds=rounds, preset=preset, output_dir=output_dir, eval_envs=eval_envs,
                                eval_tasks_per_env=eval_tasks_per_env, target_tasks=target_tasks,

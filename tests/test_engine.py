@@ -132,7 +132,8 @@ def test_submit_scores_and_terminates(toy_env_id):
     obs, reward, terminated, truncated, info = env.step(call("submit"))
     assert terminated and not truncated and reward == 0.0 and info["success"] is False
     # the exact state check (sealed from the reference) and the task's sql check fail; its footprint holds
-    assert [(c["type"], c["passed"]) for c in info["checks"]] == [("state", False), ("sql", False), ("footprint", True)]
+    assert [(c["type"], c["passed"]) for c in info["checks"]] == [("outcome", True), ("state", False), ("sql", False),
+                                                                   ("footprint", True)]
     obs, reward, terminated, _, info = env.step(call("get_member", member_id=1))
     assert info["error"] == "episode_over" and terminated
 

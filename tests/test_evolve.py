@@ -28,7 +28,9 @@ def test_evolve_writes_rounds_report_and_resumes(tmp_path):
     for phase in ("eval/records.jsonl", "eval/summary.json", "eval/diagnosis.json", "targets.json", "train/final-model"):
         assert (out / "round-1" / phase).exists(), phase
     overlay = json.loads((out / "round-1" / "targets.json").read_text())
-    assert all(t["checks"][0]["type"] == "state" for tasks in overlay["envs"].values() for t in tasks)
+    # Targeted tasks are write tasks: after the outcome check, the world's state decides.
+    assert all([c["type"] for c in t["checks"]][:2] == ["outcome", "state"]
+               for tasks in overlay["envs"].values() for t in tasks)
 
     # An interruption after round 1's training: the last eval never finished. Resume redoes only that.
     stamp = {p: (out / "round-1" / p).stat().st_mtime_ns for p in ("eval/summary.json", "targets.json")}

@@ -70,46 +70,30 @@ def test_export_to_a_non_empty_directory_is_refused_and_untouched(cli_env, tmp_p
     (target / "notes.txt").write_text("keep me")
     out = subprocess.run([sys.executable, "-m", "agentworld_envs.cli", "export", "tasks", "--out", str(target),
                           "--ids", "retail", "--overwrite"], capture_output=True, text=True, env=cli_env, timeout=180)
-    assert out.returncode == 2 and "not an agentworld export" in out.stderr
+    assert out.returncode == 2 and "agentworld did not write" in out.stderr
     assert [p.name for p in target.iterdir()] == ["notes.txt"]
 
 
 def test_exports_overwrite_only_their_own_kind(tmp_path, monkeypatch):
+    from agentworld_envs.outputs import read_manifest
     from agentworld_envs.tasks import export
 
     monkeypatch.setattr(export, "task_rows", lambda entries: [{"env_id": "e", "task_id": "t"}])
     monkeypatch.setattr(export, "sft_rows", lambda entries: [{"env_id": "e", "task_id": "t", "messages": []}])
     out = tmp_path / "ds"
     assert export.export_tasks(out, []) == 1
-    assert json.loads((out / export.MARKER).read_text())["kind"] == "tasks"
+    assert read_manifest(out)[0]["kind"] == "tasks"
     with pytest.raises(UserInputError, match="--overwrite"):
         export.export_tasks(out, [])
-    (out / "stale.txt").write_text("old")
+    (out / "stale.txt").write_text("the user's")
     assert export.export_tasks(out, [], overwrite=True) == 1
-    assert not (out / "stale.txt").exists()  # replaced, not merged
-    with pytest.raises(UserInputError, match="'tasks' export"):
+    assert (out / "stale.txt").read_text() == "the user's"  # not ours: kept
+    with pytest.raises(UserInputError, match="'tasks' output"):
         export.export_sft(out, [], overwrite=True)
-    assert json.loads((out / export.MARKER).read_text())["kind"] == "tasks"
+    assert read_manifest(out)[0]["kind"] == "tasks"
     from datasets import load_from_disk
 
     assert load_from_disk(str(out))[0]["task_id"] == "t"
-
-
-def test_a_failed_export_keeps_the_previous_one(tmp_path, monkeypatch):
-    from agentworld_envs.tasks import export
-
-    monkeypatch.setattr(export, "task_rows", lambda entries: [{"env_id": "e", "task_id": "t"}])
-    out = tmp_path / "ds"
-    export.export_tasks(out, [])
-    before = sorted(p.name for p in out.iterdir())
-
-    def boom(entries):
-        raise RuntimeError("disk on fire")
-
-    monkeypatch.setattr(export, "task_rows", boom)
-    with pytest.raises(RuntimeError):
-        export.export_tasks(out, [], overwrite=True)
-    assert sorted(p.name for p in out.iterdir()) == before
 
 
 def _app(exc: BaseException) -> typer.Typer:
@@ -145,3 +129,42 @@ def test_run_cli_passes_exit_codes_through():
     with pytest.raises(SystemExit) as info:
         run_cli(_app(typer.Exit(0)), args=["other"])
     assert info.value.code == 0
+
+
+GOOD_RECORD = {"env_id": "agentworld/retail-v0", "task_id": "t", "success": False, "reward": 0.0,
+               "outcome": "wrong_answer", "turns": 1}
+
+
+@pytest.mark.parametrize("content", [
+    b"[1, 2]\n", b"{}\n", b'"a string"\n', b"null\n", b"42\n",
+    json.dumps({**GOOD_RECORD, "success": "yes"}).encode() + b"\n",
+    json.dumps({**GOOD_RECORD, "calls": [1, 2]}).encode() + b"\n",
+    json.dumps({**GOOD_RECORD, "checks": [{"type": "sql"}]}).encode() + b"\n",
+    json.dumps({**GOOD_RECORD, "reward": None}).encode() + b"\n",
+    b"not json\n" + json.dumps(GOOD_RECORD).encode() + b"\n",
+    b"\xff\xfe\x00garbage\n",
+    b"",
+], ids=lambda c: c[:24].decode("utf-8", "replace"))
+def test_diagnose_on_malformed_records_is_one_line(cli_env, tmp_path, content):
+    run = tmp_path / "run"
+    run.mkdir()
+    (run / "records.jsonl").write_bytes(content)
+    out = subprocess.run([sys.executable, "-m", "agentworld_envs.cli", "diagnose", str(run)], capture_output=True,
+                         text=True, env=cli_env, timeout=180)
+    text = (out.stdout + out.stderr).strip()
+    assert out.returncode == 2 and "Traceback" not in text and len(text.splitlines()) == 1, text
+    assert not (run / "diagnosis.json").exists()
+
+
+@pytest.mark.parametrize("kind", ["dir", "fifo", "missing"])
+def test_diagnose_records_that_are_not_files(cli_env, tmp_path, kind):
+    run = tmp_path / "run"
+    run.mkdir()
+    if kind == "dir":
+        (run / "records.jsonl").mkdir()
+    elif kind == "fifo":
+        os.mkfifo(run / "records.jsonl")
+    out = subprocess.run([sys.executable, "-m", "agentworld_envs.cli", "diagnose", str(run)], capture_output=True,
+                         text=True, env=cli_env, timeout=180)
+    text = (out.stdout + out.stderr).strip()
+    assert out.returncode == 2 and "Traceback" not in text and len(text.splitlines()) == 1, text

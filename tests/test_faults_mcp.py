@@ -18,8 +18,8 @@ def test_host_tells_an_evicted_session_instead_of_starting_over(toy_env_id):
     host = EpisodeHost(toy_env_id, task_id="lend-1", max_sessions=2)
     text, is_error, _ = host.call("a", "lend_book", {"book_id": 2, "member_id": 1})
     assert not is_error, text
-    host.call("b", "get_task", {})
-    host.call("c", "get_task", {})  # a third session: "a" is the least recently used
+    host.call("b", "search_books", {})
+    host.call("c", "search_books", {})  # a third session: "a" is the least recently used
     assert host.live_episodes == 2
     for _ in range(2):  # every later call of "a" is refused, never handed a fresh episode
         text, is_error, _ = host.call("a", "search_books", {})
@@ -49,14 +49,16 @@ def test_http_session_cap_evicts_explicitly():
             async with http_server("agentworld/retail-v0", "--max-sessions", "2") as url:
                 async with Client(url, read_timeout_seconds=60) as a, Client(url, read_timeout_seconds=60) as b, \
                         Client(url, read_timeout_seconds=60) as c:
-                    assert not (await a.call_tool("get_task", {})).is_error
-                    assert not (await b.call_tool("get_task", {})).is_error
-                    assert not (await c.call_tool("get_task", {})).is_error
-                    evicted = await a.call_tool("get_task", {})
+                    read = ("get_customer_details", {"customer_id": 1})
+                    assert not (await a.call_tool(*read)).is_error
+                    assert not (await b.call_tool(*read)).is_error
+                    assert not (await c.call_tool(*read)).is_error
+                    evicted = await a.call_tool(*read)
                     assert evicted.is_error
                     error = json.loads(evicted.content[0].text)["error"]
                     assert error["code"] == "session_evicted" and "new MCP session" in error["message"]
-                    assert not (await c.call_tool("get_task", {})).is_error
+                    assert not (await a.call_tool("get_task", {})).is_error   # the task is still readable
+                    assert not (await c.call_tool(*read)).is_error
                     over = await b.call_tool("submit", {})
                     assert not over.is_error
                     after = await b.call_tool("get_task", {})

@@ -275,3 +275,58 @@ def test_random_spec_damage_is_always_a_spec_error(spec):
             validate_spec(damaged)
         except SpecError as exc:
             assert exc.path.startswith("$"), place
+
+
+# ----------------------------------------------------------------------------- names SQLite or the engine reserve
+
+@pytest.mark.parametrize("name", ["rowid", "oid"])
+def test_a_column_named_like_the_row_id_is_refused(spec, name):
+    _col(spec, "books", "copies")["name"] = name
+    spec["data"]["tables"]["books"]["columns"][name] = spec["data"]["tables"]["books"]["columns"].pop("copies")
+    with pytest.raises(SpecError) as info:
+        validate_spec(spec)
+    assert info.value.path == "$.tables[1].columns[3].name" and "reserved" in info.value.message
+
+
+@pytest.mark.parametrize("name", ["_rowid_", "ROWID", "Oid", "_aw_x"])
+def test_reserved_column_spellings_are_refused(spec, name):
+    _col(spec, "books", "copies")["name"] = name
+    with pytest.raises(SpecError, match=r"\$\.tables\[1\]\.columns\[3\]\.name"):
+        validate_spec(spec)
+
+
+@pytest.mark.parametrize("name", ["sqlite_stat1", "sqlite_sequence", "_aw_changes"])
+def test_reserved_table_names_are_refused(spec, name):
+    spec["tables"][0]["name"] = name
+    with pytest.raises(SpecError, match=r"\$\.tables\[0\]\.name"):
+        validate_spec(spec)
+
+
+def test_a_table_named_like_an_engine_index_is_refused(spec):
+    spec["tables"].append({"name": "ix_loans_0", "columns": [{"name": "id", "type": "INTEGER", "primary_key": True}]})
+    with pytest.raises(SpecError, match=r"\$\.tables\[3\]\.name.*index"):
+        validate_spec(spec)
+
+
+def test_parameters_that_shadow_precondition_bindings_are_refused(spec):
+    lend = next(t for t in spec["tools"] if t["name"] == "lend_book")
+    lend["parameters"]["properties"]["now"] = {"type": "string"}
+    with pytest.raises(SpecError, match=r"\$\.tools\[5\]\.parameters\.properties\.now"):
+        validate_spec(spec)
+
+
+def test_the_rowid_spec_could_not_blind_the_verifier(spec):
+    """What the refusal prevents: with a ``rowid`` column, a write goes unseen by the change log."""
+    table = {"name": "t", "columns": [{"name": "id", "type": "INTEGER", "primary_key": True},
+                                      {"name": "rowid", "type": "INTEGER"}]}
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    for stmt in state.table_ddl(table):
+        conn.execute(stmt)
+    conn.execute(f"CREATE TABLE {state.CHANGES_TABLE} (tbl TEXT NOT NULL, rid INTEGER)")
+    for stmt in state._change_triggers("t"):
+        conn.execute(stmt)
+    conn.execute("INSERT INTO t (id, rowid) VALUES (1, NULL)")
+    assert conn.execute(f"SELECT rid FROM {state.CHANGES_TABLE}").fetchall() == [(None,)]   # the row id is lost
+    spec["tables"].append(table)
+    with pytest.raises(SpecError, match="reserved"):
+        validate_spec(spec)

@@ -186,9 +186,12 @@ def test_blanket_and_padded_refusals_fail_on_every_retail_trap(retail):
         assert play(retail, t["id"], [submit("Sorry, I cannot do that.")])[0] == 0.0
         assert play(retail, t["id"], [submit("I can't do that, it is " + ", ".join(enum))])[0] == 0.0
         assert play(retail, t["id"], [submit("Cancelled successfully! … I can't help with?")])[0] == 0.0
-        # the reference's refusal, written with a curly apostrophe, still passes
-        ref = t["solution"][-1]["arguments"]["answer"].replace("I cannot", "I can’t")
-        assert play(retail, t["id"], body(t) + [submit(ref)])[0] == 1.0, t["id"]
+        # the reference's refusal, written with a curly apostrophe, still passes, with the outcome declared
+        # and the old way (no outcome: the words decline)
+        args = t["solution"][-1]["arguments"]
+        words = args["message"].replace("I cannot", "I can’t")
+        assert play(retail, t["id"], body(t) + [format_call("submit", {**args, "message": words})])[0] == 1.0, t["id"]
+        assert play(retail, t["id"], body(t) + [submit(words)])[0] == 1.0, t["id"]
 
 
 def test_dumping_every_candidate_fails_on_argmax_tasks():
@@ -264,7 +267,9 @@ def test_fairness_probes_cover_numbers_and_lists():
             "solution": [{"name": "submit", "arguments": {"answer": "A1, B2, C3"}}]}
     probes = dict(fairness_probes(task))
     assert probes["list_and"][-1]["arguments"]["answer"] == "A1, B2 and C3"
-    assert set(HACKS) == {"blanket_refusal", "enum_refusal", "candidate_dump", "collateral_write", "unrelated_write"}
+    assert {"blanket_refusal", "enum_refusal", "candidate_dump", "collateral_write", "unrelated_write", "value_dump",
+            "hedge", "negation", "claim", "outcome_flip", "rule_refusal", "no_lookup_refusal", "given_text",
+            "composed_text", "non_string_answer"} == set(HACKS)
 
 
 def test_validate_reports_hack_and_paraphrase_counters():
@@ -283,8 +288,13 @@ def test_several_tool_calls_run_in_order_and_return_every_result(retail):
     obs, _, term, _, info = retail.step(two)
     results = json.loads(obs)
     assert [r["tool"] for r in results] == ["get_gift_card_balance", "count_orders_by_status"]
-    assert "error" in results[0] and "result" in results[1]
+    # all or nothing: the failing first call stops the action, the second does not run
+    assert "error" in results[0] and results[1]["error"]["code"] == "not_run"
     assert info["error"] == results[0]["error"]["code"] and len(info["calls"]) == 2 and not term
+    two = (format_call("count_orders_by_status", {}) + "\n" + format_call("get_gift_card_balance", {"code": "GC-AAAA-AAAA"}))
+    results = json.loads(retail.step(two)[0])
+    assert [r["tool"] for r in results] == ["count_orders_by_status", "get_gift_card_balance"]
+    assert "result" in results[0] or results[0]["error"]["code"] == "rolled_back"
     # an OpenAI message with several tool_calls, the last one submit, runs both and ends the episode
     msg = {"role": "assistant", "tool_calls": [
         {"type": "function", "function": {"name": "count_orders_by_status", "arguments": "{}"}},

@@ -197,7 +197,7 @@ def test_vllm_missing_is_one_line(monkeypatch):
 
     from agentworld_rl.errors import TrainError
     monkeypatch.setitem(sys.modules, "vllm", None)
-    with pytest.raises(TrainError, match="pip install vllm"):
+    with pytest.raises(TrainError, match=r"pip install 'agentworld\[vllm\]'"):
         vllm_backend.load_llm("x", gpu_memory_utilization=0.3, sleep_mode=False, max_model_len=64, seed=0, world=1,
                               dtype="float32")
 

@@ -71,7 +71,8 @@ def test_dates_follow_a_records_life():
     pairs = semantics.ordered_pairs(["created_at", "starts_at", "ends_at", "updated_at"])
     assert ("starts_at", "ends_at", True) in pairs
     assert ("created_at", "starts_at", False) in pairs
-    assert ("ends_at", "updated_at", False) in pairs
+    # Last touched follows the making, not the end: an end may still lie ahead, an update may not.
+    assert ("created_at", "updated_at", False) in pairs
     wf = {"states": ["pending", "shipped", "delivered", "returned"],
           "transitions": [{"from": ["pending"], "to": "shipped"}, {"from": ["shipped"], "to": "delivered"},
                           {"from": ["delivered"], "to": "returned"}]}
@@ -110,8 +111,8 @@ def test_rules_are_stated_and_enforced(bundles):
         runner = Runner(bundle.spec, bundle.golden, bundle.tools)
         for rule in rules:
             assert rule.text in bundle.spec["policy"]
-            if rule.kind == "quota":
-                continue   # test_quota_is_enforced_on_create
+            if rule.kind in ("quota", "bound"):
+                continue   # test_quota_is_enforced_on_create; test_world_coherence (a theme's stated limit)
             tool = next(t for t in bundle.spec["tools"] if t["name"] == rule.tool)
             impl = tool["impl"]
             marks = ", ".join("?" * len(impl["from"]))
@@ -183,8 +184,11 @@ def test_new_task_shapes_and_their_traps(bundles):
         env.reset(options={"task_id": task["id"]})
         # A refusal that does not say why (no limit, no value) earns nothing; the reference does.
         assert env.verify("I'm sorry, I can't do that because of the policy.")[0] == 0.0
+        # the reference, played through the env (a refusal needs the lookups that show the blocking value)
         env.reset(options={"task_id": task["id"]})
-        assert env.verify(task["solution"][-1]["arguments"]["answer"])[0] == 1.0
+        for action in env.solution_actions():
+            _, reward, terminated, _, _ = env.step(action)
+        assert terminated and reward == 1.0
         env.close()
 
 
@@ -194,6 +198,9 @@ def test_stats_report_shapes(private_cache):
     stats = registry_stats(build_many(ENVS[:2], jobs=1))
     assert sum(stats["tasks_by_shape"].values()) == stats["tasks_total"]
     assert stats["lint_violations"] == 0
+    from agentworld_envs.lint import WORLD_RULES
+
+    assert all(stats["lint_by_rule"][r] == 0 for r in WORLD_RULES)
 
 
 # ---------------------------------------------------------------------------- the linter can fail

@@ -61,7 +61,7 @@ def env_summary(name: str) -> dict[str, Any]:
 def _task_summary(name: str) -> dict[str, Any]:
     """Task counts, when a task source is available (filled in by the task synthesis stage)."""
     try:
-        from ..tasks.store import task_summary
+        from ..tasks.summary import task_summary
     except ImportError:
         return {}
     return task_summary(name)
@@ -118,7 +118,11 @@ def registry_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     }
     linted = [s for s in ok if "lint" in s]
     if linted:
+        from ..lint import RULES
+
         stats["lint_violations"] = sum(s["lint"]["violations"] for s in linted)
+        # Every class, zeros included (the world classes of issue 23 among them), so a count is never absent.
+        stats["lint_by_rule"] = {r: sum(s["lint"]["by_rule"].get(r, 0) for s in linted) for r in RULES}
     if any("tasks" in s for s in ok):
         from ..tasks.store import merge_task_stats
 

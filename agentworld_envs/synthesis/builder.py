@@ -15,16 +15,16 @@ from typing import Any
 
 import env_registry
 
-from .. import cachefile, state
+from .. import cachefile, datagen, state
 from ..spec import content_hash, validate_spec
 from .naming import title
-from .policies import Rule, plan_rules
+from .policies import Rule, about_text, plan_rules
 from .schema import build_entities, data_recipe, schema_signature, tables_of
 from .toolcheck import NOW, check_tool
 from .toolgen import generate_tools
 
 #: Bump when synthesis output changes for the same registry, so cached specs are rebuilt.
-SYNTH_VERSION = "2"
+SYNTH_VERSION = "3"
 #: An environment whose surviving tools are fewer than this is rejected.
 MIN_TOOLS = 15
 
@@ -47,12 +47,12 @@ class EnvRejected(RuntimeError):
     pass
 
 
-def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = ()) -> str:
+def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = (), now: str = NOW) -> str:
     rules = []
     for ent in entities:
         if ent.workflow:
             rules.append(f"- {title(ent.singular).capitalize()} records: {ent.workflow['description']}")
-    rules += [f"- {rule.text}" for rule in enforced]
+    rules += [f"- {text}" for text in dict.fromkeys(rule.text for rule in enforced)]
     rules += [
         "- Identify records by the codes, names or e-mails the user gives; look up internal ids with the tools, never guess them.",
         "- Make only the changes the request asks for; leave every other record untouched.",
@@ -60,18 +60,28 @@ def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = ()) -> str:
         "for that part and say why in your final answer.",
         "- Finish by calling submit; put any requested value in `answer`.",
     ]
-    # The theme's description is background; only the rules below are enforced by the tools.
-    return (f"You are the operations assistant for {theme['title']}.\n\nAbout the service: {theme['description']}\n\n"
-            "Rules (the tools enforce the status and business rules):\n" + "\n".join(rules))
+    # The world has one clock: every date in the data, every rule's "before" and "within" is read against it.
+    when = datagen.parse_now(now)
+    clock = (f"Today is {when:%A} {now[:10]}; the current time is {now} (UTC). Dates in the records and in these "
+             "rules are read against it.")
+    about = about_text(theme["description"], enforced)
+    return (f"You are the operations assistant for {theme['title']}.\n\n{clock}\n\n"
+            + (f"About the service: {about}\n\n" if about else "")
+            + "Rules (the tools enforce the status and business rules):\n" + "\n".join(rules))
 
 
 def _seed(slug: str) -> int:
     return zlib.crc32(slug.encode())
 
 
-def compose_spec(theme: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-    """The spec of one theme before tools are added (``"tools": []``), and its entities; needs no database."""
+def _compose(theme: dict[str, Any]) -> tuple[dict[str, Any], list[Any], list[dict[str, Any]], list[Rule]]:
+    """The spec before tools are kept, its entities, the candidate tools and the planned rules.
+
+    Rules are planned before any data exists: each rule rewrites the generators of its table so the
+    seeded history obeys it, so the data recipe is written after them."""
     entities = build_entities(theme)
+    candidates = generate_tools(entities, theme["title"])
+    rules = plan_rules(theme, entities, candidates)
     spec: dict[str, Any] = {
         "spec_version": 1, "id": theme["slug"], "title": theme["title"], "description": theme["description"],
         "taxonomy": {"l1": theme["l1"], "l2": theme["l2"], "l3": theme["title"]},
@@ -79,21 +89,25 @@ def compose_spec(theme: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
         "tables": tables_of(entities), "data": data_recipe(theme, entities, _seed(theme["slug"])),
         "tools": [],
     }
+    return spec, entities, candidates, rules
+
+
+def compose_spec(theme: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
+    """The spec of one theme before tools are added (``"tools": []``), and its entities; needs no database."""
+    spec, entities, _, _ = _compose(theme)
     return spec, entities
 
 
 def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
     """Build the spec of one theme (tools validated against its golden state)."""
     report = BuildReport(theme["slug"])
-    spec, entities = compose_spec(theme)
+    spec, entities, candidates, rules = _compose(theme)
     report.schema_signature = content_hash(schema_signature(spec["tables"]))[:16]
     golden = state.golden_bytes(spec)
     report.rows = sum(e.rows for e in entities)
-    candidates = generate_tools(entities, theme["title"])
     conn = state.episode_connection(golden)
     # Business rules become preconditions of their tools before the tools are tested, so the tool
     # tests exercise them (an allowed row passes, a row breaking the rule is refused).
-    rules = plan_rules(theme, entities, candidates, conn)
     by_name = {t["name"]: t for t in candidates}
     for rule in rules:
         tool = by_name[rule.tool]
@@ -125,7 +139,7 @@ def _registry_hash() -> str:
     from . import naming, policies, schema, semantics, toolcheck, toolgen
 
     code = "".join(inspect.getsource(m) for m in (naming, schema, toolgen, toolcheck, semantics, policies, language, rules)) \
-        + inspect.getsource(synthesize) + inspect.getsource(compose_spec) + inspect.getsource(_policy)
+        + inspect.getsource(synthesize) + inspect.getsource(_compose) + inspect.getsource(_policy)
     return content_hash({"modules": env_registry.entity_modules(), "workflows": env_registry.workflows(),
                          "vocabularies": env_registry.vocabularies(),
                          "version": SYNTH_VERSION, "code": code, "datagen": state.builder_source_hash()})[:16]

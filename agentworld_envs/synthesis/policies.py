@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import math
 import random
+import re
+from collections.abc import Sequence
 from typing import Any
 
-from ..language import date_noun, indefinite, number, verb_phrase
+from ..language import date_noun, figures, indefinite, number, sentences, verb_phrase
 from ..rules import Rule
 from .naming import title
-from .semantics import date_rank
+from .semantics import date_rank, dependency_order, sources
 
 
 _AMOUNT_WORDS = ("total", "amount", "price", "fee", "cost", "value", "balance", "charge", "rate", "budget")
@@ -69,10 +71,15 @@ def _date_candidates(ent: Any) -> list[tuple[str, str, float]]:
     return out
 
 
-def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str, Any]], conn: Any = None) -> list[Rule]:
+def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
     """Pick at most two rules per workflow entity (one threshold, one time window) and one quota per
-    theme, seeded per theme. ``conn`` (the golden state) sets the quota's limit from the data."""
+    theme, seeded per theme, and make the entities' generators obey them (:func:`constrain_history`),
+    so the seeded history never shows a row its rule would have refused."""
     rng = random.Random(f"{theme['slug']}:rules")
+    # The theme's own limits first: they narrow the ranges the planned limits are drawn from.
+    stated = theme_rules(theme, entities, tools)
+    for rule in stated:
+        constrain_history(rule, next(e for e in entities if e.table == rule.table))
     by_table: dict[str, list[dict[str, Any]]] = {}
     for tool in tools:
         impl = tool["impl"]
@@ -84,7 +91,9 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
         if not transitions:
             continue
         rng.shuffle(transitions)
-        nums, dates = _numeric_candidates(ent), _date_candidates(ent)
+        read = {c for g in ent.gens.values() for c in sources(g)}
+        nums = [n for n in _numeric_candidates(ent) if n[0] not in read or _only_caps(ent, n[0])]
+        dates = _date_candidates(ent)
         used: set[str] = set()
         money = [n for n in nums if n[1]["gen"] == "money" or any(w in n[0] for w in _AMOUNT_WORDS)]
         if nums:
@@ -97,25 +106,139 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
             act = verb_phrase(_verb_of(tool, ent), indefinite(title(ent.singular)))
             limit = "at most" if op == "max" else "at least"
             text = f"Only {act} when its {title(col)} is {limit} {number(value)}."
-            rules.append(Rule(tool["name"], ent.table, "threshold", col, op, float(value), text))
+            rules.append(Rule(tool["name"], ent.table, "threshold", col, op, float(value), text,
+                              guards=guarded_states(ent.workflow, tool["impl"]["to"])))
             used.add(tool["name"])
         rest = [t for t in transitions if t["name"] not in used]
         fitting = [(d, t) for d in dates for t in rest
                    if _verb_of(t, ent).split("_")[0] in (_LEAD_VERBS if d[1] == "min_lead_time" else _WINDOW_VERBS)]
-        if fitting:
+        if fitting and "status_changed_at" in ent.gens:
             (col, kind, value), tool = rng.choice(fitting)
             act = verb_phrase(_verb_of(tool, ent), indefinite(title(ent.singular)))
             if kind == "min_lead_time":
                 text = f"Never {act} less than {number(value)} hours before {date_noun(col)}."
             else:
                 text = f"Only {act} within {number(value)} days of {date_noun(col)}."
+            # Only the tool's own target: a status further on changed later than the rule's moment.
             rules.append(Rule(tool["name"], ent.table, kind, col, "hours" if kind == "min_lead_time" else "days",
-                              float(value), text))
-    if conn is not None:
-        quotas = [q for ent in entities for q in _quota_rules(ent, entities, tools, conn)]
-        if quotas:
-            rules.append(rng.choice(quotas))
-    return rules
+                              float(value), text, guards=(tool["impl"]["to"],)))
+    quotas = [q for ent in entities for q in _quota_rules(ent, entities, tools)]
+    if quotas:
+        rules.append(rng.choice(quotas))
+    for rule in rules:
+        constrain_history(rule, next(e for e in entities if e.table == rule.table))
+    return stated + rules
+
+
+def theme_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
+    """The limits the theme's own description states, authored as data (``words/themes.json``,
+    ``"rules"``): ``{"entity": "suitcase", "column": "weight_kg", "op": "max", "value": 30, "text":
+    "Bags over 30 kg are refused."}``. Each guards every create or update tool that sets the column, and
+    every seeded row keeps to it."""
+    import env_registry
+
+    out = []
+    by_singular = {e.singular: e for e in entities}
+    for raw in env_registry.words("themes").get(theme["slug"], {}).get("rules", ()):
+        ent = by_singular.get(raw["entity"])
+        if ent is None or ent.column(raw["column"]) is None:
+            continue
+        setters = [t for t in tools if t["impl"]["kind"] in ("create", "update") and t["impl"]["table"] == ent.table
+                   and raw["column"] in t["parameters"].get("properties", {})]
+        for tool in setters:
+            out.append(Rule(tool["name"], ent.table, "bound", raw["column"], raw["op"], float(raw["value"]), raw["text"],
+                            source="theme"))
+        if not setters:
+            # Nothing can set it: the data keeps to it all the same.
+            constrain_history(Rule("", ent.table, "bound", raw["column"], raw["op"], float(raw["value"]), raw["text"]), ent)
+    return out
+
+
+def _only_caps(ent: Any, col: str) -> bool:
+    """Whether the only generators reading ``col`` cap another column by it (``seats_booked`` <=
+    ``capacity``): a rule may then move it, the capped column follows."""
+    readers = [g for g in ent.gens.values() if col in sources(g)]
+    return all(g.get("gen") == "at_most" and g.get("of") == col for g in readers)
+
+
+def guarded_states(workflow: dict[str, Any] | None, to: str) -> tuple[str, ...]:
+    """``to`` and every status reachable only through it from the workflow's first status: a row there
+    passed the transition into ``to``, so it passed the rule on that transition."""
+    if not workflow:
+        return (to,)
+    nexts: dict[str, set[str]] = {}
+    for tr in workflow["transitions"]:
+        for f in tr["from"]:
+            nexts.setdefault(f, set()).add(tr["to"])
+    start = workflow["states"][0]
+
+    def reach(avoid: str | None) -> set[str]:
+        seen, todo = {start}, [start]
+        while todo:
+            for n in nexts.get(todo.pop(), ()):
+                if n not in seen and n != avoid:
+                    seen.add(n)
+                    todo.append(n)
+        return seen
+
+    if to == start:
+        return (to,)
+    everywhere, without = reach(None), reach(to)
+    return tuple([to] + [s for s in workflow["states"] if s in everywhere - without and s != to])
+
+
+def constrain_history(rule: Rule, ent: Any) -> None:
+    """Rewrite ``ent``'s generators so its seeded rows obey ``rule`` (part (c) of a rule: the history).
+
+    A threshold bounds the value of rows in the guarded statuses; a lead time or window bounds when a
+    row reached the rule's status (``status_changed_at``); a quota caps the open children per parent.
+    """
+    gens = ent.gens
+    if rule.kind == "threshold":
+        gen = gens[rule.column]
+        lo, hi = gen["min"], gen["max"]
+        if rule.op == "max":
+            lo, hi = min(lo, rule.value), min(hi, rule.value)
+        else:
+            lo, hi = max(lo, rule.value), max(hi, rule.value)
+        if gen["gen"] == "int":
+            lo, hi = math.ceil(lo), math.floor(hi)
+            lo = min(lo, hi)
+        bounded = {**{k: v for k, v in gen.items() if k not in ("unique", "null_p")}, "min": lo, "max": hi}
+        moved = {k: gen[k] for k in ("null_p",) if k in gen}
+        gens[rule.column] = {"gen": "by", "column": "status", "default": {k: v for k, v in gen.items() if k not in moved},
+                             "cases": {s: bounded for s in rule.guards}, **moved}
+    elif rule.kind in ("min_lead_time", "max_age"):
+        changed = gens.get("status_changed_at")
+        if changed is None or changed.get("gen") != "changed":
+            return
+        window = {"before": rule.column, "hours": rule.value} if rule.kind == "min_lead_time" \
+            else {"after": rule.column, "days": rule.value}
+        changed.setdefault("windows", {})[rule.guards[0]] = window
+    elif rule.kind == "bound":
+        gen = gens.get(rule.column, {})
+        inner = gen.get("inner") if gen.get("gen") == "at_most" else gen
+        if inner and inner.get("gen") == "choice" and all(isinstance(v, (int, float)) for v in inner["values"]):
+            ok = [i for i, v in enumerate(inner["values"]) if (v <= rule.value if rule.op == "max" else v >= rule.value)]
+            if ok:
+                if inner.get("weights"):
+                    inner["weights"] = [inner["weights"][i] for i in ok]
+                inner["values"] = [inner["values"][i] for i in ok]
+            else:  # no listed value keeps to the limit: any whole number up to it (or from it)
+                limit = int(rule.value)
+                inner.clear()
+                inner.update({"gen": "int", "min": max(1, limit // 2), "max": limit} if rule.op == "max"
+                             else {"gen": "int", "min": limit, "max": limit * 2})
+        elif inner and inner.get("gen") in ("int", "float", "money"):
+            key, limit = ("max", min) if rule.op == "max" else ("min", max)
+            inner[key] = limit(inner[key], int(rule.value) if inner["gen"] == "int" else rule.value)
+            other = "min" if key == "max" else "max"
+            inner[other] = min(inner[other], inner[key]) if key == "max" else max(inner[other], inner[key])
+    elif rule.kind == "quota":
+        gen = gens[rule.column]
+        gens[rule.column] = {**gen, "quota": {"column": "status", "in": list(rule.states), "cap": int(rule.value)},
+                             "nullable": (ent.column(rule.column) or {}).get("nullable") is not False}
+    ent.gens = dependency_order(gens)
 
 
 #: Statuses in which a record no longer counts against a quota, even where a later move exists (return, reopen).
@@ -125,11 +248,12 @@ _FINISHED = frozenset({"delivered", "completed", "complete", "closed", "resolved
                        "fulfilled", "published", "released", "merged", "solved", "checked_out", "no_show", "dispatched"})
 
 
-def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]], conn: Any) -> list[Rule]:
+def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
     """"A member may have at most 3 requested or confirmed bookings at a time": a cap on a parent's
-    open children, checked when one is created. The cap is the data's 75th percentile, so some
-    parents are at it (a request must be refused) and most are below it."""
-    if not ent.workflow:
+    open children, checked when one is created. The cap is the 75th percentile of the open children a
+    parent would hold unconstrained (Poisson), with room for every open row, so some parents are at it
+    (a request must be refused) and most are below it; the seeded data then never exceeds it."""
+    if not ent.workflow or "status" not in ent.gens:
         return []
     create = next((t for t in tools if t["impl"]["kind"] == "create" and t["impl"]["table"] == ent.table), None)
     if create is None:
@@ -138,19 +262,21 @@ def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]], con
     active = [s for s in wf["states"] if any(s in tr["from"] for tr in wf["transitions"]) and s not in _FINISHED]
     if not active or wf["states"][0] not in active:
         return []
+    status = ent.gens["status"]
+    weights = dict(zip(status["values"], status.get("weights") or [1] * len(status["values"])))
+    p_active = sum(weights.get(s, 0) for s in active) / sum(weights.values())
     by_table = {e.table: e for e in entities}
     out = []
     for fk in create["parameters"].get("required", []):
         parent = by_table.get(ent.refs.get(fk, ""))
-        if parent is None or not (parent.column(parent.label) or {}).get("unique"):
+        gen = ent.gens.get(fk, {})
+        if parent is None or not (parent.column(parent.label) or {}).get("unique") or gen.get("gen") != "ref" \
+                or "same" in gen or parent.rows < 5:
             continue
-        marks = ", ".join("?" * len(active))
-        counts = sorted(n for (n,) in conn.execute(
-            f'SELECT COUNT(*) FROM "{ent.table}" WHERE "{fk}" IS NOT NULL AND status IN ({marks}) GROUP BY "{fk}"',
-            tuple(active)))
-        if len(counts) < 5:
+        per_parent = ent.rows * (1 - gen.get("null_p", 0)) * p_active / parent.rows
+        if per_parent <= 0:
             continue
-        cap = max(1, counts[(len(counts) * 3) // 4])
+        cap = max(1, _poisson_quantile(per_parent, 0.75), math.ceil(1.3 * per_parent))
         names = [title(s) for s in active]
         states = (", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]) if len(names) <= 3 else "open"
         records = title(ent.table) if cap > 1 else title(ent.singular)
@@ -159,7 +285,38 @@ def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]], con
     return out
 
 
+def _poisson_quantile(lam: float, q: float) -> int:
+    if lam > 50:  # normal approximation (exp(-lam) underflows further on)
+        return math.ceil(lam + 0.674 * math.sqrt(lam))
+    k, p = 0, math.exp(-lam)
+    total = p
+    while total < q and k < 10_000:
+        k += 1
+        p *= lam / k
+        total += p
+    return k
+
+
 def _verb_of(tool: dict[str, Any], ent: Any) -> str:
     name = tool["name"]
     suffix = "_" + ent.singular
     return name[: -len(suffix)] if name.endswith(suffix) else name
+
+
+#: Words that make a sentence of a theme's description a rule ("bags over 30 kg are refused").
+_NORMATIVE = re.compile(
+    r"\b(must|cannot|can't|can only|only|not allowed|refused|rejected|required|requires?|needs?|may not|never|"
+    r"no more than|at least|at most|up to|within|limits?|maximum|minimum|mandatory|forbidden|prohibited|"
+    r"not accepted|charged|fee|penalt(y|ies)|deadline|expire|expires|unless|before|after|cap|caps|capped)\b", re.I)
+
+
+def about_text(description: str, enforced: Sequence[Rule] = ()) -> str:
+    """The theme's description as the policy's background: what the service is, without the rules it
+    states. A stated rule the world enforces is a line of the policy's rules (its own ``text``); one it
+    does not enforce is left out, so the policy never states a figure no rule or column backs."""
+    keep = []
+    for sentence in sentences(description):
+        if figures(sentence) or _NORMATIVE.search(sentence):
+            continue
+        keep.append(sentence)
+    return " ".join(keep)

@@ -101,13 +101,32 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
             fits, values = semantics.vocabulary_for(theme, ent.key, col["name"])
             if not fits and col["name"] != ent.module["label"]:
                 continue  # a column from another domain (a commuter's frequent-flyer number) is not generated
+            own_words = semantics.theme_words(theme, ent.singular, col["name"])
+            if own_words == [] and col["name"] != ent.module["label"]:
+                continue  # the theme says this column is not its trade's (a domain name has no condition)
+            if isinstance(own_words, dict):
+                # A figure's range the theme states (bags over 30 kg are refused): its data keeps to it.
+                if col.get("gen", {}).get("gen") in ("int", "float", "money"):
+                    col = {**col, "gen": {**col["gen"], **own_words}}
+                own_words = None
+            if col["name"] != ent.module["label"] and col.get("gen", {}).get("gen") == "choice" \
+                    and semantics.is_kind_column(ent, col["name"]):
+                if own_words is None:
+                    continue  # a tea ceremony is no 'boat' or 'wine' tour: without the theme's words, no kinds
+                values = own_words
             spec_col = {k: col[k] for k in ("name", "type", "unique", "nullable", "check", "enum", "description") if k in col}
             if spec_col.get("type") not in ("INTEGER", "REAL", "TEXT", "BOOLEAN"):
                 spec_col["type"] = "TEXT"
             gen = dict(col["gen"])
+            if gen.get("gen") == "faker" and gen.get("provider") in semantics.FOREIGN_FAKER:
+                gen = {"gen": "choice", "values": semantics.job_titles(theme, ent, col["name"])}
+            if own_words is not None and gen.get("gen") == "choice":
+                values = own_words
             if values and gen.get("gen") == "choice":
                 gen = {k: v for k, v in gen.items() if k != "weights"}
                 gen["values"] = values
+                if own_words is not None:
+                    gen["theme_words"] = True
                 if "enum" in spec_col:
                     spec_col["enum"] = list(values)
             if col.get("unique"):
@@ -140,7 +159,38 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
                 ent.rows = min(ent.rows, room // 4 or 1)
             if gen.get("unique") and gen["gen"] in ("choice", "pick"):
                 ent.rows = min(ent.rows, len(gen["values"]))
+    link_same_parents(entities)
     return entities
+
+
+#: Roles of records that own others: a row that names one of them and one of its records names its own.
+OWNER_ROLES = frozenset({"person", "organization", "account"})
+
+
+def link_same_parents(entities: list[Entity]) -> None:
+    """A row that points at an owner A and at a record B of A's points at one of *A's* records: a card
+    payment of a bidder pays that bidder's order, a claim's renter is its policy's renter.
+
+    The owner key is copied from the first such record (``lookup``); any further key to another record
+    of A's is drawn among that owner's records (``same``)."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        for a_col, owner in list(ent.refs.items()):
+            if not set(by_table[owner].roles) & OWNER_ROLES:
+                continue
+            links = []
+            for b_col, target in ent.refs.items():
+                vias = [v for v, t in by_table[target].refs.items() if t == owner] if b_col != a_col else []
+                if len(vias) == 1 and ent.gens.get(b_col, {}).get("gen") == "ref":
+                    links.append((b_col, target, vias[0]))
+            if not links or ent.gens.get(a_col, {}).get("gen") != "ref":
+                continue
+            (b_col, target, via), rest = links[0], links[1:]
+            ent.gens[a_col] = {"gen": "lookup", "via": b_col, "table": target, "field": via, "else": ent.gens[a_col]}
+            for c_col, _, c_via in rest:
+                nullable = (ent.column(c_col) or {}).get("nullable") is not False
+                ent.gens[c_col] = {**ent.gens[c_col], "same": {"column": a_col, "via": c_via}, "nullable": nullable}
+        ent.gens = semantics.dependency_order(ent.gens)
 
 
 def tables_of(entities: list[Entity]) -> list[dict[str, Any]]:

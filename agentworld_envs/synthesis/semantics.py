@@ -71,6 +71,40 @@ def vocabulary_index() -> dict[str, set[str]]:
     return index
 
 
+#: Faker providers whose values are no trade's words (a tea house's masters titled 医師, "doctor").
+FOREIGN_FAKER = frozenset({"job"})
+#: Columns that say what kind of thing a record is: a module renamed to a theme's own record (a tour
+#: as a tea ceremony ``experience``) keeps them only with the theme's own words (``words/themes.json``).
+KIND_COLUMNS = frozenset({"category", "kind", "type", "genre", "product_line", "product_type", "subcategory",
+                          "condition", "suite", "format", "style", "cuisine", "species", "breed", "specialty",
+                          "discipline", "sport", "line_of_business"})
+def is_kind_column(ent: Any, column: str) -> bool:
+    """Whether ``column`` names the kind of a renamed entity's records (its module's generic kinds)."""
+    if ent.singular == ent.key:
+        return False
+    words = ent.key.split("_")
+    return column in KIND_COLUMNS or any(column == f"{w}_type" for w in words)
+
+
+def theme_words(theme: dict[str, Any], singular: str, column: str) -> list[Any] | None:
+    """The theme's own words for ``singular.column`` (``env_registry/library/words/themes.json``)."""
+    return env_registry.words("themes").get(theme["slug"], {}).get(f"{singular}.{column}")
+
+
+def job_titles(theme: dict[str, Any], ent: Any, column: str) -> list[str]:
+    """Job titles in the theme's trade: built from the staff's role where the theme names one (tea master →
+    Senior Tea Master), the sub-category's titles for the service's own staff, generic business titles for
+    people outside it (a lead's or a candidate's title)."""
+    table = env_registry.words("job_titles")
+    own = "staff" in ent.roles
+    if own and ent.singular != ent.key and ent.singular.split("_")[-1] in table.get("professions", ()):
+        role = ent.singular.replace("_", " ").title()
+        return [pattern.format(role=role) for pattern in table["seniority"]]
+    if own:
+        return list(table["l2"].get(theme["l2"], table["outside"]))
+    return list(table["outside"])
+
+
 # ------------------------------------------------------------------------------------ foreign keys
 
 
@@ -158,7 +192,10 @@ def date_rank(column: str) -> int | None:
 
 
 def is_past_column(column: str) -> bool:
-    return any(w in column.split("_") for w in _PAST_WORDS)
+    words = column.split("_")
+    if {"estimated", "expected", "scheduled", "planned", "target", "due", "next"} & set(words):
+        return False  # an estimated delivery lies ahead
+    return any(w in words for w in _PAST_WORDS)
 
 
 def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
@@ -173,6 +210,9 @@ def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
         if rank is None or rank == 0:
             continue
         before = [(c, r) for c, r in ranked if r is not None and r < rank and c != col]
+        if rank == 3:
+            # Last touched follows the record's making, not its end (an end may still lie ahead).
+            before = [(c, r) for c, r in before if r == 0]
         if not before:
             continue
         top = max(r for _, r in before)
@@ -247,7 +287,52 @@ def person_kind(entity_words: str) -> str:
 AGE_RANGES = {"adult": (18, 90), "any_age": (3, 90), "animal": (0, 20)}
 
 #: Totals and the amounts they add up (the first part must be present).
-TOTALS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")),)
+TOTALS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")),
+          ("amount_due", ("principal_portion", "interest_portion")))
+#: Same-row (used, cap) pairs: the first never exceeds the second.
+CAPS = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("times_redeemed", "max_redemptions"),
+        ("quantity_reserved", "quantity_on_hand"), ("seats_available", "seats_total"), ("spend_to_date", "budget"),
+        ("salary_min", "salary_max"), ("balance", "initial_value"), ("outstanding_balance", "principal"),
+        ("refills_remaining", "refills_total"), ("guest_passes_remaining", "guest_passes_total"),
+        ("actual_minutes", "estimated_minutes_cap"), ("credits_used", "credits_total"),
+        ("deliveries_completed", "deliveries_assigned"), ("discount_amount", "unit_price"))
+#: (paid, due) pairs whose paid part follows the record's status (the workflow's ``paid`` map).
+PAID = (("amount_paid", "amount_due"), ("amount_paid", "total_amount"), ("paid_amount", "amount_due"))
+
+# ------------------------------------------------------------------------------------- the clock
+
+_DUE = re.compile(r"(^|_)(due|deadline)(_|$)|respond_by")
+_END = re.compile(r"expir|valid_until|valid_to|period_end|(^|_)(end|ends|until)(_|$)|closes|target_end|return_date|"
+                  r"expected_date|estimated_delivery|check_out|checkout")
+_EVENT = re.compile(r"(^|_)(event|session|show|game|match|visit|service|class|lesson|appointment|route|shift|"
+                    r"reserved|publication|release|published|performance|slot|flight|travel|trip|work)(_|$)")
+
+
+def clock_role(column: str) -> str | None:
+    """``start``, ``end`` or ``due``: which moment of a record's life a date column holds, for the
+    workflow's ``clock`` map (a scheduled session's start lies ahead; an overdue invoice's due date
+    has passed; an active membership has not ended). ``None`` for dates a status says nothing about."""
+    if "birth" in column or is_past_column(column) and not _EVENT.search(column):
+        return None
+    if _DUE.search(column):
+        return "due"
+    if _END.search(column):
+        return "end"
+    rank = date_rank(column)
+    if rank == 1 or (rank is None and _EVENT.search(column)):
+        return "start"
+    return None
+
+
+def clock_constraints(workflow: dict[str, Any] | None, column: str) -> tuple[list[str], list[str]]:
+    """``(past states, future states)`` for one date column under a workflow's ``clock`` map."""
+    role = clock_role(column)
+    if not workflow or role is None:
+        return [], []
+    clock = workflow.get("clock", {})
+    past = sorted(s for s, roles in clock.items() if roles.get(role) == "past")
+    future = sorted(s for s, roles in clock.items() if roles.get(role) == "future")
+    return past, future
 
 #: Free-text columns and the template kind that writes them.
 _TEXT_KIND_WORDS = (
@@ -277,6 +362,10 @@ _DATE_GENS = ("date", "datetime")
 def _date_kind(gen: dict[str, Any]) -> str | None:
     if gen.get("gen") in _DATE_GENS:
         return gen["gen"]
+    if gen.get("gen") in ("after", "clock"):
+        return gen.get("kind") or "datetime"
+    if gen.get("gen") in ("when", "by"):
+        return _date_kind(gen.get("then") or gen.get("default") or {})
     if gen.get("gen") == "faker" and gen.get("provider") == "date_of_birth":
         return "date"
     return None
@@ -346,6 +435,15 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         gens["line_total"] = {"gen": "product", "of": ["quantity", "unit_price"]}
     # Dates in a record's order: each later date drawn after the one before it.
     dates = [c for c, g in gens.items() if _date_kind(g) and c != "status_changed_at" and "birth" not in c]
+    clocked = bool(ent.workflow and ent.workflow.get("clock"))
+    for c in dates:
+        # A record cannot have been made (or filed, joined, posted) in the future; where its status dates
+        # it, it was made a week before, so a start that has passed still follows its making.
+        gen = gens[c]
+        top = -7 if clocked and date_rank(c) == 0 else 0
+        if gen.get("gen") in _DATE_GENS and (date_rank(c) == 0 or is_past_column(c)) and gen.get("days", [0, 0])[1] > top:
+            lo, hi = gen["days"]
+            gens[c] = {**gen, "days": [min(lo, top - 1), top]}
     for earlier, later, strict in ordered_pairs(dates):
         old = gens[later]
         lo, hi = old.get("days", [-365, 0])
@@ -355,35 +453,98 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                        "else_days": [lo, hi], "not_after_now": is_past_column(later) or hi <= 0,
                        **({"null_p": old["null_p"]} if "null_p" in old else {})}
     if ent.workflow:
-        firsts = [c for c in dates if date_rank(c) in (0, 1)]
-        if firsts and "status_changed_at" in gens:
-            gens["status_changed_at"] = {"gen": "after", "of": firsts[0], "kind": "datetime", "days": [0, 90],
-                                         "else_days": [-90, 0], "not_after_now": True}
-        for col, states in status_stamps(list(gens), ent.workflow).items():
+        stamps = status_stamps(list(gens), ent.workflow)
+        # Dates agree with the record's status on the world's clock (the workflow's ``clock`` map).
+        clocks = {c: clock_constraints(ent.workflow, c) for c in dates if c not in stamps}
+        floors = {c: gens[c]["of"] for c in clocks if gens[c].get("gen") == "after" and gens[c].get("of") in clocks}
+        # What lies behind a date that has passed has passed too (an overdue payment's period has started).
+        for col in sorted(clocks, key=lambda c: -(date_rank(c) or 0)):
+            earlier = floors.get(col)
+            if earlier and clocks[col][0]:
+                past, future = clocks[earlier]
+                clocks[earlier] = (sorted(set(past) | set(clocks[col][0])), [s for s in future if s not in clocks[col][0]])
+        for col, (past, future) in clocks.items():
+            if past or future:
+                inner = gens[col]
+                floor = inner.get("of") if inner.get("gen") == "after" else None
+                # A date that has passed leaves a few days for the dates that follow it.
+                gap = {"gap": 4} if clock_role(col) == "start" or col in floors.values() else {}
+                gens[col] = wrap(inner, gen="clock", column="status", past=past, future=future,
+                                 kind=_date_kind(inner), **({"floor": floor} if floor else {}), **gap)
+        if "status_changed_at" in gens:
+            # The status changed after the record was made (and after it started or ended, where that has
+            # happened), never after now.
+            after = [c for c in dates if c not in stamps and (date_rank(c) is not None or clock_role(c))]
+            gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after}
+        for col, states in stamps.items():
             if nullable.get(col, True):
-                gens[col] = {"gen": "when", "column": "status", "in": sorted(states),
-                             "then": {k: v for k, v in gens[col].items() if k != "null_p"}}
-    ent.gens = _dependency_order(gens)
+                then = {k: v for k, v in gens[col].items() if k != "null_p"}
+                stem = re.sub(r"_(at|on|date)$", "", col)
+                read = any(col in sources(g) for c, g in gens.items() if c != col)
+                past, future = clock_constraints(ent.workflow, col)
+                if past or future:
+                    # "scheduled_at" is when a scheduled record is due to happen, not when it was scheduled.
+                    floor = then.get("of") if then.get("gen") == "after" else None
+                    then = {"gen": "clock", "inner": then, "column": "status", "past": past, "future": future,
+                            "kind": _date_kind(then) or "datetime", **({"floor": floor} if floor else {})}
+                elif "status_changed_at" in gens and not read and date_rank(col) != 0:
+                    # Reaching the status is when the status last changed.
+                    then = {"gen": "by", "column": "status", "default": then, "cases": {stem: {
+                        "gen": "lookup_row", "of": "status_changed_at", "kind": _date_kind(then) or "datetime"}}}
+                gens[col] = {"gen": "when", "column": "status", "in": sorted(states), "then": then}
+        paid = ent.workflow.get("paid")
+        for paid_col, due_col in PAID:
+            if paid and paid_col in gens and due_col in gens:
+                gens[paid_col] = {"gen": "paid", "of": due_col, "column": "status", **paid}
+                break
+    if not ent.workflow and gens.get("is_active", {}).get("gen") == "bool":
+        # An active card or pass has not expired.
+        for col in dates:
+            if clock_role(col) == "end":
+                gens[col] = wrap(gens[col], gen="clock", column="is_active", past=[], future=[1],
+                                 kind=_date_kind(gens[col]))
+    for used, cap in CAPS:
+        if used in gens and cap in gens and gens[used].get("gen") != "at_most":
+            gens[used] = wrap(gens[used], gen="at_most", of=cap)
+    if not ent.workflow:
+        for paid_col, due_col in PAID:
+            if paid_col in gens and due_col in gens:
+                gens[paid_col] = wrap(gens[paid_col], gen="at_most", of=due_col)
+    ent.gens = dependency_order(gens)
 
 
-def _sources(gen: dict[str, Any]) -> set[str]:
-    out = {gen[k] for k in ("of", "column") if isinstance(gen.get(k), str)}
-    if isinstance(gen.get("of"), list):
-        out |= set(gen["of"])
-    for sub in [gen.get("then"), gen.get("default"), *(gen.get("cases") or {}).values()]:
+def wrap(inner: dict[str, Any], **outer: Any) -> dict[str, Any]:
+    """``outer`` around ``inner``, with the inner generator's ``null_p`` and ``unique`` moved outside (they
+    act only on a column's top-level generator)."""
+    moved = {k: inner[k] for k in ("null_p", "unique") if k in inner}
+    return {**outer, "inner": {k: v for k, v in inner.items() if k not in moved}, **moved}
+
+
+def sources(gen: dict[str, Any]) -> set[str]:
+    """The columns of the same row a generator reads."""
+    out = {gen[k] for k in ("of", "column", "via", "floor") if isinstance(gen.get(k), str)}
+    for k in ("of", "after"):
+        if isinstance(gen.get(k), list):
+            out |= set(gen[k])
+    for k in ("same", "quota"):
+        if isinstance(gen.get(k), dict):
+            out.add(gen[k]["column"])
+    for window in (gen.get("windows") or {}).values():
+        out |= {window[k] for k in ("before", "after") if k in window}
+    for sub in [gen.get("then"), gen.get("default"), gen.get("inner"), gen.get("else"), *(gen.get("cases") or {}).values()]:
         if isinstance(sub, dict):
-            out |= _sources(sub)
+            out |= sources(sub)
     return out
 
 
-def _dependency_order(gens: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def dependency_order(gens: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Generators ordered so that every column a generator reads is generated before it."""
     out: dict[str, dict[str, Any]] = {}
     pending = dict(gens)
     while pending:
         progressed = False
         for name, gen in list(pending.items()):
-            if all(src in out or src not in gens for src in _sources(gen)):
+            if all(src in out or src not in gens for src in sources(gen)):
                 out[name] = pending.pop(name)
                 progressed = True
         if not progressed:  # a cycle cannot arise from the rules above; keep the rest in place

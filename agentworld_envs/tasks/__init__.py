@@ -2,10 +2,14 @@
 
 * :mod:`.graph` — the tool dependency graph (networkx) derived from spec schemas;
 * :mod:`.generate` / :mod:`.build` — graph-walk and programmatic candidates executed on the golden state;
+* :mod:`.shapes` / :mod:`.hard` — rule and state shapes, and the hard tier (>= 8 dependent calls);
+* :mod:`.factors` / :mod:`.baselines` — difficulty from measured factors, scripted greedy / no-lookup agents;
 * :mod:`.runner` — one savepointed connection per env and the self-verification gate;
 * :mod:`.seal` — a task's exact intended change and answer candidates, from its reference;
 * :mod:`.probes` — the hack and fairness probes the gate runs on every task;
-* :mod:`.store` — cached task sets, the ``synth`` task source, stats;
+* :mod:`.store` — cached task sets, the ``synth`` task source (named by the catalogue as
+  ``"agentworld_envs.tasks.store:synth_task_source"``), registry statistics;
+* :mod:`.summary` — one env's task counts for ``agentworld build`` / ``stats``;
 * :mod:`.export` — Hugging Face datasets of tasks and SFT trajectories.
 """
 
@@ -13,12 +17,10 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from ..catalog import task_source
 from .build import GEN_VERSION, generate_tasks
 from .graph import describe_graph, graph_json, tool_graph
-from .store import cached_tasks, merge_task_stats, synth_task_source, task_summary
-
-task_source("synth")(synth_task_source)
+from .store import cached_tasks, merge_task_stats
+from .summary import task_summary
 
 
 def synthesize_tasks(env_id: str, n: int = 10, seed: int = 1, focus_tools: Iterable[str] | None = None,

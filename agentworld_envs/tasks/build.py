@@ -10,17 +10,21 @@ from typing import Any, Iterable
 import re
 
 from .. import state
-from . import llm, shapes
+from . import baselines, factors, hard, llm, shapes
 from ..spec import canonical_json
-from .generate import BYES, HELLOS, NOISE, Generator, Part, Skip, fmt_value
+from .generate import BYES, HELLOS, Generator, Part, Skip, fmt_value
 from .model import EnvModel
 from .gate import gate
+from .probes import add_counts
 from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "5"
+GEN_VERSION = "12"   # 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
+#: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
+HARD_TARGET = 4
+HARD_FAMILIES = ["hard_cross", "hard_chain", "hard_hidden", "hard_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
             "graph_any", "prog_bulk", "graph_mixed", "graph_write",
@@ -33,8 +37,11 @@ SHAPES = {"graph_read": "lookup", "graph_write": "write", "graph_any": "lookup_o
           "prog_cond": "conditional_bulk", "prog_mixed": "status_trap", "prog_agg": "aggregate",
           "prog_argmax": "aggregate", "rule_threshold": "rule_threshold", "rule_threshold_trap": "rule_threshold",
           "time_window": "time_window", "time_window_trap": "time_window", "multi_constraint": "multi_constraint",
-          "compare_act": "compare_then_act", "create_record": "create_record", "quota": "quota", "quota_trap": "quota"}
-STRUCT = {"linear": 0.0, "branching": 1.0, "aggregation": 1.0, "conditional": 1.5}
+          "compare_act": "compare_then_act", "create_record": "create_record", "quota": "quota", "quota_trap": "quota",
+          "hard_cross": "cross_sweep", "hard_chain": "chain_sweep", "hard_hidden": "hidden_sweep",
+          "hard_batch": "hidden_batch"}
+#: Compound requests: how two parts are joined (the second part's first letter is lowered where it reads on).
+JOIN_TWO = ["{} Also, {}", "{} And {}", "{} After that, {}", "{}\n{}", "{} Separately, {}"]
 
 
 def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
@@ -76,29 +83,35 @@ def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
         return [shapes.create_record(gen)], "graph"
     if family in ("quota", "quota_trap"):
         return [shapes.quota_task(gen, trap=family == "quota_trap")], "graph"
+    if family == "hard_cross":
+        return [hard.cross_sweep(gen)], "graph"
+    if family == "hard_chain":
+        return [hard.chain_sweep(gen)], "graph"
+    if family == "hard_hidden":
+        return [hard.hidden_sweep(gen)], "programmatic"
+    if family == "hard_batch":
+        return [hard.hidden_batch(gen)], "graph"
     raise ValueError(family)
 
 
-def _distractor(gen: Generator, parts: list[Part]) -> tuple[str, dict[str, Any] | None]:
-    anchors = gen.anchors()
-    t = gen.rng.choice(anchors)
-    row = gen.pick_row(t)
-    mentioned = " ".join(p.text for p in parts)
-    if str(row[t.label]) in mentioned:
-        raise Skip("distractor collides")
-    desc = gen.describe(t, row)
-    now = gen.row_now(t.name, row["id"])
-    if now != row:   # the task itself changes it: not a distractor
-        raise Skip("distractor is a target")
-    text = gen.rng.choice([f"(Leave {desc} exactly as it is.)", f"Note that {desc} is a different record; don't touch it.",
-                           f"{desc[0].upper() + desc[1:]} is fine, no changes there."])
-    check = gen.row_check(t.name, row["id"], desc="distractor record untouched")
-    return text, check
+def _lower_first(text: str) -> str:
+    return text if text.startswith(("I ", "I'm ")) or text[1:2].isupper() else text[0].lower() + text[1:]
+
+
+def _join(gen: Generator, texts: list[str]) -> str:
+    if len(texts) == 1:
+        return texts[0]
+    if len(texts) == 2:
+        form = gen.rng.choice(JOIN_TWO)
+        second = texts[1] if form.startswith("{}\n") or form.endswith(": {}") else _lower_first(texts[1])
+        return form.format(texts[0], second)
+    return "\n".join(f"{i + 1}. {t}" for i, t in enumerate(texts))
 
 
 def candidate(gen: Generator, family: str) -> dict[str, Any]:
     """One task (without id) built from the golden state, or :class:`Skip`."""
     r = gen.r
+    r.drop_prefix()   # the candidate's calls run on the golden state
     r.conn.execute("SAVEPOINT candidate")
     try:
         parts, kind = _parts(gen, family)
@@ -106,21 +119,8 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
         refusals = [p for p in parts if p.refusal]
         if len(answers) + len(refusals) > 1 and not (len(refusals) == 1 and not answers):
             raise Skip("more than one answer")
-        distractors, extra_checks, texts = 0, [], [p.text for p in parts]
+        texts = [p.text for p in parts]
         writes = any(p.writes for p in parts)
-        if gen.rng.random() < 0.3:
-            try:
-                text, check = _distractor(gen, parts)
-                texts.insert(gen.rng.randrange(len(texts) + 1), text)
-                distractors += 1
-                if writes and check:
-                    extra_checks.append(check)
-            except Skip:
-                pass
-        noise = ""
-        if gen.rng.random() < 0.15:
-            noise = gen.rng.choice(NOISE) + " "   # chatter before the request, never a numbered item
-            distractors += 1
         steps = [s for p in parts for s in p.steps]
         changed = sorted(state.changed_tables(r.conn))
     finally:
@@ -129,7 +129,7 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
     if not steps:
         raise Skip("empty chain")
     answer_text = None
-    checks: list[dict[str, Any]] = [c for p in parts for c in p.checks] + extra_checks
+    checks: list[dict[str, Any]] = [c for p in parts for c in p.checks]
     if refusals:
         answer_text = refusals[0].refusal
         if refusals[0].refusal_check is not None:
@@ -145,58 +145,128 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
             checks.append(check)
     checks.append({"type": "footprint", "tables": changed, "description": "no collateral changes"})
     solution = steps + [{"name": "submit", "arguments": {} if answer_text is None else {"answer": answer_text}}]
-    if len(parts) > 1:
-        joined = gen.rng.choice(["{} Also, {}", "Two things. First: {} Second: {}", "{} And {}"])
-        if len(texts) == 2:
-            keep = joined.startswith("Two") or texts[1].startswith(("I ", "I'm "))   # never "Also, i need …"
-            second = texts[1] if keep else texts[1][0].lower() + texts[1][1:]
-            body = joined.format(texts[0], second)
-        else:
-            body = " ".join(f"({i + 1}) {t}" for i, t in enumerate(texts))
-            body = "Several requests: " + body
-    else:
-        body = " ".join(texts)
-    hello = gen.rng.choice(HELLOS)
-    if hello.endswith(", ") and noise:
-        noise = noise[0].lower() + noise[1:]
-    elif hello.endswith(", ") and body[:1].isupper() and not body[1:2].isupper():
+    body = _join(gen, texts)
+    hello = gen.rng.choice(HELLOS) if "\n" not in body else ""
+    if hello.endswith(", ") and body[:1].isupper() and not body[1:2].isupper() and not body.startswith(("I ", "I'm ")):
         body = body[0].lower() + body[1:]   # "Hi, please …", not "Hi, Please …"
-    instruction = hello + noise + body + gen.rng.choice(BYES)
+    instruction = hello + body + gen.rng.choice(BYES)
     if llm.enabled():
         keep = [w.strip(".,;:()?!'") for w in re.findall(r"\S*[\d@]\S*", instruction)]
         instruction = llm.paraphrase(instruction, keep)
     structure = max((p.structure for p in parts), key=lambda s: STRUCT[s])
     trap = "none" if not refusals else ("mixed" if writes else "refuse")
-    obscure = gen.rng.random() < 0.25
-    calls = len(steps)
-    knobs = {"chain_length": calls, "structure": structure, "compound": len(parts), "distractors": distractors,
-             "policy_trap": trap, "obscure_tools": obscure, "family": family, "shape": SHAPES[family]}
+    tier = "hard" if family in HARD_FAMILIES else "standard"
+    knobs = {"chain_length": len(steps), "structure": structure, "compound": len(parts), "policy_trap": trap,
+             "hidden": gen.hidden, "family": family, "shape": SHAPES[family], "tier": tier}
     rules = [p.rule for p in parts if p.rule]
     if rules:
         knobs["rule"] = rules[0]
-    difficulty = round(0.6 * calls + STRUCT[structure] + 0.8 * (len(parts) - 1) + 0.8 * distractors
-                       + {"none": 0, "refuse": 1.5, "mixed": 2.0}[trap] + (1.0 if obscure else 0.0), 2)
-    return {"instruction": instruction.strip(), "kind": kind, "difficulty": difficulty, "knobs": knobs,
-            "tags": [kind, family, SHAPES[family], structure] + ([f"trap:{trap}"] if refusals else []),
+    tags = [kind, family, SHAPES[family], structure] + ([f"trap:{trap}"] if refusals else []) + (["hard"] if tier == "hard" else [])
+    return {"instruction": instruction.strip(), "kind": kind, "difficulty": 0.0, "knobs": knobs, "tags": tags,
             "solution": solution, "checks": checks}
+
+
+STRUCT = {"linear": 0.0, "branching": 1.0, "aggregation": 1.0, "conditional": 1.5}
+#: Tasks of one env that may share an instruction skeleton (see :func:`skeleton`).
+MAX_PER_SKELETON = 2
+
+
+def skeleton(task: dict[str, Any]) -> str:
+    """The instruction with its values masked (figures, codes, e-mails, quoted text, the reference's
+    argument values) and greetings dropped: two tasks with one skeleton read as one template."""
+    text = task["instruction"]
+    values = {str(v) for s in task["solution"] for v in s["arguments"].values() if isinstance(v, (str, int, float))}
+    for v in sorted(values, key=len, reverse=True):
+        if len(v) >= 3:
+            text = text.replace(v, "#")
+    text = re.sub(r'"[^"]*"|\S*[\d@]\S*', "#", text)
+    for w in HELLOS + BYES:
+        if w.strip():
+            text = text.replace(w.strip(), "")
+    return " ".join(text.casefold().split())
+
+
+def rate(runner: Runner, task: dict[str, Any]) -> dict[str, Any]:
+    """``task`` with its measured factors and whether each scripted baseline fails it in ``knobs``, and the
+    difficulty made from the factors."""
+    body = [s for s in task["solution"] if s["name"] != "submit"]
+    results = runner.run(None, body).results
+    f = factors.measure(runner, task, results)
+    knobs = {**task.get("knobs", {}), "factors": f}
+    knobs["baselines_failed"] = baselines.play(runner, {**task, "knobs": knobs}, results)
+    return {**task, "difficulty": factors.difficulty(f), "knobs": knobs}
 
 
 def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: str, target: int = TARGET,
                    max_attempts: int | None = None, runner: Runner | None = None, tools=None,
                    accept=None, families: Iterable[str] | None = None) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """Generate and gate tasks until ``target`` are kept. Returns (tasks, report)."""
+    """Generate and gate tasks until ``target`` are kept (hard-tier ones first). Returns (tasks, report)."""
     t0 = time.perf_counter()
     own = runner is None
     runner = runner or Runner(spec, golden, tools)
     model = EnvModel(spec)
     rng = random.Random(seed)
     rejected: Counter[str] = Counter()
+    probe_counts: dict[str, dict[str, int]] = {}   # per probe kind, over the kept tasks
     kept: list[dict[str, Any]] = []
     seen: set[str] = set()
-    fams = list(families or FAMILIES)
+    skeletons: Counter[str] = Counter()
+    fams = list(families or FAMILIES + HARD_FAMILIES)
+    hard_fams = [f for f in fams if f in HARD_FAMILIES]
+    fams = [f for f in fams if f not in HARD_FAMILIES] or hard_fams
     offset = rng.randrange(len(fams))
     max_attempts = max_attempts or 3 * target + 12
     prog = [f for f in fams if f.startswith("prog_")]
+
+    def attempt_one(attempt: int, family: str) -> None:
+        gen = Generator(model, runner, random.Random(f"{seed}:{attempt}"))
+        try:
+            task = candidate(gen, family)
+        except Skip:
+            rejected["not_applicable"] += 1
+            return
+        except Exception:  # noqa: BLE001 - a generator bug on one schema must not lose the env
+            rejected["generation_error"] += 1
+            return
+        task = {"id": f"{prefix}-{attempt:03d}", **task}
+        sig = canonical_json([task["solution"], task["instruction"]])
+        start = canonical_json([task["knobs"]["family"], task["solution"][0]])
+        skel = skeleton(task)
+        if sig in seen or start in seen or skeletons[skel] >= MAX_PER_SKELETON:
+            rejected["duplicate"] += 1
+            return
+        try:
+            task = rate(runner, seal(runner, task))
+            if accept is not None and not accept(task):
+                rejected["filtered"] += 1
+                return
+            if task["knobs"]["tier"] == "hard" and not task["knobs"]["baselines_failed"]["greedy"]:
+                rejected["no_headroom"] += 1   # the first plausible record happens to be right: nothing to judge
+                return
+            ran: dict[str, dict[str, int]] = {}
+            why = gate(runner, task, probe_counts=ran)
+        except Exception as exc:  # noqa: BLE001 - a broken candidate is a rejection, not a crash
+            why = "generation_error"
+            task.setdefault("knobs", {})["error"] = f"{type(exc).__name__}: {exc}"[:200]
+        if why:
+            rejected[why] += 1
+            return
+        add_counts(probe_counts, ran)
+        seen.update((sig, start))
+        skeletons[skel] += 1
+        kept.append(task)
+
+    attempt = 0
+    if hard_fams and fams is not hard_fams:
+        hard_goal = min(HARD_TARGET, max(1, target // 3))
+        tries: Counter[str] = Counter()
+        for attempt in range(4 * hard_goal + 3):
+            if len(kept) >= hard_goal:
+                break
+            # round robin over the shapes: a varied tier, not the one shape that always fits
+            family = min(hard_fams, key=lambda f: (tries[f], (hard_fams.index(f) - offset) % len(hard_fams)))
+            tries[family] += 1
+            attempt_one(900 + attempt, family)
     for attempt in range(max_attempts + (len(prog) * 2 if prog else 0)):
         has_prog = any(t["kind"] == "programmatic" for t in kept)
         if len(kept) >= target and (has_prog or not prog or attempt >= max_attempts):
@@ -206,38 +276,12 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
         family = fams[(attempt + offset) % len(fams)]
         if len(kept) >= target - 1 and not has_prog and prog:
             family = prog[attempt % len(prog)]   # every env gets at least one programmatic task
-        gen = Generator(model, runner, random.Random(f"{seed}:{attempt}"))
-        try:
-            task = candidate(gen, family)
-        except Skip:
-            rejected["not_applicable"] += 1
-            continue
-        except Exception:  # noqa: BLE001 - a generator bug on one schema must not lose the env
-            rejected["generation_error"] += 1
-            continue
-        task = {"id": f"{prefix}-{attempt:03d}", **task}
-        if accept is not None and not accept(task):
-            rejected["filtered"] += 1
-            continue
-        sig = canonical_json([task["solution"], task["instruction"]])
-        if sig in seen:
-            rejected["duplicate"] += 1
-            continue
-        try:
-            task = seal(runner, task)
-            why = gate(runner, task)
-        except Exception as exc:  # noqa: BLE001 - a broken candidate is a rejection, not a crash
-            why = "generation_error"
-            task.setdefault("knobs", {})["error"] = f"{type(exc).__name__}: {exc}"[:200]
-        if why:
-            rejected[why] += 1
-            continue
-        seen.add(sig)
-        kept.append(task)
+        attempt_one(attempt, family)
     if own:
         runner.close()
+    kept.sort(key=lambda t: t["id"])
     # Every kept task passed the gate, whose probes include every hack and fairness probe.
-    report = {"kept": len(kept), "hack_fail": len(kept), "paraphrase_pass": len(kept),
+    report = {"kept": len(kept), "hack_fail": len(kept), "paraphrase_pass": len(kept), "probes": probe_counts,
               "rejected": dict(sorted(rejected.items())), "attempts": attempt + 1,
               "seconds": round(time.perf_counter() - t0, 3)}
     return kept, report

@@ -1,64 +1,43 @@
-"""Exports: tasks as a Hugging Face dataset, reference trajectories as OpenAI-style SFT messages."""
+"""Exports: tasks and reference trajectories (OpenAI-style SFT messages) as JSON lines and Hugging Face datasets."""
 
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 from typing import Any, Iterable
 
 import env_registry
 
-from ..errors import UserInputError
-
-#: Written into every export directory, so ``--overwrite`` only ever replaces our own exports of the same kind.
-MARKER = "agentworld-export.json"
+from ..outputs import OutputDir
 
 
-def prepare_output_dir(out: str | Path, kind: str, overwrite: bool = False, clear: bool = True) -> Path:
-    """An empty directory to export ``kind`` ("tasks" / "sft") into, or :class:`UserInputError`.
+def prepare_output_dir(out: str | Path, kind: str, overwrite: bool = False, check_only: bool = False) -> OutputDir:
+    """The export directory for ``kind`` ("tasks" / "sft"), claimed through :mod:`agentworld_envs.outputs`.
 
-    A new or empty directory is used as is. A non-empty one is refused unless ``overwrite`` is
-    set *and* it holds an earlier export of the same kind (its marker file says so): then its
-    contents are removed first. So ``--out /`` or ``--out ~`` can never be written into, and an
-    SFT export never replaces a task export in place. ``clear=False`` only checks (the exporters
-    check before the slow part and clear after it, so a failed export leaves the old one intact).
+    A new or empty directory is used as is; one holding agentworld's earlier export of the same
+    kind only with ``overwrite`` (which removes only the files that export wrote, unchanged);
+    anything else (``--out ~``, a directory of other work, a copied marker) is refused.
+    ``check_only``: decide without touching anything (the exporters check before the slow part
+    and replace after it, so a failed export leaves the old one intact).
     """
-    path = Path(out).expanduser()
-    if path.exists() and not path.is_dir():
-        raise UserInputError(f"--out {path} is a file, not a directory")
-    if path.is_dir() and any(path.iterdir()):
-        try:
-            marker = json.loads((path / MARKER).read_text(encoding="utf-8"))
-            previous = marker.get("kind") if isinstance(marker, dict) else None
-        except (OSError, ValueError):
-            previous = None
-        if previous is None:
-            raise UserInputError(f"--out {path} is a non-empty directory that is not an agentworld export; "
-                                 "choose a new or empty directory")
-        if previous != kind:
-            raise UserInputError(f"--out {path} holds a {previous!r} export; a {kind!r} export will not replace it "
-                                 "(choose another directory)")
-        if not overwrite:
-            raise UserInputError(f"--out {path} already holds a {kind!r} export; pass --overwrite to replace it")
-        if not clear:
-            return path
-        for child in path.iterdir():
-            if child.is_dir() and not child.is_symlink():
-                shutil.rmtree(child)
-            else:
-                child.unlink()
-    if not clear:
-        return path
-    try:
-        path.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UserInputError(f"--out {path}: cannot create the directory ({exc.strerror or exc})") from None
-    return path
+    return OutputDir.claim(out, kind, overwrite=overwrite, check_only=check_only)
 
 
-def _mark(path: Path, kind: str, rows: int) -> None:
-    (path / MARKER).write_text(json.dumps({"kind": kind, "rows": rows}), encoding="utf-8")
+def _save(out: str | Path, kind: str, overwrite: bool, rows: list[dict[str, Any]], jsonl_name: str) -> OutputDir:
+    """Save ``rows`` into a staging directory, then replace the earlier export: as JSON lines
+    (``datasets.load_dataset("json", ...)`` reads them), and as a Hugging Face Arrow dataset
+    (``datasets.load_from_disk``) when ``datasets`` is installed, so the suite alone can export."""
+    target = prepare_output_dir(out, kind, overwrite)
+    with target.staging() as staged:
+        if arrow_available():
+            from datasets import Dataset
+
+            Dataset.from_list(rows).save_to_disk(str(staged))
+        with open(staged / jsonl_name, "w", encoding="utf-8") as fh:
+            for r in rows:
+                fh.write(json.dumps(r, ensure_ascii=False) + "\n")
+        target.install(staged, replace=True)   # the earlier export's own files go once the new one is complete
+    return target
 
 
 def select_envs(ids: Iterable[str] | None = None, split: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
@@ -81,14 +60,17 @@ def task_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def export_tasks(out: str | Path, entries: list[dict[str, Any]], overwrite: bool = False) -> int:
-    from datasets import Dataset
-
-    prepare_output_dir(out, "tasks", overwrite, clear=False)
+    prepare_output_dir(out, "tasks", overwrite, check_only=True)
     rows = task_rows(entries)
-    path = prepare_output_dir(out, "tasks", overwrite)
-    Dataset.from_list(rows).save_to_disk(str(path))
-    _mark(path, "tasks", len(rows))
+    _save(out, "tasks", overwrite, rows, "tasks.jsonl")
     return len(rows)
+
+
+def arrow_available() -> bool:
+    """Whether the Hugging Face ``datasets`` package (the ``train`` extra) is installed to write Arrow datasets."""
+    import importlib.util
+
+    return importlib.util.find_spec("datasets") is not None
 
 
 def sft_messages(env, task_id: str) -> tuple[list[dict[str, Any]], float]:
@@ -127,16 +109,9 @@ def sft_rows(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 
 def export_sft(out: str | Path, entries: list[dict[str, Any]], overwrite: bool = False) -> int:
-    from datasets import Dataset
-
-    prepare_output_dir(out, "sft", overwrite, clear=False)
+    prepare_output_dir(out, "sft", overwrite, check_only=True)
     rows = sft_rows(entries)
-    path = prepare_output_dir(out, "sft", overwrite)
-    Dataset.from_list(rows).save_to_disk(str(path))
-    with open(path / "sft.jsonl", "w", encoding="utf-8") as fh:
-        for r in rows:
-            fh.write(json.dumps(r, ensure_ascii=False) + "\n")
-    _mark(path, "sft", len(rows))
+    _save(out, "sft", overwrite, rows, "sft.jsonl")
     return len(rows)
 
 

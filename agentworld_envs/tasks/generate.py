@@ -17,22 +17,27 @@ Every candidate then goes through :func:`~agentworld_envs.tasks.gate.gate`.
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..language import (average_of, field_question, field_value, in_state, indefinite, set_flag_phrase, value_words,
-                        verb_phrase)
+from ..language import (average_of, field_question, field_value, flag_words, in_state, indefinite, set_flag_phrase,
+                        value_words, verb_phrase)
 from ..tools import ToolError
 from .model import EnvModel, TableInfo, words
 from .runner import Runner
 
 SKIP_READ = {"id", "status_changed_at", "status_reason"}
+DATE = re.compile(r"\d{4}-\d\d-\d\d")
 REASONS = ["requested by the customer", "duplicate entry", "customer asked by phone", "data clean-up",
            "per manager approval", "entered in error"]
-HELLOS = ["", "", "Hi, ", "Hello! ", "Quick request: ", "Good morning. ", "Hey there. "]
-BYES = ["", "", " Thanks!", " Thank you.", " Appreciate it.", " Thanks in advance."]
-NOISE = ["I'm in a bit of a hurry today.", "This came up in this morning's meeting.",
-         "My colleague asked me to pass this on.", "Sorry if this was already handled."]
+HELLOS = ["", "", "", "Hi, ", "Hello! ", "Good morning. ", "Hey there. "]
+BYES = ["", "", "", " Thanks!", " Thank you."]
+
+
+def key(value: Any) -> Any:
+    """A value as a request states it: a timestamp by its day."""
+    return value[:10] if isinstance(value, str) and DATE.match(value) else value
 
 
 class Skip(Exception):
@@ -73,6 +78,12 @@ class Generator:
     def __init__(self, model: EnvModel, runner: Runner, rng: random.Random):
         self.m, self.r, self.rng = model, runner, rng
         self.conn = runner.initial
+        #: (table, id) of every record a part's chain has reached: a hop or a target never comes back to one.
+        self.visited: set[tuple[str, int]] = set()
+        #: Conditions the outcome hinges on that the request does not state (a blocking status, a rule's
+        #: figure, a related record's field): counted for the difficulty, never said in the text.
+        self.hidden = 0
+        self._reason: str | None = None
 
     # ------------------------------------------------------------------ helpers
     def run(self, name: str, /, **arguments: Any) -> Any:
@@ -81,6 +92,18 @@ class Generator:
             return self.r.call(name, arguments)
         except ToolError as exc:
             raise Skip(f"{name}: {exc.code}") from None
+
+    def rules_allow(self, tool: dict[str, Any], rid: int) -> bool:
+        """Whether the theme's enforced rules (thresholds, time windows) let ``tool`` act on row ``rid``."""
+        from ..rules import Rule
+
+        conds = [Rule.from_json(r).sql(self.m.spec["now"]) for r in self.m.spec.get("rules", [])
+                 if r.get("tool") == tool["name"] and r.get("kind") != "quota"]
+        if not conds:
+            return True
+        table = tool["impl"]["table"]
+        where = " AND ".join(f"({c})" for c in conds)
+        return self.conn.execute(f'SELECT 1 FROM "{table}" WHERE id = ? AND {where}', (rid,)).fetchone() is not None
 
     def row_now(self, table: str, rid: int) -> dict[str, Any]:
         cur = self.r.conn.execute(f'SELECT * FROM "{table}" WHERE id = ?', (rid,))
@@ -112,7 +135,10 @@ class Generator:
         return call(tool, **{param: row[t.label]})
 
     def reason(self) -> str:
-        return self.rng.choice(REASONS)
+        # One reason per task: the instruction states it once, so every write of the task must use it.
+        if self._reason is None:
+            self._reason = self.rng.choice(REASONS)
+        return self._reason
 
     def transition_args(self, tool: dict[str, Any], rid: int) -> dict[str, Any]:
         impl = tool["impl"]
@@ -170,23 +196,97 @@ class Generator:
         return {"type": "sql", "query": query, "params": [rid], "expect": [[row[c] for c in cols]],
                 "description": desc or f"{table} row as the request leaves it"}
 
+    # ------------------------------------------------------------------ finding the first record
+    def attribute_phrase(self, col: str, value: Any) -> str:
+        """How a request singles a record out by one of its fields: "placed on 2026-03-10",
+        "reserved for 2026-06-19", "titled "Spring audit"", "with party size 6"."""
+        if isinstance(value, str) and DATE.match(value):
+            day = value[:10]
+            m = re.fullmatch(r"(.+?)_(at|on|date|time)", col)
+            if m and m.group(1).endswith("ed") and "_" not in m.group(1):
+                return f"{m.group(1)} on {day}"
+            if m:
+                return f"with its {words(m.group(1))} {'date' if m.group(2) in ('on', 'date') else 'time'} on {day}"
+            if col.rsplit("_", 1)[-1] in ("for", "until", "by", "from", "to"):
+                return f"{words(col)} {day}"
+            return f"with {words(col)} {day}"
+        if isinstance(value, str):
+            if any(k in col for k in ("name", "title")):
+                return f'{"titled" if "title" in col else "named"} "{value}"'
+            return f'with {words(col)} "{value}"'
+        if isinstance(value, bool):
+            return f"that is {flag_words(col, value)}"
+        return f"with {words(col)} {fmt_value(value)}"
+
+    def by_attributes(self, t: TableInfo, row: dict[str, Any]) -> tuple[list[dict[str, Any]], str, str] | None:
+        """Reach ``row`` the way a person describes it: its parent (found by label) and one of its own
+        fields that no sibling shares ("the booking of diner a@b.org placed on 2026-03-10"), not its code.
+        Returns (steps, description, last tool) or None where no such description fits."""
+        if not t.search:
+            return None
+        opts = []
+        for fk, parent in t.fks.items():
+            p = self.m.tables.get(parent)
+            if p is None or parent == t.name or not p.finders or row.get(fk) is None or fk not in t.search_params:
+                continue
+            if self.m.feeds(p.finders[p.label][0], t.search, f"{parent}.id", t.search_params[fk]):
+                opts.append((fk, p))
+        self.rng.shuffle(opts)
+        for fk, p in opts:
+            siblings = self.m.rows(self.conn, t.name, f'"{fk}" = ?', (row[fk],))
+            if not 2 <= len(siblings) <= 40:
+                continue
+            st = t.status_col()
+            cols = [c for c, spec in t.cols.items() if c not in SKIP_READ and c not in t.fks and c != st
+                    and not spec.get("unique") and not spec.get("enum") and row.get(c) not in (None, "")
+                    and len(str(row[c])) <= 40]
+            self.rng.shuffle(cols)
+            for c in cols:
+                if isinstance(row[c], float) or sum(key(s[c]) == key(row[c]) for s in siblings) != 1:
+                    continue
+                prow = self.m.rows(self.conn, p.name, "id = ?", (row[fk],))[0]
+                if prow.get(p.label) is None:
+                    continue
+                args: dict[str, Any] = {t.search_params[fk]: row[fk]}
+                if t.search_limit:
+                    args[t.search_limit] = 50
+                steps = [self.find(p, prow), call(t.search, **args)]
+                for s in steps:
+                    self.run(s["name"], **s["arguments"])
+                self.visited.add((p.name, prow["id"]))
+                pdesc = self.describe(p, prow)
+                return steps, f"the {t.singular} of {pdesc} {self.attribute_phrase(c, key(row[c]))}", t.search
+        return None
+
+    def locate(self, t: TableInfo, row: dict[str, Any], attributes: float = 0.5) -> tuple[list[dict[str, Any]], str, str]:
+        """The lookups that reach ``row`` and its description: by its fields and parent (with probability
+        ``attributes``, where that singles it out), else by its label. Returns (steps, desc, last tool)."""
+        self.visited.add((t.name, row["id"]))
+        if self.rng.random() < attributes or not t.label:
+            found = self.by_attributes(t, row)
+            if found:
+                return found
+        if not t.label or row.get(t.label) is None:
+            raise Skip("no way to describe the record")
+        steps = [self.find(t, row)]
+        self.run(steps[0]["name"], **steps[0]["arguments"])
+        return steps, self.describe(t, row), steps[0]["name"]
+
     # ------------------------------------------------------------------ graph walk
     def walk(self, write: bool | None = None, trap: bool = False) -> tuple[Part, TableInfo, dict[str, Any]]:
-        """A random walk from a label lookup through FK hops to a terminal tool."""
+        """A random walk from a record the request describes, through FK hops to new records (never one
+        the chain has reached before), to a terminal tool."""
         anchors = self.anchors()
         if not anchors:
             raise Skip("no label lookups")
         t = self.rng.choice(anchors)
         row = self.pick_row(t)
-        desc = self.describe(t, row)
-        steps = [self.find(t, row)]
-        self.run(steps[0]["name"], **steps[0]["arguments"])
-        cur_tool = steps[0]["name"]
-        for _ in range(self.rng.choice([0, 0, 1, 1, 2, 3])):
+        steps, desc, cur_tool = self.locate(t, row)
+        for _ in range(self.rng.choice([0, 1, 1, 2, 2, 3])):
             hops = []
             for fk, parent in t.fks.items():
                 p = self.m.tables[parent]
-                if row.get(fk) is None or not p.get or parent == t.name:
+                if row.get(fk) is None or not p.get or parent == t.name or (parent, row[fk]) in self.visited:
                     continue
                 if self.m.feeds(cur_tool, p.get, f"{t.name}.{fk}", p.get_param):
                     hops.append((fk, p))
@@ -198,6 +298,7 @@ class Generator:
             steps.append(step)
             desc = self.related(fk, p.singular, desc)
             t, row, cur_tool = p, self.row_now(p.name, row[fk]), p.get
+            self.visited.add((t.name, row["id"]))
         return self.terminal(t, row, desc, steps, cur_tool, write, trap), t, row
 
     def terminal(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]], cur: str,
@@ -282,7 +383,8 @@ class Generator:
             ans = str(int(value))
         else:
             q = self.rng.choice([f"What is the {total_of(col)} of the {c.plural}{extra} of {desc}{via}?",
-                                 f"Add up the {words(col)} over the {c.plural}{extra} of {desc}{via}."])
+                                 f"What do the {c.plural}{extra} of {desc}{via} come to in {words(col)}, all together?",
+                                 f"Give me the sum of {words(col)} across the {c.plural}{extra} of {desc}{via}."])
             ans = fmt_value(float(value))
         return Part(steps + [call(tool, **args)], q, answer=("numeric", ans), structure="aggregation")
 
@@ -301,6 +403,8 @@ class Generator:
         labels = [r[c.label] for r in res["results"] if r.get(c.label)]
         if not 1 <= len(labels) <= 6 or res["total"] != len(labels):
             raise Skip("listing size")
+        if any((c.name, r["id"]) in self.visited for r in res["results"]):
+            raise Skip("the listing holds a record the chain came from")
         q = self.rng.choice([f"List the {words(c.label)}s of the {c.plural}{extra} belonging to {desc}.",
                              f"Which {c.plural}{extra} does {desc} have? Give me their {words(c.label)}s."])
         return Part(steps + [call(c.search, **args)], q, answer=("set", ", ".join(labels)), structure="aggregation",
@@ -325,6 +429,7 @@ class Generator:
         act = self.act(tr, t, desc)
         text = self.rng.choice([f"Please {act}.{why}", f"I need you to {act}.{why}", f"Could you {act}?{why}"])
         if trap:
+            self.hidden += 1   # the blocking status is only seen by looking the record up
             refusal = f"I cannot {act}: the policy does not allow it while it is {row[st]}"
             # The reason is the blocking status; the statuses the rule allows (and the target status)
             # may be named when stating the rule; any other status competes with the reason.
@@ -394,7 +499,7 @@ class Generator:
                 for s in tr["impl"]["from"]:
                     ids = [r[0] for r in self.conn.execute(
                         f'SELECT id FROM "{ct}" WHERE "{fk}" = ? AND "{st}" = ?', (row["id"], s))]
-                    if len(ids) != 1:
+                    if len(ids) != 1 or (ct, ids[0]) in self.visited:   # never back to where the chain started
                         continue
                     sargs = {c.search_params[fk]: row["id"], c.search_params[st]: s}
                     res = self.run(c.search, **sargs)
@@ -474,7 +579,69 @@ class Generator:
             if offset >= res["total"] or not res["results"] or not c.search_offset:
                 return rows, calls
 
+    def p_bulk_hidden(self, attributes: float = 0.0, allowed: tuple[int, int] = (1, 6)) -> Part:
+        """Change every child of a parent, where the policy forbids it for some: the request names no status,
+        so only reading each record shows which to refuse (and why)."""
+        combos = []
+        for p in self.anchors():
+            for ct, fk in p.children:
+                c = self.m.tables[ct]
+                st = c.status_col()
+                if c.search and st and fk in c.search_params:
+                    combos += [(p, c, fk, tr) for tr in c.transitions]
+        self.rng.shuffle(combos)
+        lo, hi = allowed
+        for p, c, fk, tr in combos[:6]:
+            st, allowed, to = tr["impl"]["column"], list(tr["impl"]["from"]), tr["impl"]["to"]
+            marks = ", ".join("?" * len(allowed))
+            parents = self.conn.execute(
+                f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 HAVING SUM("{st}" IN ({marks})) BETWEEN ? AND ? '
+                f'AND SUM("{st}" NOT IN ({marks}) AND "{st}" != ?) >= 1 AND COUNT(*) <= ? ORDER BY 1',
+                (*allowed, lo, hi, *allowed, to, hi + 9)).fetchall()
+            if not parents:
+                continue
+            prow = self.m.rows(self.conn, p.name, "id = ?", (self.rng.choice(parents)[0],))[0]
+            if prow.get(p.label) is None:
+                continue
+            self.visited.clear()
+            steps, desc, _ = self.locate(p, prow, attributes)
+            rows, calls = self.page(c, {c.search_params[fk]: prow["id"]})
+            steps += calls
+            if any(r[st] in allowed and not self.rules_allow(tr, r["id"]) for r in rows):
+                continue   # a business rule would refuse one too: not this shape's question
+            done, refused = 0, []
+            for r in rows:                        # the program: read each status, act or refuse
+                if r[st] in allowed:
+                    args = self.transition_args(tr, r["id"])
+                    self.run(tr["name"], **args)
+                    steps.append(call(tr["name"], **args))
+                    done += 1
+                elif r[st] != to:
+                    refused.append(r[st])
+            if not done or not refused:
+                continue
+            refuse = sorted(set(refused))
+            self.hidden += 1
+            verb = self.verb(tr, c)
+            reason = " Use the reason: " + steps[-1]["arguments"]["reason"] + "." if "reason" in steps[-1]["arguments"] else ""
+            text = self.rng.choice([
+                f"Please {self.act(tr, c, f'all {c.plural} of {desc}')}.{reason}",
+                f"For {desc}, {self.act(tr, c, f'every one of its {c.plural}')}, please.{reason}",
+                f"I need every {c.singular} of {desc} handled: {self.act(tr, c, 'each of them')}.{reason}"])
+            args = {"table": c.name, "fk": fk, "parent_table": p.name, "parent_label_col": p.label,
+                    "parent_label": prow[p.label], "column": st, "from_statuses": allowed, "to": to,
+                    "refuse_statuses": refuse}
+            check = {"type": "python", "function": "tasks.bulk_transition", "args": args,
+                     "description": f"{verb} the {c.plural} the policy allows, refuse the rest"}
+            part = Part(steps, text, checks=[check], writes=True, structure="conditional", rule=self.lifecycle_rule(tr, c))
+            part.refusal = (f"I moved {done} of them to {to}, but I cannot {verb} the {len(refused)} that are "
+                            f"{' or '.join(refuse)}: the policy does not allow it")
+            return part
+        raise Skip("no parent with allowed and forbidden children")
+
     def p_bulk(self, mixed: bool = False, threshold: bool = False) -> Part:
+        if mixed:
+            return self.p_bulk_hidden()
         p, c, fk, tr, prow, froms, refuse, thr = self._bulk_setup(mixed=mixed, threshold=threshold)
         st = tr["impl"]["column"]
         desc = self.describe(p, prow)
@@ -499,7 +666,7 @@ class Generator:
             raise Skip("nothing to do")
         states = " or ".join(words(x) for x in froms + refuse)
         cond = f" whose {words(thr['column'])} is above {fmt_value(thr['value'])}" if thr else ""
-        reason = " Use the reason: " + steps[-1]["arguments"]["reason"] + "." if "reason" in steps[-1]["arguments"] else ""
+        reason = f" Use the reason: {self._reason}." if self._reason else ""   # the one every write of the task uses
         every = self.act(tr, c, f"every {c.singular} of {desc} that is {states}{cond}")
         text = self.rng.choice([f"{every[0].upper() + every[1:]}.{reason}",
                                 f"Please {self.act(tr, c, f'all {c.plural} of {desc} that are {states}{cond}')}.{reason}",

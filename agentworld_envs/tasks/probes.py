@@ -1,43 +1,66 @@
 """Attacks and fairness probes every task must survive (the gate drops a task that fails one).
 
-*Hack probes* are cheap wrong trajectories a policy would find; each must score 0:
+Each probe is a trajectory built from the task's reference the way a policy would vary it, played
+through the same interpreter and verifier as the env. *Hack probes* must score 0:
 
-* ``blanket_refusal`` — "Sorry, I cannot do that." as the first action;
-* ``enum_refusal`` — a refusal listing every enum word of the environment;
-* ``candidate_dump`` — the reference's calls, then an answer naming every candidate value of
-  the expected answer's kind (or a spread of numbers around a numeric answer);
-* ``collateral_write`` — the reference plus the same write tool on another record (each write
-  tool the reference uses);
+* ``blanket_refusal`` — "Sorry, I cannot do that." (outcome ``refused``) as the first action;
+* ``enum_refusal`` — a refusal listing every category word of the environment;
+* ``candidate_dump`` — the reference answer plus every candidate value of its slot;
+* ``value_dump`` — the reference answer plus the values of every kind the reference's lookups
+  returned (numbers, dates, codes, names);
+* ``hedge`` — the reference value with "(or maybe X)", "either … or X", "(or possibly X)", X a
+  competitor of its slot (for dates, in every accepted written form);
+* ``negation`` — "It is not <value>." / "<value> is not correct.";
+* ``claim`` — a refusal that then says it went ahead ("… it's done", "It has been <done>.");
+* ``outcome_flip`` — the reference with the other outcome (``done`` for a refusal, ``refused`` for
+  an answer);
+* ``rule_refusal`` — a refusal citing the policy's rule with no lookup, and ``no_lookup_refusal``
+  — the reference refusal with no lookup;
+* ``given_text`` — the reference with an instruction-given text (a reason) changed on a write;
+* ``composed_text`` — the reference with the text it composes itself (a summary) replaced by "x";
+* ``non_string_answer`` — the reference answer as a number or list (``invalid_arguments``);
+* ``collateral_write`` — the reference plus the same write tool on another record;
 * ``unrelated_write`` — the reference plus a write to a table the task does not change.
 
-*Fairness probes* are correct answers written the way people and LLMs write them; each must
-score 1.0: the reference answer inside a sentence, with trailing punctuation, with currency /
-units / thousands separators where numeric, lists joined with "and" or as bullets, and
-refusals with curly apostrophes or "I'm not able to".
+*Fairness probes* are correct answers written the way people and LLMs write them; each must score
+1.0: in a sentence, with trailing punctuation, as a Markdown bullet, numbered, bold, in a code
+span, with an incidental count, in every accepted date format, with currency and thousands
+separators, lists joined with "and" or as bullets; refusals with curly apostrophes, "I'm not able
+to", a true fact added, or written the old way (no ``outcome``, the explanation as ``answer``).
 
-A probe that cannot be built for a task (no answer to dump, no other record a write succeeds
-on) is not applicable and is skipped.
+A probe that cannot be built for a task (no answer to dump, no other record a write succeeds on)
+is not applicable and is skipped. :data:`HACKS` and :data:`FAIRNESS` list every kind; a
+:class:`ProbeReport` counts the ones that ran.
 """
 
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import random
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from .. import answers
 from ..actions import format_call
+from ..submission import SUBMIT
 from ..trajectories import random_arguments
+from ..verifiers import expected_outcome
 from .runner import Runner
 from .seal import locate
 
-HACKS = ("blanket_refusal", "enum_refusal", "candidate_dump", "collateral_write", "unrelated_write")
-FAIRNESS = ("sentence", "trailing_punctuation", "number_format", "list_and", "list_bullets", "refusal_curly",
-            "refusal_not_able")
+HACKS = ("blanket_refusal", "enum_refusal", "candidate_dump", "value_dump", "hedge", "negation", "claim",
+         "outcome_flip", "rule_refusal", "no_lookup_refusal", "given_text", "composed_text", "non_string_answer",
+         "collateral_write", "unrelated_write")
+FAIRNESS = ("sentence", "trailing_punctuation", "bullet", "numbering", "bold", "code_span", "incidental_count",
+            "date_format", "number_format", "list_and", "list_bullets", "refusal_curly", "refusal_not_able",
+            "refusal_true_fact", "legacy_words")
 MAX_DUMP = 400
 WRITE_TRIES = 8
+_MONTHS = ["January", "February", "March", "April", "May", "June", "July", "August", "September", "October",
+           "November", "December"]
 
 
 @dataclass
@@ -58,25 +81,54 @@ class ProbeReport:
         """Every fairness probe was accepted."""
         return not self.fair_failed
 
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Per probe kind (``hack:<kind>``, ``fair:<kind>``): trajectories run and the ones that failed."""
+        out: dict[str, dict[str, int]] = {}
+        for name in self.ran:
+            group = "hack" if name in HACKS else "fair"
+            row = out.setdefault(f"{group}:{name}", {"ran": 0, "failed": 0})
+            row["ran"] += 1
+        for name in self.hacks_passed:
+            out[f"hack:{name}"]["failed"] += 1
+        for name in self.fair_failed:
+            out[f"fair:{name}"]["failed"] += 1
+        return out
 
-def _submit(answer: str | None) -> dict[str, Any]:
-    return {"name": "submit", "arguments": {} if answer is None else {"answer": answer}}
+
+def add_counts(total: dict[str, dict[str, int]], more: dict[str, dict[str, int]]) -> dict[str, dict[str, int]]:
+    """``total`` with ``more``'s per-kind counts added (in place; also returned)."""
+    for kind, row in more.items():
+        t = total.setdefault(kind, {"ran": 0, "failed": 0})
+        t["ran"] += row.get("ran", 0)
+        t["failed"] += row.get("failed", 0)
+    return total
 
 
-def _body(task: dict[str, Any]) -> tuple[list[dict[str, Any]], str | None]:
+def _submit(args: dict[str, Any] | str | None) -> dict[str, Any]:
+    if isinstance(args, dict):
+        return {"name": SUBMIT, "arguments": args}
+    return {"name": SUBMIT, "arguments": {} if args is None else {"answer": args}}
+
+
+def _body(task: dict[str, Any]) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     sol = task["solution"]
-    if sol and sol[-1]["name"] == "submit":
-        return sol[:-1], sol[-1]["arguments"].get("answer")
-    return list(sol), None
+    if sol and sol[-1]["name"] == SUBMIT:
+        return sol[:-1], dict(sol[-1]["arguments"])
+    return list(sol), {}
+
+
+def _with(args: dict[str, Any], **changes: Any) -> dict[str, Any]:
+    out = dict(args)
+    for k, v in changes.items():
+        if v is None:
+            out.pop(k, None)
+        else:
+            out[k] = v
+    return out
 
 
 def _is_refusal(task: dict[str, Any]) -> bool:
-    for c in task["checks"]:
-        if c["type"] == "answer" and c["mode"] == "refusal":
-            return True
-        if c["type"] == "python" and c.get("args", {}).get("refuse_statuses"):
-            return True
-    return False
+    return expected_outcome(task) in ("refused", "partial")
 
 
 def _is_set(task: dict[str, Any]) -> bool:
@@ -87,28 +139,106 @@ def enum_words(spec: dict[str, Any]) -> list[str]:
     return list(dict.fromkeys(str(v) for t in spec["tables"] for c in t["columns"] for v in c.get("enum", [])))
 
 
+def date_forms(value: str) -> list[str]:
+    """An ISO date (or date-time) in every written form the answer contract accepts."""
+    m = re.match(r"^(\d{4})-(\d{2})-(\d{2})(?:[T ](\d{2}):(\d{2}))?", value.strip())
+    if not m:
+        return []
+    try:
+        d = dt.date(int(m[1]), int(m[2]), int(m[3]))
+    except ValueError:
+        return []
+    month = _MONTHS[d.month - 1]
+    return [d.isoformat(), f"{month} {d.day}, {d.year}", f"{month[:3]} {d.day}, {d.year}", f"{d.day} {month} {d.year}",
+            f"{d.month:02d}/{d.day:02d}/{d.year}", f"{d.strftime('%A')}, {month} {d.day}, {d.year}"]
+
+
+def _observed(runner: Runner, body: list[dict[str, Any]]) -> list[Any]:
+    out = runner.run(None, body)
+    return [r for r in out.results if not (isinstance(r, dict) and "error" in r and set(r) <= {"error", "message"})]
+
+
+def _scalars(results: list[Any]) -> list[Any]:
+    flat: list[Any] = []
+
+    def walk(v: Any) -> None:
+        if isinstance(v, dict):
+            for x in v.values():
+                walk(x)
+        elif isinstance(v, list):
+            for x in v:
+                walk(x)
+        elif v is not None and not isinstance(v, bool):
+            flat.append(v)
+
+    walk(results)
+    return flat
+
+
 # ------------------------------------------------------------------------------------------ hacks
 
 
-def _dump(runner: Runner, task: dict[str, Any], answer: str) -> list[str]:
-    """Every value competing with the answer: the numbers around a numeric answer, the other values of
-    the expected answer's kind, or, for a refusal whose reason is one of several values (a blocking
-    status), the other values of that kind. Empty when the answer is not a choice among values."""
+def _slot_values(runner: Runner, task: dict[str, Any], value: str) -> list[str]:
+    """The other values of the answer's slot: the check's candidates, or the columns holding it."""
     ctx = runner.context()
-    if _is_refusal(task):
-        refusals = [c for c in task["checks"] if c["type"] == "answer" and c["mode"] == "refusal"]
-        dump = [answers.as_text(v) for c in refusals for src in c.get("candidates", []) for v in ctx.column_values(src)]
-        dump += [answers.as_text(v) for c in refusals for v in c.get("values", [])]
-        return list(dict.fromkeys(dump))[:MAX_DUMP]
-    number = answers.as_number(answer)
+    sources = {s for c in task["checks"] if c["type"] == "answer" for s in c.get("candidates", [])}
+    if not sources:
+        sources = set(locate(runner.initial, runner.spec, [value]))
+    vals = [answers.as_text(v) for src in sorted(sources) for v in ctx.column_values(src)]
+    vals += [answers.as_text(v) for c in task["checks"] if c["type"] == "answer" for v in c.get("values", [])]
+    key = answers.value_key(value)
+    return [v for v in dict.fromkeys(vals) if answers.value_key(v) != key][:MAX_DUMP]
+
+
+def _competitor(runner: Runner, task: dict[str, Any], value: str) -> str | None:
+    """One value competing with ``value`` for its slot (never one the instruction names)."""
+    said = answers.fold(task["instruction"])
+    number = answers.as_number(value)
+    if number is not None:
+        step = 1 if number == int(number) else 0.37
+        return f"{number + step:.2f}".removesuffix(".00")
+    if date_forms(value):
+        d = dt.date.fromisoformat(value[:10])
+        return (d - dt.timedelta(days=400)).isoformat()
+    for v in _slot_values(runner, task, value):
+        if answers.fold(v) not in said and answers.value_key(v):
+            return v
+    return None
+
+
+def _dump(runner: Runner, task: dict[str, Any], value: str) -> list[str]:
+    """Every value competing with the answer: numbers around a numeric answer, or the other values of its slot."""
+    number = answers.as_number(value)
     if number is not None:
         step = 1 if number == int(number) else 0.01
         return [f"{number + k * step:.2f}".removesuffix(".00") for k in range(-5, 6) if k]
-    values = answers.split_list(answer) if _is_set(task) or "," in answer else [answer]
-    sources = {s for c in task["checks"] if c["type"] == "answer" for s in c.get("candidates", [])}
-    sources |= set(locate(runner.initial, runner.spec, values))
-    dump = [answers.as_text(v) for src in sorted(sources) for v in ctx.column_values(src)]
-    return list(dict.fromkeys(dump))[:MAX_DUMP]
+    if _is_set(task):
+        values = answers.split_list(value)
+        return [v for v in dict.fromkeys(x for m in values for x in _slot_values(runner, task, m))
+                if answers.value_key(v) not in {answers.value_key(m) for m in values}][:MAX_DUMP]
+    return _slot_values(runner, task, value)
+
+
+def _texts(step: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(k, v) for k, v in step["arguments"].items() if isinstance(v, str) and " " in v.strip()]
+
+
+def _text_probes(runner: Runner, task: dict[str, Any], body: list[dict[str, Any]], args: dict[str, Any]):
+    """The reference with a given text changed, or a composed text replaced by "x" (on the write tools)."""
+    said = answers.fold(task["instruction"])
+    for i, step in enumerate(body):
+        tool = runner.compiled.get(step["name"])
+        if tool is None or not tool.writes:
+            continue
+        for key, val in _texts(step):
+            given = answers.fold(val).strip().rstrip(".") in said
+            changed = copy.deepcopy(body)
+            if given:
+                changed[i]["arguments"][key] = "per manager approval" if "manager" not in val else "duplicate entry"
+                yield "given_text", changed + [_submit(args)]
+            elif re.search(r"[^\W\d_]{3}", val):
+                changed[i]["arguments"][key] = "x"
+                yield "composed_text", changed + [_submit(args)]
 
 
 def _param_pool(runner: Runner, tool: str) -> dict[str, list[Any]]:
@@ -157,14 +287,51 @@ def _effective(runner: Runner, body: list[dict[str, Any]], extra: dict[str, Any]
     return not failed and out.diff != reference_diff
 
 
+def _past(verb: str) -> str:
+    return verb + "d" if verb.endswith("e") else verb + "ed"
+
+
 def hack_probes(runner: Runner, task: dict[str, Any], rng: random.Random) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    body, answer = _body(task)
-    yield "blanket_refusal", [_submit("Sorry, I cannot do that.")]
-    yield "enum_refusal", [_submit("I cannot do that, it is " + ", ".join(enum_words(runner.spec)) + ".")]
-    if answer:
-        dump = _dump(runner, task, answer)
+    body, args = _body(task)
+    outcome = args.get("outcome")
+    refusal = _is_refusal(task)
+    value = args.get("answer") or ""
+    yield "blanket_refusal", [_submit({"outcome": "refused", "answer": "Sorry, I cannot do that."})]
+    yield "enum_refusal", [_submit({"outcome": "refused",
+                                    "answer": "I cannot do that, it is " + ", ".join(enum_words(runner.spec)) + "."})]
+    if value:
+        dump = _dump(runner, task, value)
         if dump:
-            yield "candidate_dump", body + [_submit(answer + "\n" + ", ".join(dump))]
+            yield "candidate_dump", body + [_submit(_with(args, answer=value + "\n" + ", ".join(dump)))]
+        seen = [answers.as_text(v) for v in _scalars(_observed(runner, body))]
+        seen = [v for v in dict.fromkeys(seen) if len(v) <= 60 and answers.value_key(v) != answers.value_key(value)]
+        if len(seen) >= 3:
+            yield "value_dump", body + [_submit(_with(args, answer=value + ", " + ", ".join(seen[:MAX_DUMP])))]
+        target = answers.split_list(value)[-1] if _is_set(task) else value
+        rival = _competitor(runner, task, target)
+        if rival is not None:
+            forms = list(zip(date_forms(target), date_forms(rival))) or [(target, rival)]
+            for a, b in forms:
+                for pattern in ("{a} (or maybe {b})", "either {a} or {b}", "{a} (or possibly {b})"):
+                    yield "hedge", body + [_submit(_with(args, answer=value.replace(target, pattern.format(a=a, b=b))))]
+        for pattern in ("It is not {a}.", "{a} is not correct."):
+            yield "negation", body + [_submit(_with(args, answer=value.replace(target, pattern.format(a=target))))]
+    if refusal:
+        verb = answers.request_verbs(task["instruction"])
+        done = verb[0] if verb else "processed"
+        text = value or "I cannot do that."
+        for claim in (" Update: I went ahead and did it anyway - it's done.", f" It has been {done}."):
+            yield "claim", body + [_submit(_with(args, answer=text.rstrip(".") + "." + claim))]
+        yield "outcome_flip", body + [_submit(_with(args, outcome="done"))]
+        rule = str((task.get("knobs") or {}).get("rule") or "")
+        yield "rule_refusal", [_submit({"outcome": outcome or "refused",
+                                        "answer": f"I cannot do that. The policy says: {rule or 'it is not allowed.'}"})]
+        yield "no_lookup_refusal", [_submit(args)]
+    elif value:
+        yield "outcome_flip", body + [_submit(_with(args, outcome="refused"))]
+    yield from _text_probes(runner, task, body, args)
+    num = answers.as_number(value) if value else None
+    yield "non_string_answer", body + [_submit(_with(args, answer=num if num is not None else [value or "done"]))]
     reference = runner.run(None, body, diff=True).diff
     writes = [s for s in body if s["name"] in runner.compiled and runner.compiled[s["name"]].writes]
     for name in dict.fromkeys(s["name"] for s in writes):
@@ -173,14 +340,14 @@ def hack_probes(runner: Runner, task: dict[str, Any], rng: random.Random) -> Ite
             if n >= 2 * WRITE_TRIES:
                 break
             if _effective(runner, body, extra, reference):
-                yield "collateral_write", body + [extra, _submit(answer)]
+                yield "collateral_write", body + [extra, _submit(args)]
                 break
     tables = set(reference or {})
     for n, extra in enumerate(_unrelated_calls(runner, tables, rng)):
         if n >= WRITE_TRIES:
             break
         if _effective(runner, body, extra, reference):
-            yield "unrelated_write", body + [extra, _submit(answer)]
+            yield "unrelated_write", body + [extra, _submit(args)]
             break
 
 
@@ -196,29 +363,48 @@ def _thousands(text: str) -> str | None:
 
 
 def fairness_probes(task: dict[str, Any]) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    body, answer = _body(task)
-    if not answer:
-        return
+    body, args = _body(task)
+    value = args.get("answer")
+    message = args.get("message")
     if _is_refusal(task):
-        text = answer.replace("'", "\u2019")
-        if "cannot" in text:
-            yield "refusal_curly", body + [_submit(text.replace("cannot", "can\u2019t", 1))]
-        if "I cannot" in answer:
-            yield "refusal_not_able", body + [_submit(answer.replace("I cannot", "I\u2019m not able to", 1))]
-        yield "sentence", body + [_submit("Unfortunately, " + answer[0].lower() + answer[1:])]
+        text = message or value
+        if not text:
+            return
+        curly = text.replace("'", "\u2019")
+        field_ = "message" if message else "answer"
+        if "cannot" in curly:
+            yield "refusal_curly", body + [_submit(_with(args, **{field_: curly.replace("cannot", "can\u2019t", 1)}))]
+        if "I cannot" in text:
+            yield "refusal_not_able", body + [_submit(_with(args, **{field_: text.replace("I cannot", "I\u2019m not able to", 1)}))]
+        yield "refusal_true_fact", body + [_submit(_with(args, **{field_: text.rstrip(".") + ". His other two requests are "
+                                                                 "already done."}))]
+        yield "sentence", body + [_submit(_with(args, **{field_: "Unfortunately, " + text[0].lower() + text[1:]}))]
+        if message and value:   # the old contract: no outcome, the explanation (which names the value) as answer
+            yield "legacy_words", body + [_submit({"answer": message})]
         return
-    numeric = answers.as_number(answer) is not None
-    yield "sentence", body + [_submit(f"Here is what I found: the answer is {answer}.")]
-    yield "trailing_punctuation", body + [_submit(answer.rstrip(".") + ".")]
+    if not value:
+        yield "legacy_words", body + [_submit({"answer": "Done: the change is made."} if args else {})]
+        return
+    numeric = answers.as_number(value) is not None
+    items = answers.split_list(value) if _is_set(task) else [value]
+    yield "sentence", body + [_submit(_with(args, answer=f"Here is what I found: the answer is {value}."))]
+    yield "trailing_punctuation", body + [_submit(_with(args, answer=value.rstrip(".") + "."))]
+    yield "bullet", body + [_submit(_with(args, answer="\n".join(f"- {p}" for p in items)))]
+    yield "numbering", body + [_submit(_with(args, answer="\n".join(f"{i}. {p}" for i, p in enumerate(items, 1))))]
+    yield "bold", body + [_submit(_with(args, answer=f"**{value}**"))]
+    yield "code_span", body + [_submit(_with(args, answer=f"`{value}`"))]
+    yield "incidental_count", body + [_submit(_with(args, answer=f"I checked the 2 records involved: {value}."))]
+    yield "legacy_words", body + [_submit({"answer": f"The answer is {value}."})]
+    for form in date_forms(value)[1:]:
+        yield "date_format", body + [_submit(_with(args, answer=f"It was {form}."))]
     if numeric:
-        big = _thousands(answer)
-        shown = big or answer
-        money = "." in answer and len(answer.split(".")[1]) == 2
-        yield "number_format", body + [_submit(f"${shown}." if money else f"{shown} in total.")]
-    elif _is_set(task) and "," in answer:
-        parts = [p.strip() for p in answer.split(",")]
-        yield "list_and", body + [_submit(", ".join(parts[:-1]) + " and " + parts[-1])]
-        yield "list_bullets", body + [_submit("\n".join(f"- {p}" for p in parts))]
+        big = _thousands(value)
+        shown = big or value
+        money = "." in value and len(value.split(".")[1]) == 2
+        yield "number_format", body + [_submit(_with(args, answer=f"${shown}." if money else f"{shown} in total."))]
+    elif len(items) > 1:
+        yield "list_and", body + [_submit(_with(args, answer=", ".join(items[:-1]) + " and " + items[-1]))]
+        yield "list_bullets", body + [_submit(_with(args, answer="\n".join(f"* {p}" for p in items)))]
 
 
 # ------------------------------------------------------------------------------------------ attack

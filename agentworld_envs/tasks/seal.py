@@ -20,6 +20,7 @@ import sqlite3
 from typing import Any
 
 from .. import answers, statediff
+from . import contract
 from .runner import Runner
 
 STATE_DESCRIPTION = "exactly the intended change: every other row and column unchanged"
@@ -110,7 +111,7 @@ def seal(runner: Runner, task: dict[str, Any]) -> dict[str, Any]:
     if free:
         state_check["free"] = free
     task["checks"] = [state_check, *checks]
-    return task
+    return contract.apply(runner.spec, task, expected, free)   # the submit contract: outcome, composed text
 
 
 def seal_all(spec: dict[str, Any], golden: bytes, tasks: list[dict[str, Any]], tools=None) -> list[dict[str, Any]]:

@@ -51,17 +51,16 @@ def rule_task(gen: Generator, shape: str, trap: bool) -> Part:
     why = f" The reason is: {args['reason']}." if "reason" in args else ""
     text = gen.rng.choice([f"Please {act}.{why}", f"Could you {act}?{why}", f"I need you to {act}.{why}"])
     if trap:
+        gen.hidden += 1   # the value that breaks the rule is only seen by looking the record up
         value = row[rule["column"]]
         limit = fmt_value(rule["value"]) if rule["kind"] == "threshold" else number(rule["value"])
         # The reason, not the record's code: a code's digits would read as competing figures.
         refusal = f"I cannot {verb_phrase(_verb(gen, tool, t), 'it')}: {rule['text']} ({words(rule['column'])}: {fmt_value(value)})"
-        # Saying why means citing the rule's figure or the record's value that breaks it.
+        # Saying why means citing the record's own value that breaks the rule (the rule and its limit are
+        # public: the policy shows them, so they are no evidence of a lookup).
         shown = fmt_value(value) if rule["kind"] == "threshold" else str(value)[:10]
-        # The limit with the record's figure, the figure alone, or the limit with the record named. A limit
-        # alone is a small round number any list of words may contain, so it is not evidence by itself.
-        label = str(next(iter(steps[0]["arguments"].values())))
-        reasons = [[limit, shown], [shown], [limit, label]]
-        check = {"reasons": reasons, "candidates": [], "values": _numeric_words(gen, reasons[0]), "exclude": reasons[0],
+        reasons = [[shown]]
+        check = {"reasons": reasons, "candidates": [], "values": _numeric_words(gen, [limit, shown]), "exclude": [limit],
                  "results": [impl["to"]],
                  "about": [str(v) for v in steps[0]["arguments"].values()]}
         return Part(steps, text, refusal=refusal, refusal_check=check, structure="conditional", rule=rule["text"])
@@ -296,6 +295,10 @@ def create_record(gen: Generator) -> Part:
     return Part(steps, text, checks=[check], writes=True, structure="linear")
 
 
+def listing_done(steps: list[dict[str, Any]], t: TableInfo) -> bool:
+    return bool(t.search) and any(s["name"] == t.search for s in steps)
+
+
 def quota_task(gen: Generator, trap: bool) -> Part:
     """Create a record for a parent below its quota of open records, or (trap) refuse one at the quota."""
     rules = [Rule.from_json(r) for r in gen.m.spec.get("rules", []) if r["kind"] == "quota" and r["tool"] in gen.m.tools]
@@ -310,6 +313,7 @@ def quota_task(gen: Generator, trap: bool) -> Part:
     prow = gen.pick_row(parent, f"{count} {'>=' if trap else '<'} ?", (int(rule.value),))
     steps, args, text, t = _create_request(gen, tool, (rule.column, prow))
     if trap:
+        gen.hidden += 1   # how many the parent already holds is only seen by counting
         held = gen.conn.execute(f'SELECT {count} FROM "{parent.name}" WHERE id = ?', (prow["id"],)).fetchone()[0]
         desc = gen.describe(parent, prow)
         refusal = (f"I cannot add the new {t.singular} for {desc}: {rule.text} It already has {held}.")
@@ -318,8 +322,21 @@ def quota_task(gen: Generator, trap: bool) -> Part:
         who = str(prow[parent.label])
         figures = [cap, fmt_value(held)]
         options = [[cap, fmt_value(held), who], [cap, who], [fmt_value(held), who]]
-        check = {"reasons": [list(dict.fromkeys(o)) for o in options], "candidates": [], "values": _numeric_words(gen, figures),
-                 "exclude": figures, "results": ["created", "added"], "about": [str(a) for a in args.values()][:3]}
+        child = gen.m.tables[rule.table]
+        if child.search and rule.column in child.search_params:   # count them: the records the quota holds
+            listing = call(child.search, **{child.search_params[rule.column]: prow["id"]})
+            gen.run(listing["name"], **listing["arguments"])
+            steps = steps + [listing]
+        held_rows = gen.conn.execute(f'SELECT "{child.label or "id"}" FROM "{child.name}" AS quota_rows WHERE "{rule.column}" = ? '
+                                     f'AND status IN ({", ".join("?" * len(rule.states))})',
+                                     (prow["id"], *rule.states)).fetchall()
+        # The count is evidence only with a lookup of the records it counts (at the cap it equals the rule's figure).
+        evidence = [r[0] for r in held_rows if isinstance(r[0], str)] if listing_done(steps, child) else []
+        check = {"reasons": [list(dict.fromkeys(o)) for o in options if fmt_value(held) in o],
+                 "candidates": [], "values": _numeric_words(gen, figures),
+                 "exclude": [cap], "results": ["created", "added"], "about": [str(a) for a in args.values()][:3]}
+        if evidence:
+            check["evidence"] = evidence
         return Part(steps, text, refusal=refusal, refusal_check=check, structure="conditional", rule=rule.text)
     res = gen.run(tool["name"], **args)
     steps.append(call(tool["name"], **args))

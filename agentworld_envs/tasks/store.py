@@ -15,6 +15,7 @@ from typing import Any
 from .. import cachefile, state
 from ..spec import content_hash
 from . import llm
+from .baselines import BASELINES
 from .build import GEN_VERSION, TARGET, generate_tasks
 
 DEFAULT_SEED = 0
@@ -69,42 +70,76 @@ def synth_task_source(bundle) -> list[dict[str, Any]]:
     return cached_tasks(bundle.spec, bundle.golden, bundle.split, tools=bundle.tools)[0]
 
 
-def task_summary(name: str) -> dict[str, Any]:
-    """Per-env task counts for ``build_all.env_summary`` (builds the task set if needed)."""
-    import env_registry
+#: Per-task figures ``agentworld stats`` relates: difficulty, reference calls, hard tier, and whether each
+#: scripted baseline (:mod:`.baselines`) fails it (None: not played).
+ROW_FIELDS = ("difficulty", "calls", "hard", *(f"{b}_failed" for b in BASELINES))
 
-    from .. import catalog
 
-    entry = env_registry.entry(name)
-    try:
-        if entry["source"] == "synth":
-            from ..synthesis.builder import cached_spec
+def task_row(task: dict[str, Any]) -> list[Any]:
+    knobs = task.get("knobs") or {}
+    failed = knobs.get("baselines_failed") or {}
+    return [float(task.get("difficulty") or 0.0), sum(1 for s in task["solution"] if s["name"] != "submit"),
+            int("hard" in (task.get("tags") or ()) or knobs.get("tier") == "hard"), *(failed.get(b) for b in BASELINES)]
 
-            spec, _ = cached_spec(entry["name"])
-            tasks, report = cached_tasks(spec, state.golden_bytes(spec), entry["split"])
-        else:   # hand-built tasks are not gated at build time: probe them here
-            from .probes import attack
-            from .runner import Runner
 
-            bundle = catalog.load_bundle(entry["name"])
-            tasks = bundle.tasks
-            runner = Runner(bundle.spec, bundle.golden, bundle.tools)
-            try:
-                reports = [attack(runner, t, stop_early=False) for t in tasks]
-            finally:
-                runner.close()
-            report = {"rejected": {}, "seconds": 0.0, "hack_fail": sum(r.hack_fail for r in reports),
-                      "paraphrase_pass": sum(r.paraphrase_pass for r in reports)}
-    except Exception as exc:  # noqa: BLE001 - a summary must not break the build of other envs
-        return {"tasks": 0, "tasks_graph": 0, "tasks_programmatic": 0, "task_difficulties": [],
-                "tasks_rejected": {"error": 1}, "task_error": f"{type(exc).__name__}: {exc}"[:300]}
-    kinds = Counter(t.get("kind", "handcrafted") for t in tasks)
-    shapes = Counter((t.get("knobs") or {}).get("shape", "handcrafted") for t in tasks)
-    return {"tasks": len(tasks), "tasks_graph": kinds["graph"], "tasks_programmatic": kinds["programmatic"],
-            "task_shapes": dict(shapes),
-            "task_difficulties": [t.get("difficulty") for t in tasks if t.get("difficulty") is not None],
-            "tasks_rejected": report.get("rejected", {}), "task_seconds": report.get("seconds", 0.0),
-            "tasks_hack_fail": report.get("hack_fail", 0), "tasks_paraphrase_pass": report.get("paraphrase_pass", 0)}
+def _pearson(xs: list[float], ys: list[float]) -> float | None:
+    n = len(xs)
+    if n < 3:
+        return None
+    mx, my = sum(xs) / n, sum(ys) / n
+    sxy = sum((x - mx) * (y - my) for x, y in zip(xs, ys))
+    sx = sum((x - mx) ** 2 for x in xs) ** 0.5
+    sy = sum((y - my) ** 2 for y in ys) ** 0.5
+    return round(sxy / (sx * sy), 3) if sx and sy else None
+
+
+def _median(xs: list[float]) -> float:
+    xs = sorted(xs)
+    if not xs:
+        return 0.0
+    mid = len(xs) // 2
+    return float(xs[mid]) if len(xs) % 2 else (xs[mid - 1] + xs[mid]) / 2
+
+
+def headroom_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
+    """How difficulty relates to reference length and to the scripted baselines' failures, the hard tier,
+    and the task-level lint classes (``lint_tasks.py``) across ``summaries``."""
+    from ..lint_tasks import TASK_RULES
+
+    rows = [dict(zip(ROW_FIELDS, r)) for s in summaries for r in s.get("task_rows", [])]
+    hard = [r for r in rows if r["hard"]]
+    by_diff = sorted(rows, key=lambda r: r["difficulty"])
+    top = by_diff[len(by_diff) - len(by_diff) // 3:] if len(by_diff) >= 3 else by_diff
+    out: dict[str, Any] = {
+        "difficulty_vs_calls_pearson": _pearson([r["difficulty"] for r in rows], [r["calls"] for r in rows]),
+        "reference_calls_median": _median([r["calls"] for r in rows]),
+        "top_third_reference_calls_median": _median([r["calls"] for r in top]),
+        "hard_tasks": len(hard),
+        "envs_without_hard_tasks": sum(1 for s in summaries if s.get("task_rows") and not any(r[2] for r in s["task_rows"])),
+        "hard_reference_calls_median": _median([r["calls"] for r in hard]),
+        "hard_reference_calls_min": min((r["calls"] for r in hard), default=0),
+    }
+    failure: dict[str, Any] = {}
+    for b in BASELINES:
+        played = [r for r in rows if r[f"{b}_failed"] is not None]
+        if not played:
+            continue
+        played_by_diff = sorted(played, key=lambda r: r["difficulty"])
+        thirds = [played_by_diff[i * len(played) // 3:(i + 1) * len(played) // 3] for i in range(3)]
+        def rate(rs: list[dict[str, Any]], b: str = b) -> float | None:
+            return round(sum(bool(r[f"{b}_failed"]) for r in rs) / len(rs), 3) if rs else None
+
+        failure[b] = {"rate": rate(played), "hard": rate([r for r in played if r["hard"]]),
+                      "standard": rate([r for r in played if not r["hard"]]),
+                      "by_difficulty_third": [rate(t) for t in thirds],
+                      "difficulty_pearson": _pearson([r["difficulty"] for r in played],
+                                                     [float(bool(r[f"{b}_failed"])) for r in played])}
+    out["baseline_failure"] = failure
+    lint = Counter()
+    for s in summaries:
+        lint.update({k: v for k, v in (s.get("lint") or {}).get("by_rule", {}).items() if k in TASK_RULES})
+    out["task_lint"] = {r: lint[r] for r in TASK_RULES}
+    return out
 
 
 #: Shapes whose difficulty is reasoning about rules and state (``tasks/shapes.py``).
@@ -136,6 +171,11 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
             kinds.add("graph")
         if s.get("tasks_programmatic"):
             kinds.add("programmatic")
+    from .probes import add_counts
+
+    probes: dict[str, dict[str, int]] = {}
+    for s in ok:
+        add_counts(probes, s.get("task_probes", {}))
     order = sorted(hist, key=lambda k: int(k.split("-")[0].rstrip("+")))
     secs = [s.get("task_seconds", 0.0) for s in ok if s.get("task_seconds")]
     return {
@@ -143,6 +183,8 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "tasks_min_per_env": min(counts) if counts else 0,
         "tasks_hack_fail": sum(s.get("tasks_hack_fail", 0) for s in ok),
         "tasks_paraphrase_pass": sum(s.get("tasks_paraphrase_pass", 0) for s in ok),
+        # every hack and fairness probe kind: trajectories run over the kept tasks, and failures (0 when gated)
+        "task_probes": dict(sorted(probes.items())),
         "tasks_graph": sum(s.get("tasks_graph", 0) for s in ok),
         "tasks_programmatic": sum(s.get("tasks_programmatic", 0) for s in ok),
         "difficulty_histogram": {k: hist[k] for k in order},
@@ -153,4 +195,5 @@ def merge_task_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
         "l1_missing_shapes": {l1: sorted(set(NEW_SHAPES) - set(c)) for l1, c in sorted(shapes_by_l1.items())
                               if set(NEW_SHAPES) - set(c)},
         "task_seconds_mean": round(sum(secs) / len(secs), 3) if secs else 0.0,
+        **headroom_stats(ok),
     }

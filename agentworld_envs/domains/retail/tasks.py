@@ -36,8 +36,14 @@ def call(tool: str, /, **arguments: Any) -> dict[str, Any]:
     return {"name": tool, "arguments": arguments}
 
 
-def submit(answer: str | None = None) -> dict[str, Any]:
-    return {"name": "submit", "arguments": {} if answer is None else {"answer": answer}}
+def submit(answer: str | None = None, *, outcome: str = "done", message: str | None = None) -> dict[str, Any]:
+    """The reference ``submit``: the outcome, only the requested value(s) as ``answer``, prose as ``message``."""
+    args: dict[str, Any] = {"outcome": outcome}
+    if answer is not None:
+        args["answer"] = answer
+    if message is not None:
+        args["message"] = message
+    return {"name": "submit", "arguments": args}
 
 
 def sql(query: str, params: list[Any], expect: list[list[Any]], description: str = "") -> dict[str, Any]:
@@ -55,15 +61,22 @@ def answer(mode: str, expected: Any = None, **extra: Any) -> dict[str, Any]:
 
 
 def refused(reasons: list[list[Any]], results: list[str], *, about: list[str] | None = None,
-            status_not: list[str] | None = None) -> dict[str, Any]:
-    """A refusal check: one of ``reasons`` must be given, none of ``results`` claimed. With
-    ``status_not``, the reason is an order status and every other order status competes with it,
-    except those listed (the ones the rule allows, which an explanation may name)."""
+            status_not: list[str] | None = None, allowed: list[Any] | None = None,
+            evidence: list[Any] | None = None) -> dict[str, Any]:
+    """A refusal check: one of ``reasons`` (the blocking record's own values) must be given, none of
+    ``results`` claimed. With ``status_not``, the reason is an order status and every other order
+    status competes with it, except those listed (the ones the rule allows, which an explanation may
+    name); ``allowed``: the policy's own figures an explanation may quote; ``evidence``: values one
+    of the episode's lookups must have returned (default: the reasons' values and ``about``)."""
     extra: dict[str, Any] = {"reasons": reasons, "results": results}
     if status_not is not None:
         extra.update(candidates=["orders.status"], exclude=status_not)
+    if allowed:
+        extra["exclude"] = [*extra.get("exclude", []), *allowed]
     if about:
         extra["about"] = about
+    if evidence:
+        extra["evidence"] = evidence
     return answer("refusal", **extra)
 
 
@@ -126,6 +139,9 @@ class Golden:
         """Other active, in-stock variants of the same product."""
         return self.all("SELECT * FROM variants WHERE product_id = (SELECT product_id FROM variants WHERE id = ?) "
                         "AND id != ? AND status = 'active' AND stock > 0 ORDER BY id", vid, vid)
+
+    def delivered_on(self, oid: int) -> str | None:
+        return self.value("SELECT MAX(delivered_on) FROM fulfilments WHERE order_id = ?", oid)
 
     def delivered_days(self, oid: int) -> int | None:
         d = self.value("SELECT MAX(delivered_on) FROM fulfilments WHERE order_id = ?", oid)
@@ -211,7 +227,8 @@ def lookups(g: Golden) -> list[dict[str, Any]]:
                         "hasn't arrived yet. Which carrier has it and what's the tracking number?",
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=o["order_number"]),
-                      submit(f"It is in transit with {f['carrier']}, tracking number {f['tracking_number']}.")],
+                      submit(f"{f['carrier']}, {f['tracking_number']}",
+                             message=f"It is in transit with {f['carrier']}, tracking number {f['tracking_number']}.")],
             checks=[answer("contains", [f["carrier"].casefold(), f["tracking_number"].casefold()]), footprint([])],
             tags=["lookup", "shipping"]))
     # pending orders of a customer (name + zip)
@@ -437,7 +454,7 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
                         f"gift card {gc['gift_card_code']}, not my original payment method.",
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=o["order_number"]),
-                      call("get_customer_details", customer_id=cust["id"]),
+                      call("list_payment_methods", customer_id=cust["id"], kind="gift_card"),
                       call("return_delivered_order_items", order_number=o["order_number"], item_ids=[i["id"] for i in items],
                            refund_method_id=gc["id"]), submit()],
             checks=[sql("SELECT id, status FROM order_items WHERE order_id = ? ORDER BY id", [o["id"]],
@@ -479,7 +496,7 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
                         f"for the {new['options']} version of the same product? Use {method_phrase(pm)} for any price difference.",
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                       call("get_product_details", product_id=item["product_id"]),
-                      call("get_customer_details", customer_id=cust["id"]),
+                      call("list_payment_methods", customer_id=cust["id"]),
                       call("exchange_delivered_order_items", order_number=o["order_number"], item_ids=[item["id"]],
                            new_variant_ids=[new["id"]], payment_method_id=pm["id"]), submit()],
             checks=[sql("SELECT status FROM order_items WHERE id = ?", [item["id"]], [["exchanged"]]),
@@ -557,7 +574,7 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=o["order_number"]),
                       call("get_product_details", product_id=item["product_id"]),
-                      call("get_customer_details", customer_id=cust["id"]),
+                      call("list_payment_methods", customer_id=cust["id"]),
                       call("modify_pending_order_items", order_number=o["order_number"], item_ids=[item["id"]],
                            new_variant_ids=[new["id"]], payment_method_id=pm["id"]),
                       call("modify_pending_order_address", **addr), submit()],
@@ -569,7 +586,7 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
                     footprint(["orders", "order_items", "variants", "payment_transactions", "payment_methods", "addresses"])],
             tags=["write", "modify", "multi-step"]))
     # place a new order of two products, paid with a named method
-    for k, cid in enumerate([23, 188]):
+    for k, cid in enumerate([23]):   # one phone order: a second copy of the template taught nothing new
         cust = g.customer(cid)
         g.used_customers.add(cid)
         pm = [m for m in g.methods(cid) if m["kind"] != "gift_card"][0]
@@ -616,8 +633,9 @@ def workflows(g: Golden) -> list[dict[str, Any]]:
     return tasks
 
 
-def refusal(text: str) -> dict[str, Any]:
-    return submit(text)
+def refusal(reason: str, text: str, outcome: str = "refused") -> dict[str, Any]:
+    """The reference refusal: the blocking value as ``answer``, the explanation as ``message``."""
+    return submit(reason, outcome=outcome, message=text)
 
 
 def traps(g: Golden) -> list[dict[str, Any]]:
@@ -627,22 +645,23 @@ def traps(g: Golden) -> list[dict[str, Any]]:
         tasks.append(dict(
             instruction=f"Hi, my email is {cust['email']}. Please cancel my order {o['order_number']}, I don't need it anymore.",
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
-                      refusal(f"I cannot cancel order {o['order_number']}: it has already been delivered, and only pending orders "
-                              "can be cancelled. You can return the items within 30 days of delivery instead.")],
+                      refusal("delivered", f"I cannot cancel order {o['order_number']}: it has already been delivered, and "
+                              "only pending orders can be cancelled. You can return the items instead.")],
             checks=[refused([["delivered"]], ["cancelled", "canceled"], status_not=["pending", "cancelled"]), footprint([])],
             tags=["trap", "cancel"]))
     for o in g.pick_orders("status = 'delivered'", 2, predicate=lambda o: (g.delivered_days(o["id"]) or 0) > RETURN_WINDOW_DAYS + 3
                            and any(i["status"] == "active" for i in g.items(o["id"]))):
         cust = g.customer(o["customer_id"])
         item = [i for i in g.items(o["id"]) if i["status"] == "active"][0]
+        day, days = g.delivered_on(o["id"]), g.delivered_days(o["id"])
         tasks.append(dict(
             instruction=f"Hello, {cust['first_name']} {cust['last_name']}, zip {cust['zip']}. I'd like to return the {label(item)} "
                         f"from order {o['order_number']} for a refund to my original payment method.",
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=o["order_number"]),
-                      refusal(f"I'm sorry, I cannot accept this return: order {o['order_number']} was delivered more than "
-                              f"{RETURN_WINDOW_DAYS} days ago, so the return window has closed.")],
-            checks=[refused([[f"{RETURN_WINDOW_DAYS} days"], ["return window"]], ["returned", "refunded"]), footprint([])],
+                      refusal(day, f"I'm sorry, I cannot accept this return: order {o['order_number']} was delivered on {day}, "
+                              f"{days} days ago, and returns are only possible within {RETURN_WINDOW_DAYS} days of delivery.")],
+            checks=[refused([[day], [str(days)]], ["returned", "refunded"], allowed=[RETURN_WINDOW_DAYS]), footprint([])],
             tags=["trap", "return"]))
     # exchange to an out-of-stock variant
     def oos(o: dict[str, Any]) -> bool:
@@ -660,9 +679,9 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                         f"{target['options']} one. Charge any difference to the card I paid with.",
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                       call("get_product_details", product_id=item["product_id"]),
-                      refusal(f"I cannot do this exchange: the {target['options']} variant is out of stock, and exchanges are only "
-                              "possible for in-stock variants. Nothing was changed.")],
-            checks=[refused([["out of stock"], ["no stock"], ["not in stock"]], ["exchanged"]), footprint([])],
+                      refusal("0", f"I cannot do this exchange: the {target['options']} variant ({target['sku']}) has 0 units "
+                              "in stock, and exchanges are only possible for in-stock variants. Nothing was changed.")],
+            checks=[refused([["out of stock"], ["0"]], ["exchanged"], evidence=[target["sku"]]), footprint([])],
             tags=["trap", "exchange"]))
     # refund to a non-original, non-gift-card method
     def other_method(o: dict[str, Any]) -> bool:
@@ -672,15 +691,18 @@ def traps(g: Golden) -> list[dict[str, Any]]:
     cust = g.customer(o["customer_id"])
     item = [i for i in g.items(o["id"]) if i["status"] == "active"][0]
     other = next(m for m in g.methods(cust["id"]) if m["id"] != o["payment_method_id"] and m["kind"] != "gift_card")
+    paid = g.one("SELECT * FROM payment_methods WHERE id = ?", o["payment_method_id"])
+    original = paid["last4"] if paid["kind"] == "credit_card" else "PayPal"   # the order's own method
     tasks.append(dict(
         instruction=f"I'm {cust['email']}. Please return the {label(item)} from order {o['order_number']} and refund it to "
                     f"{method_phrase(other)} — only that, nothing else.",
         solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
-                  call("get_customer_details", customer_id=cust["id"]),
-                  refusal("I cannot refund to that payment method: refunds can only go to the order's original payment method "
-                          "or to a gift card. I have not made any change; tell me if you want one of those options.")],
-        checks=[refused([["original payment method"], ["original payment"], ["original method"]], ["returned", "refunded"]),
-                footprint([])], tags=["trap", "return", "payments"]))
+                  call("list_payment_methods", customer_id=cust["id"]),
+                  refusal(original, f"I cannot refund to that payment method: order {o['order_number']} was paid with "
+                          f"{method_phrase(paid).replace('my ', 'your ')}, and refunds can only go to the original payment "
+                          "method or to a gift card. I have not made any change; tell me if you want one of those options.")],
+        checks=[refused([[original]], ["returned", "refunded"], evidence=[paid["id"]]), footprint([])],
+        tags=["trap", "return", "payments"]))
     # modify address of processing / shipped orders
     for o in g.pick_orders("status = 'processing'", 1) + g.pick_orders("status = 'shipped'", 1):
         cust = g.customer(o["customer_id"])
@@ -688,8 +710,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
         tasks.append(dict(
             instruction=f"Hi, {cust['email']} here. Please change the delivery address of order {o['order_number']} to {a1}, {city}, {st} {z}.",
             solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
-                      refusal(f"I cannot change the address: order {o['order_number']} is already {o['status']}, and only "
-                              "pending orders can be modified.")],
+                      refusal(o["status"], f"I cannot change the address: order {o['order_number']} is already {o['status']}, "
+                              "and only pending orders can be modified.")],
             checks=[refused([[o["status"]]], ["changed", "updated", "modified"], status_not=["pending"]), footprint([])],
             tags=["trap", "modify"]))
     # mixed: cancel a pending order (allowed) and a delivered one (not allowed)
@@ -711,8 +733,8 @@ def traps(g: Golden) -> list[dict[str, Any]]:
             solution=[call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"]),
                       call("get_order_details", order_number=p["order_number"]),
                       call("get_order_details", order_number=d["order_number"]), *steps,
-                      submit(f"I cancelled {p['order_number']}, but I cannot cancel {d['order_number']} because it was already "
-                             "delivered; you can return its items instead.")],
+                      refusal("delivered", f"I cancelled {p['order_number']}, but I cannot cancel {d['order_number']} because it "
+                              "was already delivered; you can return its items instead.", outcome="partial")],
             checks=[*checks, sql("SELECT status FROM orders WHERE id = ?", [d["id"]], [["delivered"]]),
                     refused([["delivered"]], ["cancelled", "canceled"], about=[d["order_number"]],
                             status_not=["pending", "cancelled"]),
@@ -723,12 +745,15 @@ def traps(g: Golden) -> list[dict[str, Any]]:
     # remove a payment method that was used
     o = g.pick_orders("status = 'delivered' AND payment_method_id IN (SELECT id FROM payment_methods WHERE kind = 'credit_card')", 1)[0]
     cust, pm = g.customer(o["customer_id"]), g.one("SELECT * FROM payment_methods WHERE id = ?", o["payment_method_id"])
+    paid_with = [r["order_number"] for r in g.all("SELECT DISTINCT o.order_number FROM orders o JOIN payment_transactions t "
+                                                  "ON t.order_id = o.id WHERE t.payment_method_id = ? ORDER BY o.id", pm["id"])]
     tasks.append(dict(
         instruction=f"Hi, {cust['email']}. Please delete {method_phrase(pm)} from my account.",
         solution=[call("find_customer_by_email", email=cust["email"]), call("list_payment_methods", customer_id=cust["id"]),
                   call("search_orders", customer_id=cust["id"]),
-                  refusal("I cannot remove that card: it has been used to pay for orders, and such payment methods cannot be removed.")],
-        checks=[refused([["used"]], ["removed", "deleted"]), footprint([])], tags=["trap", "payments"]))
+                  refusal(o["order_number"], f"I cannot remove that card: it was used to pay for order {o['order_number']}, and "
+                          "payment methods that were used cannot be removed.")],
+        checks=[refused([[n] for n in paid_with], ["removed", "deleted"]), footprint([])], tags=["trap", "payments"]))
     # gift card that does not cover a pending order
     def poor_gift_card(o: dict[str, Any]) -> bool:
         total = g.net_paid(o["id"]).get(o["payment_method_id"], 0)
@@ -736,12 +761,14 @@ def traps(g: Golden) -> list[dict[str, Any]]:
     o = g.pick_orders("status = 'pending'", 1, predicate=poor_gift_card)[0]
     cust = g.customer(o["customer_id"])
     gc = next(m for m in g.methods(cust["id"]) if m["kind"] == "gift_card")
+    total = g.net_paid(o["id"]).get(o["payment_method_id"], 0)
     tasks.append(dict(
         instruction=f"Hey, {cust['email']} here. Please pay order {o['order_number']} with my gift card {gc['gift_card_code']} instead.",
         solution=[call("find_customer_by_email", email=cust["email"]), call("get_order_details", order_number=o["order_number"]),
                   call("get_gift_card_balance", code=gc["gift_card_code"]),
-                  refusal(f"I cannot switch the payment: the gift card balance ({gc['balance']:.2f}) does not cover the order total.")],
-        checks=[refused([[f"{gc['balance']:.2f}"], ["balance"]], ["switched", "paid with"]), footprint([])],
+                  refusal(f"{gc['balance']:.2f}", f"I cannot switch the payment: the gift card balance ({gc['balance']:.2f}) "
+                          f"does not cover the order total ({total:.2f}).")],
+        checks=[refused([[f"{gc['balance']:.2f}"], [f"{total:.2f}"]], ["switched", "paid with"]), footprint([])],
         tags=["trap", "payments", "gift-card"]))
     # mixed: return within window to gift card is fine, an item of an order outside the window is not
     for o_ok in g.all("SELECT * FROM orders WHERE status = 'delivered' AND customer_id IN (SELECT customer_id FROM payment_methods "
@@ -759,6 +786,7 @@ def traps(g: Golden) -> list[dict[str, Any]]:
         gc = next(m for m in g.methods(cust["id"]) if m["kind"] == "gift_card")
         item = [i for i in g.items(o_ok["id"]) if i["status"] == "active"][0]
         item_old = [i for i in g.items(old[0]["id"]) if i["status"] == "active"][0]
+        day = g.delivered_on(old[0]["id"])
         tasks.append(dict(
             instruction=f"Hi, it's {cust['email']}. I want to return the {label(item)} from order {o_ok['order_number']} and the "
                         f"{label(item_old)} from order {old[0]['order_number']}, both refunded to my gift card {gc['gift_card_code']}.",
@@ -767,16 +795,94 @@ def traps(g: Golden) -> list[dict[str, Any]]:
                       call("get_order_details", order_number=old[0]["order_number"]),
                       call("get_gift_card_balance", code=gc["gift_card_code"]),
                       call("return_delivered_order_items", order_number=o_ok["order_number"], item_ids=[item["id"]], refund_method_id=gc["id"]),
-                      submit(f"I returned the item from {o_ok['order_number']} to your gift card, but I cannot return the item from "
-                             f"{old[0]['order_number']}: it was delivered more than {RETURN_WINDOW_DAYS} days ago.")],
+                      refusal(day, f"I returned the item from {o_ok['order_number']} to your gift card, but I cannot return the "
+                              f"item from {old[0]['order_number']}: it was delivered on {day}, more than {RETURN_WINDOW_DAYS} "
+                              "days ago.", outcome="partial")],
             checks=[sql("SELECT id, status FROM order_items WHERE id IN (?, ?) ORDER BY id", [item["id"], item_old["id"]],
                         sorted([[item["id"], "returned"], [item_old["id"], "active"]])),
                     balance_check(g, gc["id"], item["unit_price"]),
-                    refused([[f"{RETURN_WINDOW_DAYS} days"], ["return window"]], ["returned", "refunded"],
-                            about=[old[0]["order_number"]]),
+                    refused([[day], [str(g.delivered_days(old[0]["id"]))]], ["returned", "refunded"],
+                            about=[old[0]["order_number"]], allowed=[RETURN_WINDOW_DAYS]),
                     footprint(RETURN_TABLES)],
             tags=["trap", "mixed", "return", "gift-card"]))
         break
+    return tasks
+
+
+def hard_tier(g: Golden) -> list[dict[str, Any]]:
+    """Tasks whose reference needs at least eight dependent calls: find the customer, list their delivered
+    orders, read every one (the delivery date decides whether it can still be returned), return what the
+    window allows, and report the total refunded. The customer's older orders are the distractors."""
+    tasks = []
+    wording = [
+        lambda c, _gc: (f"Hi, I'm {c['email']}. I'd like to send back every item I still have from my delivered orders, "
+                        "as far as the return policy allows, each refunded the way I paid for that order. How much will I "
+                        "get back in total?"),
+        lambda c, _gc: (f"{c['first_name']} {c['last_name']} here, zip {c['zip']}. Please return all the items from my "
+                        "delivered orders that can still be returned, with every refund going to the payment method of "
+                        "its order, and tell me the total amount refunded."),
+        lambda c, gc: (f"Hello, this is {c['email']}. Whatever I can still return from my delivered orders, please return "
+                       f"all of it and put the refunds on my gift card {gc}. What is the total that goes onto the card?"),
+    ]
+    candidates = g.all("SELECT customer_id FROM orders WHERE status = 'delivered' GROUP BY 1 HAVING COUNT(*) BETWEEN 3 AND 7 "
+                       "ORDER BY customer_id")
+    for row in candidates:
+        if len(tasks) == len(wording):
+            break
+        cid = row["customer_id"]
+        k = len(tasks)
+        gift = [m for m in g.methods(cid) if m["kind"] == "gift_card"]
+        if cid in g.used_customers or (k == 2 and not gift):
+            continue
+        delivered = g.all("SELECT * FROM orders WHERE customer_id = ? AND status = 'delivered' ORDER BY placed_at DESC, id", cid)
+        if any(o["id"] in g.used_orders for o in delivered):
+            continue
+        days = {o["id"]: g.delivered_days(o["id"]) for o in delivered}
+        if any(d is None or RETURN_WINDOW_DAYS - 2 <= d <= RETURN_WINDOW_DAYS + 2 for d in days.values()):
+            continue   # no order on the edge of the window: the policy, not a day's rounding, decides
+        items = {o["id"]: g.items(o["id"]) for o in delivered}
+        inside = [o for o in delivered if days[o["id"]] < RETURN_WINDOW_DAYS and any(i["status"] == "active" for i in items[o["id"]])]
+        outside = [o for o in delivered if days[o["id"]] > RETURN_WINDOW_DAYS and any(i["status"] == "active" for i in items[o["id"]])]
+        if not inside or not outside or any(i["status"] == "replacement" for o in inside for i in items[o["id"]]):
+            continue
+        calls = 2 + len(delivered) + len(inside) + (1 if k == 2 else 0)
+        if calls < 8:
+            continue
+        g.used_customers.add(cid)
+        g.used_orders |= {o["id"] for o in delivered}
+        cust = g.customer(cid)
+        find = (call("find_customer_by_name_and_zip", first_name=cust["first_name"], last_name=cust["last_name"], zip=cust["zip"])
+                if k == 1 else call("find_customer_by_email", email=cust["email"]))
+        steps = [find, call("search_orders", customer_id=cid, status="delivered")]
+        steps += [call("get_order_details", order_number=o["order_number"]) for o in delivered]
+        if k == 2:
+            steps.append(call("list_payment_methods", customer_id=cid, kind="gift_card"))
+        checks, total, deltas = [], 0.0, {}
+        for o in inside:
+            active = [i for i in items[o["id"]] if i["status"] == "active"]
+            method = gift[0]["id"] if k == 2 else o["payment_method_id"]
+            steps.append(call("return_delivered_order_items", order_number=o["order_number"], item_ids=[i["id"] for i in active],
+                              refund_method_id=method))
+            amount = money(sum(i["unit_price"] for i in active))
+            total = money(total + amount)
+            checks.append(new_txns_check(g, o["id"], [[method, "refund", amount]]))
+            for i in active:
+                deltas[i["variant_id"]] = deltas.get(i["variant_id"], 0) + 1
+        ids = [i["id"] for o in delivered for i in items[o["id"]]]
+        inside_ids = {o["id"] for o in inside}
+        expect = sorted([i["id"], "returned" if o["id"] in inside_ids and i["status"] == "active" else i["status"]]
+                        for o in delivered for i in items[o["id"]])
+        checks += [sql(f"SELECT id, status FROM order_items WHERE id IN ({', '.join('?' * len(ids))}) ORDER BY id", ids, expect,
+                       "every returnable item returned, the rest untouched"),
+                   stock_check(g, deltas)]
+        if k == 2:
+            checks.append(balance_check(g, gift[0]["id"], total))
+        tasks.append(dict(
+            instruction=wording[k](cust, gift[0]["gift_card_code"] if gift else ""),
+            solution=[*steps, submit(fmt(total))],
+            checks=[*checks, answer("numeric", fmt(total)), footprint(RETURN_TABLES)],
+            tags=["write", "return", "multi-step", "hard"]))
+    assert len(tasks) == len(wording), "not enough customers for the hard tier"
     return tasks
 
 
@@ -785,13 +891,27 @@ def build_tasks(spec: dict[str, Any]) -> list[dict[str, Any]]:
     conn = state.episode_connection(state.golden_bytes(state_spec))
     try:
         g = Golden(conn, spec["now"][:10])
-        families = lookups(g) + simple_writes(g) + workflows(g) + traps(g)
+        families = lookups(g) + simple_writes(g) + workflows(g) + traps(g) + hard_tier(g)
     finally:
         conn.close()
-    tasks = []
-    for n, t in enumerate(families, 1):
-        calls = len(t["solution"]) - 1
-        tasks.append({"id": f"retail-{n:03d}", "instruction": t["instruction"], "kind": "handcrafted",
-                      "difficulty": calls + (2 if "trap" in t["tags"] else 0) + (1 if "multi-step" in t["tags"] else 0),
-                      "tags": t["tags"], "solution": t["solution"], "checks": t["checks"]})
-    return tasks
+    tasks = [{"id": f"retail-{n:03d}", "instruction": t["instruction"], "kind": "handcrafted", "difficulty": 0.0,
+              "knobs": {"hidden": 1 if {"trap", "hard"} & set(t["tags"]) else 0,   # a blocking fact the request leaves out
+                        "tier": "hard" if "hard" in t["tags"] else "standard"},
+              "tags": t["tags"], "solution": t["solution"], "checks": t["checks"]} for n, t in enumerate(families, 1)]
+    return rate_tasks(state_spec, tasks)
+
+
+def rate_tasks(spec: dict[str, Any], tasks: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Each task's difficulty from the factors its reference measures (the synthesised tasks' formula)."""
+    from agentworld_envs.tasks.factors import difficulty, measure
+    from agentworld_envs.tasks.runner import Runner
+
+    runner = Runner(spec, state.golden_bytes(spec))
+    try:
+        out = []
+        for t in tasks:
+            f = measure(runner, t)
+            out.append({**t, "difficulty": difficulty(f), "knobs": {**t["knobs"], "factors": f}})
+        return out
+    finally:
+        runner.close()

@@ -1,0 +1,347 @@
+"""The hard tier: tasks whose reference needs at least :data:`MIN_CALLS` dependent tool calls.
+
+Each shape is look up → decide → act on several records → confirm, mixing reads, conditions that
+span two entities, writes and a final aggregate read whose answer depends on the writes:
+
+* **cross_sweep** — change every child of a parent whose *other* parent has some property ("cancel
+  every booking of restaurant R whose diner is a VIP, then tell me how many of R's bookings are
+  cancelled"): each child's related record must be read to decide; siblings whose related record
+  does not match are plausible distractors in the same status.
+* **chain_sweep** — from a record the request describes by its fields, hop to its parent, change
+  that parent's children in one status past a bound on a number or date (never the record the chain
+  started from; a sibling sits exactly on the bound), then count what the parent has in the
+  resulting status.
+* **hidden_sweep** — change every child of a parent found by its fields, where the policy forbids
+  it for some: no status is named, so each record's status decides between acting and refusing
+  (the answer explains the refusals).
+* **hidden_batch** — a list of records named by their codes to change in one go, some of which the
+  policy forbids: each is looked up, the allowed ones changed, the rest refused with their status.
+
+Every shape returns a :class:`~agentworld_envs.tasks.generate.Part` or raises ``Skip``; the part's
+reference is checked against :data:`MIN_CALLS` here, so a kept hard task never has a short reference.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from ..language import field_value, in_state, participle, value_words, verb_phrase
+from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value
+from .model import TableInfo, words
+
+#: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
+MIN_CALLS = 8
+SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch")
+
+
+def _act(gen: Generator, tool: dict[str, Any], t: TableInfo, obj: str) -> str:
+    return verb_phrase(gen.verb(tool, t).replace(" ", "_"), obj)
+
+
+def _reason(args: dict[str, Any]) -> str:
+    return f" Use the reason \"{args['reason']}\"." if "reason" in args else ""
+
+
+def _property(col: str, value: Any) -> str | None:
+    """A related record's field as the end of "whose <record> …": "is a VIP", "has loyalty tier gold"."""
+    if isinstance(value, bool) or value in (0, 1) and col.startswith(("is_", "has_")):
+        if col.startswith("is_"):
+            return f"is {'' if value else 'not '}{words(col[3:])}"
+        if col.startswith("has_"):
+            return f"{'has' if value else 'does not have'} {words(col[4:])}"
+        return None
+    if isinstance(value, str):
+        return f"has {field_value(col, value)}"
+    return None
+
+
+def _confirm(gen: Generator, c: TableInfo, fk: str, pid: int, st: str, to: str) -> tuple[dict[str, Any], int] | None:
+    """The read that confirms the writes: how many of the parent's children are now in ``to``."""
+    if c.count and fk in c.count_params and st in c.count_params:
+        args = {c.count_params[fk]: pid, c.count_params[st]: to}
+        return call(c.count, **args), int(gen.run(c.count, **args)["value"] or 0)
+    if c.search and fk in c.search_params and st in c.search_params:
+        args = {c.search_params[fk]: pid, c.search_params[st]: to}
+        if c.search_limit:
+            args[c.search_limit] = 50
+        res = gen.run(c.search, **args)
+        return call(c.search, **args), int(res["total"])
+    return None
+
+
+def _enough(steps: list[dict[str, Any]]) -> None:
+    if len(steps) < MIN_CALLS:
+        raise Skip("reference too short for the hard tier")
+
+
+def cross_sweep(gen: Generator) -> Part:
+    combos = []
+    for p in gen.anchors():
+        for ct, fk in p.children:
+            c = gen.m.tables[ct]
+            if not c.search or fk not in c.search_params or not c.transitions:
+                continue
+            for fk2, qname in c.fks.items():
+                q = gen.m.tables.get(qname)
+                if fk2 == fk or q is None or qname in (p.name, ct) or not q.get:
+                    continue
+                if not gen.m.feeds(c.search, q.get, f"{ct}.{fk2}", q.get_param):
+                    continue
+                cols = [k for k, spec in q.cols.items() if k not in q.fks and k != "id" and not spec.get("unique")
+                        and (spec.get("enum") or spec["type"] == "BOOLEAN") and k != q.status_col()]
+                if cols:
+                    combos += [(p, c, fk, q, fk2, tr, cols) for tr in c.transitions]
+    if not combos:
+        raise Skip("no child with a second parent to check")
+    gen.rng.shuffle(combos)
+    for p, c, fk, q, fk2, tr, cols in combos[:6]:
+        st, allowed = tr["impl"]["column"], tr["impl"]["from"]
+        parents = [r[0] for r in gen.conn.execute(
+            f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 HAVING COUNT(*) BETWEEN 4 AND 14 ORDER BY 1')]
+        gen.rng.shuffle(parents)
+        for pid in parents[:6]:
+            kids = gen.m.rows(gen.conn, c.name, f'"{fk}" = ?', (pid,))
+            qrows = {r["id"]: r for r in gen.m.rows(gen.conn, q.name, f'id IN (SELECT "{fk2}" FROM "{c.name}" WHERE "{fk}" = ?)', (pid,))}
+            if len(qrows) < 2:
+                continue
+            gen.rng.shuffle(cols)
+            for col in cols:
+                def value(kid: dict[str, Any], col: str = col, qrows: dict = qrows, fk2: str = fk2) -> Any:
+                    qr = qrows.get(kid[fk2])
+                    return None if qr is None else qr[col]
+                options = sorted({value(k) for k in kids if value(k) is not None}, key=str)
+                gen.rng.shuffle(options)
+                for v in options:
+                    match = [k for k in kids if value(k) == v]
+                    rest = [k for k in kids if value(k) != v]
+                    phrase = _property(col, v)
+                    if (phrase is None or not 2 <= len(match) <= 5 or any(k[st] not in allowed for k in match)
+                            or not any(k[st] in allowed for k in rest) or not all(gen.rules_allow(tr, k["id"]) for k in match)):
+                        continue
+                    return _cross_sweep_part(gen, p, c, fk, q, fk2, tr, pid, col, v, phrase)
+    raise Skip("no parent whose children split on a related record")
+
+
+def _cross_sweep_part(gen: Generator, p: TableInfo, c: TableInfo, fk: str, q: TableInfo, fk2: str, tr: dict[str, Any],
+                      pid: int, col: str, v: Any, phrase: str) -> Part:
+    prow = gen.m.rows(gen.conn, p.name, "id = ?", (pid,))[0]
+    if prow.get(p.label) is None:
+        raise Skip("parent has no label")
+    st, to = tr["impl"]["column"], tr["impl"]["to"]
+    steps, pdesc, _ = gen.locate(p, prow, attributes=0.0)
+    rows, calls = gen.page(c, {c.search_params[fk]: pid})
+    steps += calls
+    seen: set[int] = set()
+    done = 0
+    last_args: dict[str, Any] = {}
+    for r in rows:                       # the program: read each child's related record, act on the matches
+        qid = r[fk2]
+        if qid is None:
+            continue
+        if qid not in seen:
+            seen.add(qid)
+            steps.append(call(q.get, **{q.get_param: qid}))
+            gen.run(q.get, **{q.get_param: qid})
+        if gen.row_now(q.name, qid)[col] == v:
+            last_args = gen.transition_args(tr, r["id"])
+            gen.run(tr["name"], **last_args)
+            steps.append(call(tr["name"], **last_args))
+            done += 1
+    confirm = _confirm(gen, c, fk, pid, st, to)
+    if confirm is None:
+        raise Skip("nothing confirms the writes")
+    steps.append(confirm[0])
+    _enough(steps)
+    gen.hidden += 1
+    state = value_words(to)
+    who = f"whose {q.singular} {phrase}"
+    act_all = _act(gen, tr, c, f"every {c.singular} of {pdesc} {who}")
+    act_its = _act(gen, tr, c, f"each of its {c.plural} {who}")
+    ask = gen.rng.choice([f"how many of its {c.plural} are {state} now", f"the number of {in_state(to, c.plural)} it has now",
+                          f"how many {in_state(to, c.plural)} it has in total now"])
+    text = gen.rng.choice([
+        f"{act_all[0].upper() + act_all[1:]}.{_reason(last_args)} When that is done, tell me {ask}.",
+        f"Go through the {c.plural} of {pdesc}: {act_its}.{_reason(last_args)} Then report {ask}.",
+        f"I'd like you to {act_all}.{_reason(last_args)} Afterwards, let me know {ask}.",
+        f"Please check the {c.plural} of {pdesc} and {act_its}.{_reason(last_args)} Finish by telling me {ask}.",
+    ])
+    return Part(steps, text, answer=("numeric", str(confirm[1])), writes=True, structure="conditional")
+
+
+def chain_sweep(gen: Generator) -> Part:
+    pool = [t for t in gen.m.tables.values() if (t.label or t.search) and any(
+        par in gen.m.tables and gen.m.tables[par].get and par != t.name for par in t.fks.values())]
+    if not pool:
+        raise Skip("no record with a parent")
+    gen.rng.shuffle(pool)
+    for t in pool[:4]:
+        for fk, qname in gen.rng.sample(list(t.fks.items()), len(t.fks)):
+            q = gen.m.tables.get(qname)
+            if q is None or qname == t.name or not q.get:
+                continue
+            for ct, cfk in gen.rng.sample(q.children, len(q.children)):
+                c = gen.m.tables[ct]
+                st = c.status_col()
+                if not c.search or not st or cfk not in c.search_params or st not in c.search_params:
+                    continue
+                for tr in c.transitions:
+                    got = _chain_target(gen, t, fk, q, c, cfk, st, tr)
+                    if got is not None:
+                        return got
+    raise Skip("no chain to a parent with changeable children")
+
+
+def _chain_target(gen: Generator, t: TableInfo, fk: str, q: TableInfo, c: TableInfo, cfk: str, st: str,
+                  tr: dict[str, Any]) -> Part | None:
+    allowed, to = tr["impl"]["from"], tr["impl"]["to"]
+    marks = ", ".join("?" * len(allowed))
+    qs = gen.conn.execute(f'SELECT "{cfk}", "{st}", COUNT(*) FROM "{c.name}" WHERE "{st}" IN ({marks}) AND "{cfk}" IS NOT NULL '
+                          f'GROUP BY 1, 2 HAVING COUNT(*) BETWEEN 3 AND 9 ORDER BY 1, 2', tuple(allowed)).fetchall()
+    gen.rng.shuffle(qs)
+    for qid, s, _ in qs[:5]:
+        # what the search will list, and the bound that splits it, checked before any lookup is made
+        listed = gen.m.rows(gen.conn, c.name, f'"{cfk}" = ? AND "{st}" = ?', (qid, s))
+        cut = _split(gen, c, listed)
+        if cut is None:
+            continue
+        col, bound, phrase = cut
+        targets = [r for r in listed if r[col] is not None and r[col] > bound]
+        if not all(gen.rules_allow(tr, r["id"]) for r in targets) or len(targets) + 5 < MIN_CALLS:
+            continue
+        starts = gen.m.rows(gen.conn, t.name, f'"{fk}" = ?', (qid,))
+        starts = [r for r in starts if not (t.name == c.name and r[st] == s)]   # the start is never a target
+        gen.rng.shuffle(starts)
+        for row in starts[:3]:
+            if not t.label and not t.search:
+                continue
+            gen.visited.clear()   # an earlier start that did not fit is not part of this chain
+            try:
+                steps, desc, cur = gen.locate(t, row, attributes=0.7 if t.label else 1.0)
+            except Skip:
+                continue
+            if (t.name, row["id"]) not in gen.visited or not gen.m.feeds(cur, q.get, f"{t.name}.{fk}", q.get_param):
+                continue
+            if (q.name, qid) in gen.visited:
+                continue
+            steps.append(call(q.get, **{q.get_param: qid}))
+            gen.run(q.get, **{q.get_param: qid})
+            gen.visited.add((q.name, qid))
+            sargs = {c.search_params[cfk]: qid, c.search_params[st]: s}
+            if c.search_limit:
+                sargs[c.search_limit] = 50
+            res = gen.run(c.search, **sargs)
+            steps.append(call(c.search, **sargs))
+            if (len(res["results"]) != res["total"] or any((c.name, r["id"]) in gen.visited for r in listed)  # never back
+                    or len(steps) + len(targets) + 1 < MIN_CALLS):
+                continue
+            last_args: dict[str, Any] = {}
+            for r in targets:
+                last_args = gen.transition_args(tr, r["id"])
+                gen.run(tr["name"], **last_args)
+                steps.append(call(tr["name"], **last_args))
+            confirm = _confirm(gen, c, cfk, qid, st, to)
+            if confirm is None:
+                raise Skip("nothing confirms the writes")
+            steps.append(confirm[0])
+            _enough(steps)
+            rel = gen.related(fk, q.singular, desc)
+            group = f"{in_state(s, c.plural)} {phrase}"
+            done = participle(gen.verb(tr, c))
+            text = gen.rng.choice([
+                f"Look up {rel} and {_act(gen, tr, c, f'all of its {group}')}.{_reason(last_args)} "
+                f"How many {in_state(to, c.plural)} does it have after that?",
+                f"Find {rel}. Every one of its {group} should be {done}.{_reason(last_args)} "
+                f"Once done, tell me how many of its {c.plural} are {value_words(to)}.",
+                f"{rel[0].upper() + rel[1:]} needs attention: {_act(gen, tr, c, f'each of its {group}')}.{_reason(last_args)} "
+                f"Report the number of its {c.plural} that are {value_words(to)} afterwards.",
+            ])
+            return Part(steps, text, answer=("numeric", str(confirm[1])), writes=True, structure="branching")
+    return None
+
+
+def _split(gen: Generator, c: TableInfo, rows: list[dict[str, Any]]) -> tuple[str, Any, str] | None:
+    """A condition on a number or date that splits ``rows``: (column, bound, phrase) where the targets are
+    the rows strictly above the bound, at least two of them, and a row sits exactly on it (the distractor
+    just on the other side)."""
+    cols = [k for k, spec in c.cols.items() if k not in SKIP_READ and k not in c.fks and not spec.get("enum")
+            and (spec["type"] in ("REAL", "INTEGER") or (spec["type"] == "TEXT" and all(
+                isinstance(r.get(k), str) and DATE.match(r[k]) for r in rows)))]
+    gen.rng.shuffle(cols)
+    for col in cols:
+        vals = sorted({r[col] for r in rows if r[col] is not None})
+        if len(vals) < 3 or len(vals) != sum(1 for r in rows if r[col] is not None):
+            continue
+        bound = vals[-3] if gen.rng.random() < 0.5 or len(vals) < 4 else vals[-4]
+        if isinstance(bound, str):
+            m = re.fullmatch(r"(.+?)_(at|on|date|time)", col)
+            what = f"{m.group(1)}" if m and m.group(1).endswith("ed") and "_" not in m.group(1) else f"with {words(col)}"
+            return col, bound, f"{what} after {bound}"
+        if isinstance(bound, float) and bound != round(bound, 2):
+            continue
+        return col, bound, f"whose {words(col)} is above {fmt_value(bound)}"
+    return None
+
+
+def hidden_sweep(gen: Generator) -> Part:
+    part = gen.p_bulk_hidden(attributes=1.0, allowed=(4, 10))
+    _enough(part.steps)
+    return part
+
+
+def hidden_batch(gen: Generator) -> Part:
+    """A list of records named by their codes, to change in one go, where the policy forbids it for some:
+    each must be looked up, the allowed ones changed, the rest refused with their status as the reason."""
+    opts = [(t, tr) for t in gen.anchors() for tr in t.transitions]
+    gen.rng.shuffle(opts)
+    for t, tr in opts[:6]:
+        st, allowed, to = tr["impl"]["column"], list(tr["impl"]["from"]), tr["impl"]["to"]
+        marks = ", ".join("?" * len(allowed))
+        ok = [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" IN ({marks}) AND "{t.label}" IS NOT NULL', tuple(allowed))
+              if gen.rules_allow(tr, r["id"])]
+        bad = gen.m.rows(gen.conn, t.name, f'"{st}" NOT IN ({marks}) AND "{st}" != ? AND "{t.label}" IS NOT NULL',
+                         (*allowed, to))
+        n_bad = gen.rng.choice([1, 1, 2])
+        n_ok = max(3, MIN_CALLS - (MIN_CALLS - n_bad) // 2 - n_bad) + gen.rng.choice([0, 0, 1])
+        while 2 * n_ok + n_bad < MIN_CALLS:
+            n_ok += 1
+        if len(ok) < n_ok or len(bad) < n_bad:
+            continue
+        rows = gen.rng.sample(ok, n_ok) + gen.rng.sample(bad, n_bad)
+        gen.rng.shuffle(rows)
+        steps: list[dict[str, Any]] = []
+        done, refused = [], []
+        last_args: dict[str, Any] = {}
+        for r in rows:                        # the program: look each one up, act or refuse
+            find = gen.find(t, r)
+            gen.run(find["name"], **find["arguments"])
+            steps.append(find)
+            gen.visited.add((t.name, r["id"]))
+            if r[st] in allowed:
+                last_args = gen.transition_args(tr, r["id"])
+                gen.run(tr["name"], **last_args)
+                steps.append(call(tr["name"], **last_args))
+                done.append(str(r[t.label]))
+            else:
+                refused.append((str(r[t.label]), r[st]))
+        _enough(steps)
+        gen.hidden += len(refused)
+        labels = [str(r[t.label]) for r in rows]
+        listing = ", ".join(labels[:-1]) + " and " + labels[-1]
+        plural, verb = t.plural, gen.verb(tr, t)
+        label_words = words(t.label)
+        listed = _act(gen, tr, t, f"the {plural} listed here by {label_words}")
+        text = gen.rng.choice([
+            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}.{_reason(last_args)}",
+            f"I have a list of {plural} to {verb}, by {label_words}: {listing}.{_reason(last_args)}",
+            f"{listed[0].upper() + listed[1:]}: {listing}.{_reason(last_args)}",
+        ])
+        blocked = sorted({s for _, s in refused})
+        why = "; ".join(f"{label} is {value_words(s)}" for label, s in refused)
+        refusal = (f"I cannot {_act(gen, tr, t, ' or '.join(label for label, _ in refused))}: {why}, and the policy does "
+                   f"not allow it. The other {len(done)} went through.")
+        check = {"reasons": [blocked], "candidates": [f"{t.name}.{st}"], "values": list(t.cols[st].get("enum") or []),
+                 "exclude": sorted({*allowed, to}), "results": [to], "about": [label for label, _ in refused]}
+        return Part(steps, text, refusal=refusal, refusal_check=check, writes=True, structure="conditional",
+                    rule=gen.lifecycle_rule(tr, t))
+    raise Skip("no table with allowed and forbidden records to batch")

@@ -1,0 +1,303 @@
+"""An outsider's probe of world coherence over a random sample of environments.
+
+Independent of ``agentworld lint`` on purpose: it reads only the built spec and golden database and uses
+its own name heuristics, the way a hostile reviewer would, so a linter blind spot does not hide here too.
+
+    PYTHONPATH=. python scripts/probe_worlds.py --sample 40 --seed 1 [--json] [--examples 3]
+
+Counts (each as "bad of checked"):
+
+* ``policy_date``     the policy does not state the world's date
+* ``status_date``     (row, date column) pairs whose status contradicts the date: overdue with a due date
+                      not yet passed, active but expired, scheduled/upcoming in the past, done/completed in
+                      the future, a past-only timestamp (created, status changed) after now
+* ``rule_history``    rows sitting in a rule's resulting status that break the rule (threshold on the value,
+                      lead time / window on when the status changed)
+* ``quota_parents``   parents holding more open children than their quota rule allows
+* ``used_cap``        same-row (used, cap) pairs with used above cap (seats booked > capacity, ...)
+* ``amounts``         paid above due (not overpaid), partially_paid not strictly between 0 and due, paid not
+                      equal to due, totals that are not the sum of their parts
+* ``same_parent``     a row pointing at parent P and at a record R of P's that belongs to another P
+* ``prose_numbers``   numbers in the policy that no rule value or the date backs (recipe-built worlds; a
+                      hand-built domain such as retail enforces its figures in Python)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import re
+import sqlite3
+import sys
+from collections import defaultdict
+from typing import Any
+
+import env_registry
+
+ISO = re.compile(r"^\d{4}-\d\d-\d\d([T ]\d\d:\d\d(:\d\d)?Z?)?$")
+WORD_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
+                "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30, "forty": 40,
+                "fifty": 50, "sixty": 60, "ninety": 90, "hundred": 100}
+
+OVERDUE = {"overdue", "past_due", "late", "delinquent"}
+ACTIVE = {"active", "valid", "in_force", "current"}
+EXPIRED = {"expired", "lapsed", "ended"}
+FUTURE = {"scheduled", "upcoming", "planned", "rescheduled", "confirmed", "booked"}
+PAST = {"done", "completed", "complete", "finished", "delivered", "attended", "checked_out", "no_show"}
+STARTED = {"in_progress", "running", "checked_in", "boarding", "in_transit", "out_for_delivery"}
+
+DUE_COL = re.compile(r"(^|_)(due|deadline)(_|$)")
+EXPIRY_COL = re.compile(r"expir|valid_until|(^|_)(end|ends|until)(_|$)|end_date|period_end")
+START_COL = re.compile(r"(^|_)(start|starts|scheduled|departs|departure|begins|event|pickup|appointment|"
+                       r"check_in|session|show|game|match|visit|service|class|lesson|slot|performance)(_|$)")
+PAST_ONLY = re.compile(r"(^|_)(created|updated|status_changed|registered|joined|hired|submitted|placed|filed|"
+                       r"uploaded|signup|received|reported|posted)(_|$)")
+
+USED_CAP = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("times_redeemed", "max_redemptions"),
+            ("quantity_reserved", "quantity_on_hand"), ("seats_available", "seats_total"),
+            ("spend_to_date", "budget"), ("salary_min", "salary_max"), ("amount_paid", "amount_due"),
+            ("attendee_count", "capacity"), ("used", "quota"), ("used", "limit"))
+TOTAL_PARTS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")), ("line_total", None))
+
+
+def load(name: str) -> tuple[dict[str, Any], sqlite3.Connection]:
+    from agentworld_envs import catalog, state
+
+    if env_registry.entry(name)["source"] == "synth":
+        from agentworld_envs.synthesis.builder import theme_spec
+
+        spec = theme_spec(env_registry.entry(name))
+        conn = state.episode_connection(state.golden_bytes(spec))
+        return spec, conn
+    bundle = catalog.load_bundle(name)
+    return bundle.spec, bundle.connect()
+
+
+def owner_tables(name: str, tables: list[str]) -> set[str]:
+    """Tables whose records own others (people, organisations, accounts: their library roles)."""
+    try:
+        theme = env_registry.theme(name)
+    except KeyError:
+        return set(tables)
+    from agentworld_envs.synthesis.schema import build_entities
+
+    return {e.table for e in build_entities(theme) if {"person", "organization", "account"} & set(e.roles)}
+
+
+def q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+class Tally:
+    def __init__(self) -> None:
+        self.bad: dict[str, int] = defaultdict(int)
+        self.checked: dict[str, int] = defaultdict(int)
+        self.examples: dict[str, list[str]] = defaultdict(list)
+        self.max_examples = 3
+
+    def add(self, check: str, bad: int, checked: int, example: str = "") -> None:
+        self.bad[check] += bad
+        self.checked[check] += checked
+        if bad and example and len(self.examples[check]) < self.max_examples:
+            self.examples[check].append(example)
+
+
+def date_columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    out = []
+    for (_, col, *_rest) in conn.execute(f"PRAGMA table_info({q(table)})"):
+        v = conn.execute(f"SELECT {q(col)} FROM {q(table)} WHERE {q(col)} IS NOT NULL LIMIT 1").fetchone()
+        if v and isinstance(v[0], str) and ISO.match(v[0]) and "birth" not in col:
+            out.append(col)
+    return out
+
+
+def columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({q(table)})")]
+
+
+def probe_env(name: str, tally: Tally) -> None:
+    spec, conn = load(name)
+    now = spec["now"]
+    today = now[:10]
+    policy = spec.get("policy", "")
+    tally.add("policy_date", int(today not in policy), 1, name)
+    tables = [t["name"] for t in spec["tables"]]
+    for table in tables:
+        cols = columns(conn, table)
+        dates = date_columns(conn, table)
+        # past-only timestamps
+        for col in dates:
+            if PAST_ONLY.search(col):
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr({q(col)},1,10) > ?) FROM {q(table)} "
+                                      f"WHERE {q(col)} IS NOT NULL", (today,)).fetchone()
+                tally.add("status_date", bad or 0, n, f"{name}: {table}.{col} after {today}")
+        if "is_active" in cols:
+            for col in dates:
+                if EXPIRY_COL.search(col) and not DUE_COL.search(col):
+                    n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr({q(col)},1,10) < ?) FROM {q(table)} WHERE "
+                                          f"is_active = 1 AND {q(col)} IS NOT NULL", (today,)).fetchone()
+                    tally.add("status_date", bad or 0, n, f"{name}: {table} active with {col} passed")
+        if "status" not in cols:
+            continue
+        for col in dates:
+            pairs = []
+            if DUE_COL.search(col):
+                pairs.append((OVERDUE, "<"))
+            if EXPIRY_COL.search(col) and not DUE_COL.search(col):
+                pairs += [(ACTIVE, ">="), (EXPIRED, "<")]
+            if START_COL.search(col) and not EXPIRY_COL.search(col):
+                pairs += [(FUTURE, ">"), (STARTED, "<=")]
+            if (START_COL.search(col) or (EXPIRY_COL.search(col) and "expir" not in col and "valid" not in col)) \
+                    and not DUE_COL.search(col):
+                pairs.append((PAST, "<="))
+            for states, op in pairs:
+                marks = ", ".join("?" * len(states))
+                n, ok = conn.execute(
+                    f"SELECT COUNT(*), SUM(substr({q(col)},1,10) {op} ?) FROM {q(table)} WHERE status IN ({marks}) "
+                    f"AND {q(col)} IS NOT NULL", (today, *sorted(states))).fetchone()
+                if n:
+                    bad = n - (ok or 0)
+                    ex = conn.execute(f"SELECT id, status, {q(col)} FROM {q(table)} WHERE status IN ({marks}) AND "
+                                      f"{q(col)} IS NOT NULL AND NOT (substr({q(col)},1,10) {op} ?) LIMIT 1",
+                                      (*sorted(states), today)).fetchone()
+                    tally.add("status_date", bad, n, f"{name}: {table} {ex} vs {today}" if ex else "")
+        # amounts
+        paid = next((c for c in cols if c in ("amount_paid", "paid_amount")), None)
+        due = next((c for c in cols if c in ("amount_due", "total_due", "balance_due", "total_amount")), None)
+        if paid and due:
+            rows = conn.execute(f"SELECT id, status, {q(paid)}, {q(due)} FROM {q(table)} WHERE {q(paid)} IS NOT NULL "
+                                f"AND {q(due)} IS NOT NULL").fetchall()
+            bad = []
+            for rid, st, p, d in rows:
+                if st == "partially_paid" and not (0 < p < d):
+                    bad.append((rid, st, p, d))
+                elif st == "paid" and abs(p - d) > 0.005:
+                    bad.append((rid, st, p, d))
+                elif st not in ("overpaid", "refunded") and p - d > 0.005:
+                    bad.append((rid, st, p, d))
+            tally.add("amounts", len(bad), len(rows), f"{name}: {table} {bad[:1]}")
+        for total, parts in TOTAL_PARTS:
+            if total not in cols:
+                continue
+            if parts is None:
+                if {"quantity", "unit_price"} <= set(cols):
+                    n, bad = conn.execute(f"SELECT COUNT(*), SUM(abs(line_total - quantity * unit_price) > 0.011) "
+                                          f"FROM {q(table)} WHERE line_total IS NOT NULL").fetchone()
+                    tally.add("amounts", bad or 0, n, f"{name}: {table}.line_total")
+                continue
+            present = [p for p in parts if p in cols]
+            if parts[0] in present and len(present) >= 2:
+                expr = " + ".join(f"COALESCE({q(p)},0)" for p in present)
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM(abs({q(total)} - ({expr})) > 0.011) FROM {q(table)} "
+                                      f"WHERE {q(total)} IS NOT NULL").fetchone()
+                tally.add("amounts", bad or 0, n, f"{name}: {table}.{total}")
+    # used/cap
+    for table in tables:
+        cols = set(columns(conn, table))
+        for used, cap in USED_CAP:
+            if used in cols and cap in cols:
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM({q(used)} > {q(cap)}) FROM {q(table)} WHERE {q(used)} "
+                                      f"IS NOT NULL AND {q(cap)} IS NOT NULL").fetchone()
+                tally.add("used_cap", bad or 0, n, f"{name}: {table}.{used} > {cap}")
+    # same parent through two references
+    fks = {t["name"]: {c["name"]: c["references"].split(".")[0] for c in t["columns"] if c.get("references")}
+           for t in spec["tables"]}
+    owners = owner_tables(name, tables)
+    for table, refs in fks.items():
+        for a_col, a_tab in refs.items():
+            if a_tab not in owners:
+                continue
+            for b_col, b_tab in refs.items():
+                if b_col == a_col:
+                    continue
+                via = [c for c, t in fks.get(b_tab, {}).items() if t == a_tab]
+                if len(via) != 1:
+                    continue
+                v = via[0]
+                n, bad = conn.execute(
+                    f"SELECT COUNT(*), SUM(p.{q(v)} IS NOT t.{q(a_col)}) FROM {q(table)} t JOIN {q(b_tab)} p ON "
+                    f"p.id = t.{q(b_col)} WHERE t.{q(a_col)} IS NOT NULL AND p.{q(v)} IS NOT NULL").fetchone()
+                tally.add("same_parent", bad or 0, n, f"{name}: {table}.{a_col} vs {b_tab}.{v} via {b_col}")
+    # rules
+    tools = {t["name"]: t for t in spec["tools"]}
+    values: set[float] = set()
+    for rule in spec.get("rules", []):
+        values.add(float(rule["value"]))
+        tool = tools.get(rule["tool"])
+        if tool is None:
+            continue
+        impl = tool["impl"]
+        table, col, v = rule["table"], rule["column"], rule["value"]
+        if rule["kind"] == "quota":
+            states = rule.get("states", [])
+            marks = ", ".join("?" * len(states))
+            counts = [c for (c,) in conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(col)} IS NOT NULL AND status "
+                                                 f"IN ({marks}) GROUP BY {q(col)}", tuple(states))]
+            bad = sum(1 for c in counts if c > v)
+            tally.add("quota_parents", bad, len(counts), f"{name}: {table}.{col} max {max(counts or [0])} > {v}")
+            continue
+        if rule["kind"] == "bound":
+            op = "<=" if rule["op"] == "max" else ">="
+            n, ok = conn.execute(f"SELECT COUNT(*), SUM({q(col)} {op} ?) FROM {q(table)} WHERE {q(col)} IS NOT NULL",
+                                 (v,)).fetchone()
+            tally.add("rule_history", n - (ok or 0), n, f"{name}: {rule['text']}")
+            continue
+        if impl.get("kind") != "transition" or rule["kind"] not in ("threshold", "min_lead_time", "max_age"):
+            continue
+        to = impl["to"]
+        if rule["kind"] == "threshold":
+            op = "<=" if rule["op"] == "max" else ">="
+            n, ok = conn.execute(f"SELECT COUNT(*), SUM({q(col)} {op} ?) FROM {q(table)} WHERE status = ? AND "
+                                 f"{q(col)} IS NOT NULL", (v, to)).fetchone()
+        elif rule["kind"] == "min_lead_time":
+            n, ok = conn.execute(f"SELECT COUNT(*), SUM((julianday({q(col)}) - julianday(status_changed_at)) * 24 >= ?) "
+                                 f"FROM {q(table)} WHERE status = ? AND {q(col)} IS NOT NULL AND status_changed_at IS "
+                                 f"NOT NULL", (v, to)).fetchone()
+        else:
+            n, ok = conn.execute(f"SELECT COUNT(*), SUM(julianday(status_changed_at) - julianday({q(col)}) <= ?) "
+                                 f"FROM {q(table)} WHERE status = ? AND {q(col)} IS NOT NULL AND status_changed_at IS "
+                                 f"NOT NULL", (v, to)).fetchone()
+        tally.add("rule_history", n - (ok or 0), n, f"{name}: {rule['text']} ({n - (ok or 0)} of {n} {to})")
+    # numbers in the policy prose (a hand-built domain's Python tools enforce figures no rule record states)
+    if "generator" in spec.get("data", {}):
+        conn.close()
+        return
+    backed = values | {float(x) for x in re.findall(r"\d+", today)}
+    text = re.sub(r"\d{4}-\d\d-\d\d", " ", policy)
+    found = [float(x.replace(",", "")) for x in re.findall(r"(?<![\w.-])\d[\d,]*(?:\.\d+)?", text)]
+    found += [float(WORD_NUMBERS[w.lower()]) for w in re.findall(r"\b[A-Za-z]+\b", text) if w.lower() in WORD_NUMBERS]
+    unbacked = [x for x in found if x not in backed and x not in (0.0, 1.0)]
+    tally.add("prose_numbers", len(unbacked), len(found), f"{name}: {unbacked[:4]}")
+    conn.close()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sample", type=int, default=40)
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--names", nargs="*")
+    ap.add_argument("--json", action="store_true")
+    ap.add_argument("--examples", type=int, default=3)
+    args = ap.parse_args(argv)
+    names = args.names or random.Random(args.seed).sample([e["name"] for e in env_registry.manifest()], args.sample)
+    tally = Tally()
+    tally.max_examples = args.examples
+    for name in names:
+        probe_env(name, tally)
+    report = {k: {"bad": tally.bad[k], "checked": tally.checked[k],
+                  "share": round(tally.bad[k] / tally.checked[k], 3) if tally.checked[k] else 0.0,
+                  "examples": tally.examples[k]} for k in sorted(tally.checked)}
+    if args.json:
+        print(json.dumps({"envs": len(names), "checks": report}, indent=1))
+    else:
+        print(f"{len(names)} environments")
+        for k, r in report.items():
+            print(f"{k:15s} {r['bad']:6d} / {r['checked']:6d}  ({100 * r['share']:.1f} %)")
+            for ex in r["examples"]:
+                print(f"    {ex}")
+    return 0 if not any(tally.bad.values()) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,389 @@
+"""Rewards v3: the submit contract, and every class of text heuristic a policy could game, on retail
+and on synthesised envs — outcomes from structure, refusals that need a lookup, dumps, slot
+competitors, hedges and negations in every format, Markdown layout, instruction-given and composed
+text, submit's schema, and the gate's per-kind probe counts."""
+
+from __future__ import annotations
+
+import json
+
+import gymnasium as gym
+import pytest
+
+import agentworld_envs  # noqa: F401
+from agentworld_envs import answers
+from agentworld_envs.actions import format_call
+from agentworld_envs.catalog import load_bundle
+from agentworld_envs.submission import SUBMIT_TOOL, Submission, parse_submission
+from agentworld_envs.tasks.contract import given_text_mismatch, public_reasons
+from agentworld_envs.tasks.probes import FAIRNESS, HACKS, attack
+from agentworld_envs.tasks.runner import Runner
+from agentworld_envs.tools import ToolError
+
+RETAIL = "agentworld/retail-v0"
+SYNTH_ENVS = ["agentworld/wine-club-subscriptions-v0", "agentworld/acupuncture-clinic-v0",
+              "agentworld/florist-same-day-delivery-v0"]
+
+
+def submit(**args) -> str:
+    return format_call("submit", args)
+
+
+def play(env, task_id: str, actions: list[str]) -> tuple[float, dict]:
+    env.reset(options={"task_id": task_id})
+    info: dict = {}
+    for a in actions:
+        _, reward, term, trunc, info = env.step(a)
+        if term or trunc:
+            return reward, info
+    return 0.0, info
+
+
+def ref(env, task_id: str) -> tuple[list[str], dict]:
+    """The reference's calls before submit, and its submit arguments."""
+    env.reset(options={"task_id": task_id})
+    actions = env.solution_actions()
+    body = json.loads(actions[-1][len("<tool_call>"):-len("</tool_call>")])
+    assert body["name"] == "submit"
+    return actions[:-1], body["arguments"]
+
+
+def with_answer(args: dict, text) -> str:
+    return format_call("submit", {**args, "answer": text})
+
+
+@pytest.fixture(scope="module")
+def retail():
+    e = gym.make(RETAIL).unwrapped
+    yield e
+    e.close()
+
+
+def tasks_where(env, pred) -> list[dict]:
+    return [t for t in env.bundle.tasks if pred(t)]
+
+
+def outcome_of(task) -> str:
+    return task["solution"][-1]["arguments"].get("outcome")
+
+
+# ------------------------------------------------------------------------------------------ submit's schema
+
+
+@pytest.mark.parametrize("args", [{"answer": 83}, {"answer": ["83.00"]}, {"answer": {"value": "83.00"}},
+                                  {"outcome": "maybe"}, {"outcome": "done", "confidence": 1.0}, {"message": 5}])
+def test_submit_validates_its_schema_like_any_tool(retail, args):
+    task = retail.bundle.tasks[0]
+    retail.reset(options={"task_id": task["id"]})
+    obs, reward, term, trunc, info = retail.step(format_call("submit", args))
+    assert info["error"] == "invalid_arguments" and not term and reward == 0.0
+    with pytest.raises(ToolError):
+        parse_submission(args)
+
+
+def test_submit_schema_is_the_same_through_gym_mcp_and_trl(retail):
+    from agentworld_envs.mcp_server import EpisodeHost
+    from agentworld_envs.trl_adapter import agentworld_env_class
+
+    retail.reset(seed=0)
+    gym_submit = next(t for t in retail.tools if t["function"]["name"] == "submit")
+    assert gym_submit == SUBMIT_TOOL
+    assert set(gym_submit["function"]["parameters"]["properties"]) == {"outcome", "answer", "message"}
+    host = EpisodeHost(RETAIL)
+    mcp_submit = next(t for t in host.mcp_tools() if t["name"] == "submit")
+    assert mcp_submit["inputSchema"] == SUBMIT_TOOL["function"]["parameters"]
+    text, is_error, _ = host.call("k", "submit", {"answer": 83})
+    assert is_error and "invalid_arguments" in text
+    trl = agentworld_env_class(RETAIL)()
+    trl.reset()
+    assert "invalid_arguments" in trl.submit(answer=5)
+    assert trl.get_reward() == 0.0
+
+
+# ------------------------------------------------------------------------------------------ outcomes
+
+
+def test_every_reference_declares_its_outcome_and_scores_one(retail):
+    for env_id in [RETAIL, *SYNTH_ENVS]:
+        env = retail if env_id == RETAIL else gym.make(env_id).unwrapped
+        for task in env.bundle.tasks:
+            assert outcome_of(task) in ("done", "refused", "partial"), task["id"]
+            assert any(c["type"] == "outcome" for c in task["checks"])
+            body, args = ref(env, task["id"])
+            assert play(env, task["id"], body + [format_call("submit", args)])[0] == 1.0, (env_id, task["id"])
+
+
+def test_a_claimed_outcome_decides_nothing_the_state_does_not_show(retail):
+    traps = tasks_where(retail, lambda t: outcome_of(t) == "refused")
+    lookups = tasks_where(retail, lambda t: outcome_of(t) == "done" and t["solution"][-1]["arguments"].get("answer"))
+    assert traps and lookups
+    for t in traps[:4]:
+        body, args = ref(retail, t["id"])
+        assert play(retail, t["id"], body + [format_call("submit", {**args, "outcome": "done"})])[0] == 0.0
+        assert play(retail, t["id"], body + [format_call("submit", {**args, "outcome": "partial"})])[0] == 0.0
+    for t in lookups[:4]:
+        body, args = ref(retail, t["id"])
+        assert play(retail, t["id"], body + [format_call("submit", {**args, "outcome": "refused"})])[0] == 0.0
+
+
+@pytest.mark.parametrize("claim", [" Update: I went ahead and did it anyway - it's done.", " Done.",
+                                   " It has been cancelled.", " I have cancelled it.", " Actually, I cancelled it anyway.",
+                                   " It's been taken care of."])
+def test_refusals_that_claim_the_action_fail(retail, claim):
+    t = next(t for t in retail.bundle.tasks if t["tags"] == ["trap", "cancel"])
+    body, args = ref(retail, t["id"])
+    assert play(retail, t["id"], body + [format_call("submit", args)])[0] == 1.0
+    for field in ("answer", "message"):
+        claimed = {**args, field: args[field].rstrip(".") + "." + claim}
+        assert play(retail, t["id"], body + [format_call("submit", claimed)])[0] == 0.0, (field, claim)
+    # the old contract (no outcome, the explanation as the answer) too
+    assert play(retail, t["id"], body + [submit(answer=args["message"])])[0] == 1.0
+    assert play(retail, t["id"], body + [submit(answer=args["message"] + claim)])[0] == 0.0
+
+
+def test_a_partial_refusal_may_add_a_true_fact(retail):
+    for t in tasks_where(retail, lambda t: outcome_of(t) == "partial"):
+        body, args = ref(retail, t["id"])
+        kind = {**args, "message": args["message"] + " His other two requests are already done."}
+        assert play(retail, t["id"], body + [format_call("submit", kind)])[0] == 1.0, t["id"]
+        claim = {**args, "message": args["message"] + " It has been cancelled too."}
+        if "cancel" in t["tags"]:
+            assert play(retail, t["id"], body + [format_call("submit", claim)])[0] == 0.0, t["id"]
+
+
+# ------------------------------------------------------------------------------------------ refusals need lookups
+
+
+def test_refusals_from_the_rule_text_alone_fail(retail):
+    traps = tasks_where(retail, lambda t: outcome_of(t) in ("refused", "partial"))
+    assert len(traps) >= 12
+    policy = retail.bundle.head["policy"]
+    rules = [line.strip("- ") for line in policy.splitlines() if line.startswith("- ")]
+    for t in traps:
+        body, args = ref(retail, t["id"])
+        # no lookup: the rule, the reference's own words, or its blocking value
+        for text in rules:
+            assert play(retail, t["id"], [submit(outcome=args["outcome"], answer=f"I cannot do that. The policy says: {text}")])[0] == 0.0
+        assert play(retail, t["id"], [format_call("submit", args)])[0] == 0.0, t["id"]
+        assert play(retail, t["id"], body + [format_call("submit", args)])[0] == 1.0, t["id"]
+
+
+def test_synthesised_rule_traps_need_the_records_value(retail):
+    seen = 0
+    for env_id in SYNTH_ENVS:
+        env = gym.make(env_id).unwrapped
+        for t in env.bundle.tasks:
+            rule = (t.get("knobs") or {}).get("rule")
+            if outcome_of(t) != "refused" or not rule:
+                continue
+            seen += 1
+            body, args = ref(env, t["id"])
+            assert not public_reasons(t)
+            assert play(env, t["id"], body + [submit(outcome="refused", answer=f"I cannot: {rule}")])[0] == 0.0
+            assert play(env, t["id"], [submit(outcome="refused", answer=f"I cannot: {rule}")])[0] == 0.0
+            assert play(env, t["id"], [format_call("submit", args)])[0] == 0.0
+        env.close()
+    assert seen >= 3
+
+
+def test_a_refusal_naming_two_values_of_its_slot_fails(retail):
+    t = next(t for t in retail.bundle.tasks if t["tags"] == ["trap", "modify"])
+    body, args = ref(retail, t["id"])
+    other = "pending" if args["answer"] != "pending" else "shipped"
+    for text in (f"{args['answer']} (or possibly {other})", f"{args['answer']}, {other}", f"either {args['answer']} or {other}",
+                 f"It is not {args['answer']}."):
+        assert play(retail, t["id"], body + [with_answer(args, text)])[0] == 0.0, text
+    date_trap = next(t for t in retail.bundle.tasks if t["tags"] == ["trap", "return"] and outcome_of(t) == "refused"
+                     and len(answers.dates(t["solution"][-1]["arguments"]["answer"])) == 1)
+    body, args = ref(retail, date_trap["id"])
+    assert play(retail, date_trap["id"], body + [with_answer(args, args["answer"] + " (or possibly 2025-12-17)")])[0] == 0.0
+    assert play(retail, date_trap["id"], body + [with_answer(args, args["answer"] + " (or maybe December 17, 2025)")])[0] == 0.0
+
+
+# ------------------------------------------------------------------------------------------ dumps and slots
+
+
+@pytest.mark.parametrize("env_id", [RETAIL, *SYNTH_ENVS])
+def test_dumps_of_seen_values_fail_whatever_kinds_they_name(env_id):
+    env = gym.make(env_id).unwrapped
+    n = 0
+    for t in env.bundle.tasks:
+        body, args = ref(env, t["id"])
+        if not args.get("answer"):
+            continue
+        seen: list = []
+        env.reset(options={"task_id": t["id"]})
+        for a in body:
+            obs = env.step(a)[0]
+            try:
+                flat = []
+                answers._flatten(json.loads(obs), flat, 0)
+                seen += flat
+            except ValueError:
+                pass
+        values = [str(v) for v in dict.fromkeys(seen) if len(str(v)) <= 40]
+        kinds = {"numbers": [v for v in values if answers.as_number(v) is not None],
+                 "dates": [v for v in values if answers.dates(v)],
+                 "codes": [v for v in values if any(ch.isdigit() for ch in v) and any(ch.isalpha() for ch in v)]}
+        for kind, vals in kinds.items():
+            vals = [v for v in vals if answers.value_key(v) not in answers.value_key(args["answer"])
+                    and answers.fold(v) not in answers.fold(t["instruction"])]
+            if len(vals) >= 3:
+                n += 1
+                assert play(env, t["id"], body + [with_answer(args, args["answer"] + "\n" + ", ".join(vals))])[0] == 0.0, \
+                    (t["id"], kind)
+        assert play(env, t["id"], body + [with_answer(args, args["answer"] + " " + " ".join(map(str, range(200))))])[0] == 0.0
+    env.close()
+    assert n >= 3
+
+
+def test_incidental_counts_and_ids_are_not_competitors():
+    slot = answers.Candidates([], "What is the average late fee across the premium payments of POL-87886774?")
+    assert answers.match_values("The average late fee across the 3 premium payments of POL-87886774 is 8.33.",
+                                ["8.33"], slot, numeric=True).ok
+    assert answers.match_values("Order 57 (2 items) is 8.33.", ["8.33"], answers.Candidates([], "", nouns=["order"]),
+                                numeric=True).ok
+    assert not answers.match_values("8.33, 7.50", ["8.33"], slot, numeric=True).ok
+    assert not answers.match_values("It is 8.33 or 8.34", ["8.33"], slot, numeric=True).ok
+    # a count answer: another count of the same things competes
+    assert not answers.match_values("3 orders. 4 orders.", ["3"], answers.Candidates(), numeric=True).ok
+    assert answers.match_values("You have 3 orders, 2 of them delivered.", ["3"], answers.Candidates(), numeric=True).ok
+
+
+@pytest.mark.parametrize("layout", ["- {v}", "* {v}", "1. {v}", "**{v}**", "`{v}`", "**Answer:** {v}", "### {v}", "> {v}",
+                                    "_{v}_"])
+def test_markdown_layout_is_not_a_sign(retail, layout):
+    t = next(t for t in retail.bundle.tasks if t["tags"] == ["lookup", "gift-card"])
+    body, args = ref(retail, t["id"])
+    assert play(retail, t["id"], body + [with_answer(args, layout.format(v=args["answer"]))])[0] == 1.0
+    assert answers.numbers("- 83.00") == [83.0] and answers.numbers("-83.00") == [-83.0]
+
+
+DATE_FORMS = ["2019-09-02", "September 2, 2019", "Sep 2, 2019", "2 September 2019", "09/02/2019", "Monday, September 2, 2019",
+              "2019-09-02T10:00:00Z"]
+OTHER_FORMS = ["2016-07-19", "July 19, 2016", "Jul 19, 2016", "19 July 2016", "07/19/2016", "Tuesday, July 19, 2016"]
+
+
+@pytest.mark.parametrize("form", DATE_FORMS)
+def test_dates_in_every_accepted_form_pass_and_their_hedges_fail(form):
+    slot = answers.Candidates([], "When was it placed?")
+    assert answers.match_values(f"It was placed on {form}.", ["2019-09-02"], slot).ok
+    for other in OTHER_FORMS:
+        for pattern in ("{a} (or maybe {b})", "either {a} or {b}", "{a} (or possibly {b})", "{a}, {b}"):
+            assert not answers.match_values(pattern.format(a=form, b=other), ["2019-09-02"], slot).ok, (form, other, pattern)
+    for pattern in ("It is not {a}.", "Not {a}.", "{a} is not correct."):
+        assert not answers.match_values(pattern.format(a=form), ["2019-09-02"], slot).ok
+
+
+def test_names_with_titles():
+    name = "Ing. Ottokar Käster B.Sc."
+    slot = answers.Candidates([name, "Dr. Hans Meier", "Mag. Lena Wolf"], "Who manages it?")
+    for text in (name, f"The manager is {name}", f"It is {name}.", "Ottokar Käster", f"- **{name}**"):
+        assert answers.match_values(text, [name], slot).ok, text
+    for text in (f"It is not {name}.", f"{name} or maybe Dr. Hans Meier", f"either {name} or Mag. Lena Wolf",
+                 f"{name}, Dr. Hans Meier"):
+        assert not answers.match_values(text, [name], slot).ok, text
+
+
+def test_a_category_of_another_field_asserted_beside_the_answer_competes():
+    slot = answers.Candidates(["magazine", "book"], "What kind of product is SKU-1?",
+                              vocabulary=["magazine", "book", "active", "inactive"])
+    assert answers.match_values("It is a magazine.", ["magazine"], slot).ok
+    assert answers.match_values("The active listing SKU-1 is a magazine.", ["magazine"], slot).ok
+    for text in ("magazine, inactive", "It is a magazine. It is inactive.", "magazine (currently inactive)"):
+        assert not answers.match_values(text, ["magazine"], slot).ok, text
+
+
+# ------------------------------------------------------------------------------------------ text in writes
+
+
+def test_instruction_given_text_is_checked_on_every_write():
+    checked = 0
+    for env_id in SYNTH_ENVS:
+        env = gym.make(env_id).unwrapped
+        for t in env.bundle.tasks:
+            body, args = ref(env, t["id"])
+            said = answers.fold(t["instruction"])
+            for i, action in enumerate(body):
+                call = json.loads(action[len("<tool_call>"):-len("</tool_call>")])
+                for k, v in call["arguments"].items():
+                    if k == "reason" and isinstance(v, str) and answers.fold(v) in said:
+                        changed = list(body)
+                        changed[i] = format_call(call["name"], {**call["arguments"], k: "customer asked by phone"
+                                                                if v != "customer asked by phone" else "data clean-up"})
+                        assert play(env, t["id"], changed + [format_call("submit", args)])[0] == 0.0, t["id"]
+                        upper = list(body)
+                        upper[i] = format_call(call["name"], {**call["arguments"], k: "  " + v.upper() + " "})
+                        assert play(env, t["id"], upper + [format_call("submit", args)])[0] == 1.0, t["id"]
+                        checked += 1
+        env.close()
+    assert checked >= 2
+
+
+def test_the_gate_rejects_a_reference_that_writes_other_text_than_the_instruction_gives():
+    spec = load_bundle(SYNTH_ENVS[0]).spec
+    task = {"id": "t", "instruction": "Cancel both. Use the reason: entered in error.",
+            "checks": [{"type": "state", "expected": {"orders": {"update": [
+                [1, {"status": "cancelled", "status_reason": "entered in error"}],
+                [2, {"status": "cancelled", "status_reason": "customer asked by phone"}]]}}}],
+            "solution": []}
+    assert given_text_mismatch(task, spec) == "orders.status_reason"
+    task["checks"][0]["expected"]["orders"]["update"][1][1]["status_reason"] = "Entered in error"
+    assert given_text_mismatch(task, spec) is None
+
+
+def test_composed_text_must_name_what_the_request_is_about(retail):
+    t = next(t for t in retail.bundle.tasks if any(s["name"] == "open_support_ticket" for s in t["solution"]))
+    assert any(c["type"] == "composed" for c in t["checks"])
+    body, args = ref(retail, t["id"])
+    i = next(i for i, a in enumerate(body) if '"open_support_ticket"' in a)
+    call = json.loads(body[i][len("<tool_call>"):-len("</tool_call>")])
+    order = next(c["mentions"] for c in t["checks"] if c["type"] == "composed")
+    for summary, score in (("x", 0.0), ("Complaint received.", 0.0),
+                           ("The box of the parcel was crushed in transit.", 1.0), (f"Damaged delivery of {order[-1]}", 1.0)):
+        changed = list(body)
+        changed[i] = format_call("open_support_ticket", {**call["arguments"], "summary": summary})
+        assert play(retail, t["id"], changed + [format_call("submit", args)])[0] == score, summary
+
+
+# ------------------------------------------------------------------------------------------ the gate's probes
+
+
+def test_the_gate_runs_every_probe_kind_and_counts_them():
+    counts: dict = {}
+    for env_id in [RETAIL, *SYNTH_ENVS]:
+        b = load_bundle(env_id)
+        runner = Runner(b.spec, b.golden, b.tools)
+        try:
+            for task in b.tasks:
+                report = attack(runner, task, stop_early=False)
+                assert report.hack_fail and report.paraphrase_pass, (env_id, task["id"], report.hacks_passed,
+                                                                     report.fair_failed)
+                for kind, row in report.counts().items():
+                    counts.setdefault(kind, 0)
+                    counts[kind] += row["ran"]
+        finally:
+            runner.close()
+    ran = {k.split(":", 1)[1] for k in counts}
+    must = set(HACKS) - {"collateral_write"} | (set(FAIRNESS) - {"date_format", "list_and", "list_bullets"})
+    assert must <= ran, must - ran
+
+
+def test_validate_and_stats_report_per_kind_probe_counts():
+    from agentworld_envs.tasks.store import merge_task_stats
+    from agentworld_envs.tasks.summary import task_summary
+    from agentworld_envs.validation import validate_env
+
+    record = validate_env(RETAIL)
+    assert record["ok"] and record["probes"]
+    assert all(row["failed"] == 0 for row in record["probes"].values())
+    assert {"hack:claim", "hack:rule_refusal", "hack:value_dump", "fair:bullet"} <= set(record["probes"])
+    summary = task_summary("wine-club-subscriptions")
+    assert summary["task_probes"] and all(row["failed"] == 0 for row in summary["task_probes"].values())
+    merged = merge_task_stats([{**summary, "name": "w", "l1": "a"}])
+    assert merged["task_probes"] == dict(sorted(summary["task_probes"].items()))
+
+
+def test_a_submission_reads_answer_and_message_together():
+    sub = Submission("done", "8.33", "Across the 3 payments.")
+    assert sub.text == "8.33\nAcross the 3 payments." and sub.words().submission is sub

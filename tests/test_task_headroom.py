@@ -1,0 +1,218 @@
+"""Task headroom (issue 23): the hard tier, chains that never come back, hidden traps, varied wording,
+measured difficulty, scripted baselines, and the task-level lint classes that police them."""
+
+from __future__ import annotations
+
+import copy
+
+import gymnasium as gym
+import pytest
+
+import agentworld_envs  # noqa: F401
+from agentworld_envs.catalog import load_bundle
+from agentworld_envs.lint import RULES, lint_built
+from agentworld_envs.lint_tasks import TASK_RULES, check_tasks
+from agentworld_envs.tasks import factors
+from agentworld_envs.tasks.baselines import play
+from agentworld_envs.tasks.gate import gate
+from agentworld_envs.tasks.hard import MIN_CALLS
+from agentworld_envs.tasks.runner import Runner
+
+SYNTH = ["wine-club-subscriptions", "fine-dining-reservation-book", "lecture-room-booking"]
+
+
+@pytest.fixture(scope="module")
+def bundles():
+    return {name: load_bundle(name) for name in SYNTH + ["retail"]}
+
+
+def _calls(task):
+    return sum(1 for s in task["solution"] if s["name"] != "submit")
+
+
+def _rules(violations):
+    return {v.rule for v in violations}
+
+
+# ---------------------------------------------------------------------------- the hard tier
+
+
+@pytest.mark.parametrize("name", SYNTH + ["retail"])
+def test_hard_tier_references_are_long_dependent_and_verified(bundles, name):
+    b = bundles[name]
+    hard = [t for t in b.tasks if "hard" in t["tags"]]
+    assert hard, f"{name} has no hard-tier task"
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in hard:
+            assert _calls(t) >= MIN_CALLS, t["id"]
+            f = factors.measure(runner, t)
+            assert f["reads"] >= 2 and f["writes"] >= 1 and not f["loop_back"], (t["id"], f)
+            assert runner.run(t, t["solution"]).score == 1.0, t["id"]
+            # every write is needed: dropping any one of them fails the task
+            for i, s in enumerate(t["solution"]):
+                if s["name"] != "submit" and b.tools[s["name"]].writes:
+                    assert runner.run(t, t["solution"][:i] + t["solution"][i + 1:]).score < 1.0, (t["id"], i)
+            # a policy without judgement (first plausible record, never refuses) fails it
+            assert play(runner, t)["greedy"], t["id"]
+    finally:
+        runner.close()
+
+
+def test_hard_shapes_mix_conditions_writes_and_answers(bundles):
+    shapes = {t["knobs"]["shape"] for name in SYNTH for t in bundles[name].tasks if "hard" in t["tags"]}
+    assert len(shapes) >= 2, shapes
+    answered = [t for name in SYNTH for t in bundles[name].tasks if "hard" in t["tags"]
+                and any(c["type"] == "answer" for c in t["checks"])]
+    assert answered   # look up -> decide -> act on several -> confirm with a read the answer depends on
+
+
+def test_retail_hard_tier_counts_only_what_the_window_allows(bundles):
+    b = bundles["retail"]
+    hard = [t for t in b.tasks if "hard" in t["tags"]]
+    assert len(hard) == 3 and len({t["instruction"].split(".")[1] for t in hard}) == 3
+    env = gym.make("agentworld/retail-v0").unwrapped
+    try:
+        for t in hard:
+            env.reset(options={"task_id": t["id"]})
+            for a in env.solution_actions()[:-1]:
+                env.step(a)
+            answer = t["solution"][-1]["arguments"]["answer"]
+            assert env.verify(answer)[0] == 1.0
+            assert env.verify(f"{float(answer) + 10:.2f}")[0] == 0.0   # a wrong total fails
+    finally:
+        env.close()
+
+
+# ---------------------------------------------------------------------------- chains, traps, wording
+
+
+def test_generated_task_sets_pass_the_task_lint(bundles):
+    for name, b in bundles.items():
+        conn = b.connect()
+        try:
+            found = check_tasks(b.spec, conn, b.tasks)
+        finally:
+            conn.close()
+        assert not found, (name, [v.to_json() for v in found[:3]])
+
+
+def test_chain_tasks_reach_new_records_and_describe_them_by_fields(bundles):
+    multi, described = 0, 0
+    for name in SYNTH:
+        b = bundles[name]
+        runner = Runner(b.spec, b.golden, b.tools)
+        for t in b.tasks:
+            f = t["knobs"]["factors"]
+            assert f == factors.measure(runner, t)          # the stored factors are measured, not claimed
+            assert t["difficulty"] == factors.difficulty(f)
+            multi += f["hops"] >= 1
+            assert not f["loop_back"], t["id"]
+            described += any(w in t["instruction"] for w in (" placed on ", " reserved for ", " titled ", " named \"",
+                                                             " with its ", " on 20"))
+        runner.close()
+    assert multi >= 3 and described >= 1
+
+
+def test_traps_do_not_name_their_blocking_value(bundles):
+    from agentworld_envs.lint_tasks import blocking_values, says
+
+    traps = 0
+    for name, b in bundles.items():
+        conn = b.connect()
+        for t in b.tasks:
+            groups = blocking_values(b.spec, conn, t)
+            traps += bool(groups)
+            assert not any(all(says(t["instruction"], w) for w in g) for g in groups), (name, t["instruction"])
+        conn.close()
+    assert traps >= 5
+
+
+def test_no_filler_and_no_task_level_obscure_tools(bundles):
+    for b in bundles.values():
+        for t in b.tasks:
+            assert "Quick request" not in t["instruction"] and "Several requests" not in t["instruction"]
+            assert "obscure_tools" not in (t.get("knobs") or {})
+    # the env option renames tools for real: the agent must read descriptions
+    env = gym.make("agentworld/wine-club-subscriptions-v0", obscure_tools=True).unwrapped
+    env.reset(options={"task_index": 0})
+    names = [s["function"]["name"] for s in env.tools if s["function"]["name"] != "submit"]
+    assert names and all(n.startswith("tool_") for n in names)
+    for a in env.solution_actions()[:-1]:
+        env.step(a)
+    assert env.step(env.solution_actions()[-1])[1] == 1.0
+    env.close()
+
+
+def test_difficulty_tracks_reference_length_and_baseline_failures(bundles):
+    from agentworld_envs.tasks.store import headroom_stats, task_row
+
+    rows = [task_row(t) for b in bundles.values() for t in b.tasks if "baselines_failed" in t["knobs"]]
+    stats = headroom_stats([{"task_rows": rows}])
+    assert stats["difficulty_vs_calls_pearson"] >= 0.5
+    assert stats["top_third_reference_calls_median"] >= 6 and stats["hard_reference_calls_min"] >= MIN_CALLS
+    greedy = stats["baseline_failure"]["greedy"]
+    assert greedy["hard"] == 1.0 and greedy["standard"] < 1.0 and greedy["difficulty_pearson"] > 0
+
+
+# ---------------------------------------------------------------------------- planted violations
+
+
+def _planted(b):
+    tasks = copy.deepcopy(b.tasks)
+    base = next(t for t in tasks if t["kind"] == "graph")
+    out = []
+    # a chain that comes back to where it started: order -> member -> the same order
+    order = b.initial.execute("SELECT id, club_member_id FROM shipment_orders WHERE club_member_id IS NOT NULL LIMIT 1").fetchone()
+    out.append({**base, "id": "plant-loop", "solution": [
+        {"name": "get_shipment_order", "arguments": {"shipment_order_id": order[0]}},
+        {"name": "get_club_member", "arguments": {"club_member_id": order[1]}},
+        {"name": "get_shipment_order", "arguments": {"shipment_order_id": order[0]}},
+        {"name": "submit", "arguments": {"answer": "x"}}]})
+    # a trap that says what blocks it
+    from agentworld_envs.lint_tasks import blocking_values
+
+    conn = b.connect()
+    trap, group = next((t, g[0]) for t in tasks for g in [blocking_values(b.spec, conn, t)] if g)
+    conn.close()
+    out.append({**trap, "id": "plant-trap", "instruction": trap["instruction"] + f" (Note: {', '.join(group)}.)"})
+    # one template for seven requests, filler, a dead knob, a short 'hard' task
+    for i in range(7):
+        out.append({**base, "id": f"plant-skel-{i}", "instruction": f"Kindly look into record ZZ-{1000 + i} for me today."})
+    out.append({**base, "id": "plant-filler", "instruction": "Quick request: " + base["instruction"]})
+    out.append({**base, "id": "plant-knob", "knobs": {**base["knobs"], "obscure_tools": True}})
+    out.append({**base, "id": "plant-short", "tags": [*base["tags"], "hard"]})
+    return out
+
+
+def test_each_task_lint_class_catches_a_planted_violation(bundles):
+    b = bundles["wine-club-subscriptions"]
+    assert set(TASK_RULES) <= set(RULES)
+    planted = _planted(b)
+    conn = b.connect()
+    try:
+        found = check_tasks(b.spec, conn, planted)
+        clean = check_tasks(b.spec, conn, b.tasks)
+        via_lint = lint_built("wine-club-subscriptions", b.spec, conn, list(b.tasks) + planted)
+    finally:
+        conn.close()
+    by = {}
+    for v in found:
+        by.setdefault(v.rule, set()).add(v.where)
+    assert by.get("loop_back") == {"plant-loop"}
+    assert "plant-trap" in by.get("announced_trap", set())
+    assert by.get("skeleton_repeat")
+    assert by.get("filler") == {"plant-filler"} and by.get("dead_knob") == {"plant-knob"}
+    assert "plant-short" in by.get("hard_too_short", set())
+    assert not clean
+    assert set(TASK_RULES) <= _rules(via_lint)
+
+
+def test_gate_keeps_hard_tasks_honest(bundles):
+    b = bundles["fine-dining-reservation-book"]
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in [t for t in b.tasks if "hard" in t["tags"]]:
+            assert gate(runner, t) is None, t["id"]
+    finally:
+        runner.close()

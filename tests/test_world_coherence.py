@@ -1,0 +1,343 @@
+"""One world, one clock, one truth (issue 23): the generators that keep seeded rows coherent, the rules that
+drive the data, the words of each trade, and the lint classes that check all of it (each with a planted
+violation it must catch)."""
+
+from __future__ import annotations
+
+import copy
+import importlib.util
+import sqlite3
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+import env_registry
+from agentworld_envs import datagen, state
+from agentworld_envs.lint import (WORLD_RULES, check_arithmetic, check_clock, check_foreign_vocab, check_policy,
+                                  check_rules, check_same_parent, check_world)
+from agentworld_envs.rules import Rule
+from agentworld_envs.synthesis import semantics
+from agentworld_envs.synthesis.builder import synthesize
+from agentworld_envs.synthesis.policies import about_text, guarded_states
+from agentworld_envs.synthesis.schema import build_entities
+
+NOW = "2026-06-15T12:00:00Z"
+SAMPLE = ["tea-ceremony-experiences", "luggage-forwarding-service", "domain-name-aftermarket",
+          "workplace-injury-incident-reporting", "renters-insurance-app"]
+
+
+def _probe():
+    path = Path(__file__).resolve().parents[1] / "scripts" / "probe_worlds.py"
+    spec = importlib.util.spec_from_file_location("probe_worlds", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def built(private_cache):
+    out = {}
+    for name in SAMPLE:
+        spec, report = synthesize(env_registry.theme(name))
+        assert report.rejected is None
+        out[name] = spec
+    return out
+
+
+def _conn(spec):
+    return state.episode_connection(state.build_database(spec))
+
+
+# ------------------------------------------------------------------------- the built worlds are coherent
+
+
+def test_outsider_probe_finds_no_contradiction(private_cache):
+    """scripts/probe_worlds.py (independent heuristics) over the issue's worst envs and retail."""
+    probe = _probe()
+    tally = probe.Tally()
+    for name in SAMPLE[:3] + ["retail"]:
+        probe.probe_env(name, tally)
+    assert sum(tally.checked.values()) > 1000
+    assert dict(tally.bad) == {k: 0 for k in tally.bad}, dict(tally.examples)
+
+
+def test_every_world_class_is_clean_on_built_envs(built):
+    """The world classes and the data classes (date order, status stamps, ranges) alike: an overdue premium's
+    due date has passed, and so has the start of its period, which comes before it."""
+    from agentworld_envs.lint import check_data
+
+    for name, spec in built.items():
+        conn = _conn(spec)
+        assert check_world(name, spec, conn) == [], name
+        assert list(check_data(spec, conn)) == [], name
+
+
+def test_policy_states_the_date_and_only_backed_figures(built):
+    for spec in built.values():
+        assert "Today is Monday 2026-06-15" in spec["policy"]
+    tea = built["tea-ceremony-experiences"]["policy"]
+    # The description's unenforced rules ("up to eight guests", "within two days") are not restated.
+    assert "eight" not in tea and "two days" not in tea and "Tea masters see session bookings." in tea
+    assert about_text("Bags over 30 kg are refused. Staff collect bags.") == "Staff collect bags."
+
+
+def test_rules_drive_the_seeded_history(built):
+    for name, spec in built.items():
+        conn = _conn(spec)
+        rules = [Rule.from_json(r) for r in spec.get("rules", [])]
+        assert rules, name
+        for rule in rules:
+            assert rule.shapes
+            if rule.kind == "quota":
+                assert conn.execute(rule.over_quota()).fetchall() == []
+                # Some parents sit at the cap, so a quota trap exists.
+                count = rule.active_count(f'"{rule.table}"."{rule.column}"')
+                assert conn.execute(f'SELECT COUNT(*) FROM "{rule.table}" WHERE {count} = ?', (int(rule.value),)).fetchone()[0]
+                continue
+            assert rule.guards or rule.kind == "bound"
+            n = conn.execute(f'SELECT COUNT(*) FROM "{rule.table}" WHERE {rule.history_breaks(spec["now"])}').fetchone()[0]
+            assert n == 0, rule.text
+
+
+def test_theme_words_and_figures(built):
+    tea = built["tea-ceremony-experiences"]
+    recipe = tea["data"]["tables"]
+    assert set(recipe["experiences"]["columns"]["category"]["values"]) >= {"koicha_ceremony"}
+    assert "boat" not in str(recipe["experiences"]["columns"]["category"])
+    assert recipe["tea_masters"]["columns"]["job_title"]["values"][:2] == ["Tea Master", "Senior Tea Master"]
+    conn = _conn(tea)
+    assert conn.execute("SELECT MAX(capacity), MAX(seats_booked > capacity) FROM sessions").fetchone() == (8, 0)
+    luggage = _conn(built["luggage-forwarding-service"])
+    assert luggage.execute("SELECT MAX(weight_kg) FROM suitcases").fetchone()[0] <= 30
+    domain = {c["name"] for t in built["domain-name-aftermarket"]["tables"] if t["name"] == "domain_listings"
+              for c in t["columns"]}
+    assert not {"condition", "quantity_available"} & domain
+
+
+def test_renamed_records_keep_no_generic_kinds():
+    """Everywhere: a renamed record's kind column is generated only with the theme's words, and no staff
+    title comes from Faker's job list."""
+    for theme in env_registry.themes()[::25]:
+        for ent in build_entities(theme):
+            for col, gen in ent.gens.items():
+                assert not (gen.get("gen") == "faker" and gen.get("provider") in semantics.FOREIGN_FAKER), (theme["slug"], col)
+                if semantics.is_kind_column(ent, col) and gen.get("gen") == "choice":
+                    assert gen.get("theme_words"), (theme["slug"], ent.table, col)
+
+
+# ------------------------------------------------------------------------------- the coherence generators
+
+
+def _generate(tables, recipe):
+    spec = {"now": NOW, "tables": tables, "data": {"seed": 1, "tables": recipe}}
+    conn = sqlite3.connect(":memory:")
+    for t in tables:
+        conn.execute(f'CREATE TABLE "{t["name"]}" ({", ".join(c["name"] for c in t["columns"])})')
+    datagen.generate(conn, spec)
+    return conn
+
+
+def test_generators_keep_rows_coherent():
+    states = {"gen": "choice", "values": ["scheduled", "done", "cancelled", "partially_paid", "paid"]}
+    conn = _generate(
+        [{"name": "owners", "columns": [{"name": "id", "primary_key": True}, {"name": "x"}]},
+         {"name": "orders", "columns": [{"name": "id", "primary_key": True}, {"name": "owner_id", "references": "owners.id"}]},
+         {"name": "rows_", "columns": [{"name": "id", "primary_key": True}] + [{"name": n} for n in (
+             "status", "made_at", "starts_at", "changed_at", "due", "paid", "cap", "used", "owner_id", "order_id",
+             "other_order_id")]}],
+        {"owners": {"rows": 20, "columns": {"x": {"gen": "int", "min": 0, "max": 1}}},
+         "orders": {"rows": 60, "columns": {"owner_id": {"gen": "ref", "ref": "owners.id"}}},
+         "rows_": {"rows": 400, "columns": {
+             "status": states,
+             "made_at": {"gen": "datetime", "days": [-200, -7]},
+             "starts_at": {"gen": "clock", "inner": {"gen": "after", "of": "made_at", "days": [3, 300]}, "column": "status",
+                           "past": ["done"], "future": ["scheduled"], "floor": "made_at", "kind": "datetime"},
+             "changed_at": {"gen": "changed", "column": "status", "after": ["made_at", "starts_at"],
+                            "windows": {"cancelled": {"before": "starts_at", "hours": 48}}},
+             "due": {"gen": "money", "min": 10, "max": 500},
+             "paid": {"gen": "paid", "of": "due", "column": "status", "full": ["paid"], "partial": ["partially_paid"],
+                      "none": ["scheduled"]},
+             "cap": {"gen": "int", "min": 2, "max": 8},
+             "used": {"gen": "at_most", "of": "cap", "inner": {"gen": "int", "min": 0, "max": 40}},
+             "order_id": {"gen": "ref", "ref": "orders.id", "quota": {"column": "status", "in": ["scheduled"], "cap": 3}},
+             "owner_id": {"gen": "lookup", "via": "order_id", "table": "orders", "field": "owner_id",
+                          "else": {"gen": "ref", "ref": "owners.id"}},
+             "other_order_id": {"gen": "ref", "ref": "orders.id", "same": {"column": "owner_id", "via": "owner_id"}}}}})
+    one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+    assert one(f"SELECT COUNT(*) FROM rows_ WHERE status = 'done' AND starts_at >= '{NOW[:10]}'") == 0
+    assert one(f"SELECT COUNT(*) FROM rows_ WHERE status = 'scheduled' AND starts_at <= '{NOW[:10]}T23:59:59Z'") == 0
+    assert one("SELECT COUNT(*) FROM rows_ WHERE starts_at < made_at") == 0
+    assert one(f"SELECT COUNT(*) FROM rows_ WHERE changed_at > '{NOW}' OR changed_at < made_at") == 0
+    assert one("SELECT COUNT(*) FROM rows_ WHERE status = 'cancelled' AND "
+               "(julianday(starts_at) - julianday(changed_at)) * 24 < 48") == 0
+    assert one("SELECT COUNT(*) FROM rows_ WHERE status = 'paid' AND paid != due") == 0
+    assert one("SELECT COUNT(*) FROM rows_ WHERE status = 'partially_paid' AND NOT (paid > 0 AND paid < due)") == 0
+    assert one("SELECT COUNT(*) FROM rows_ WHERE status = 'scheduled' AND paid != 0") == 0
+    assert one("SELECT COUNT(*) FROM rows_ WHERE used > cap") == 0
+    assert one("SELECT MAX(n) FROM (SELECT COUNT(*) AS n FROM rows_ WHERE status = 'scheduled' GROUP BY order_id)") <= 3
+    assert one("SELECT COUNT(*) FROM rows_ r JOIN orders o ON o.id = r.order_id WHERE r.owner_id != o.owner_id") == 0
+    assert one("SELECT COUNT(*) FROM rows_ r JOIN orders o ON o.id = r.other_order_id WHERE r.owner_id != o.owner_id") == 0
+    assert one("SELECT COUNT(*) FROM rows_ WHERE status = 'done'") > 20   # the constraints did not empty a status
+
+
+def test_guarded_states_follow_the_workflow():
+    booking = env_registry.workflows()["booking"]
+    assert guarded_states(booking, "checked_in") == ("checked_in", "completed")
+    assert guarded_states(booking, "cancelled") == ("cancelled",)
+    invoice = env_registry.workflows()["invoice"]
+    assert guarded_states(invoice, "paid") == ("paid",)
+
+
+# ------------------------------------------------------------------------ lint: a planted violation each
+
+
+WF = {"states": ["scheduled", "done", "active", "overdue"], "transitions": [],
+      "clock": {"scheduled": {"start": "future"}, "done": {"start": "past"}, "active": {"end": "future"},
+                "overdue": {"due": "past"}},
+      "paid": {"full": ["done"], "partial": ["active"]}}
+
+
+def _world(rows, extra_cols=()):
+    cols = ["id", "status", "starts_at", "ends_on", "due_date", "created_at", "status_changed_at", "capacity",
+            "seats_booked", "amount_due", "amount_paid", "fee", *extra_cols]
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE TABLE sessions ({', '.join(cols)})")
+    conn.executemany(f"INSERT INTO sessions VALUES ({', '.join('?' * len(cols))})", rows)
+    spec = {"now": NOW, "title": "Tea", "policy": "You are the assistant. Today is Monday 2026-06-15.",
+            "tables": [{"name": "sessions", "columns": [{"name": c} for c in cols]}], "tools": [], "data": {"tables": {}}}
+    return spec, conn, {"sessions": SimpleNamespace(workflow=WF, roles=["event"], key="tour_departure", singular="session")}
+
+
+GOOD = (1, "scheduled", "2026-07-01T10:00:00Z", "2026-07-02", "2026-07-10", "2026-05-01T10:00:00Z",
+        "2026-05-02T10:00:00Z", 8, 6, 100.0, 0.0, 300.0)
+
+
+def test_lint_clock_status():
+    spec, conn, ents = _world([GOOD])
+    assert list(check_clock(spec, conn, ents)) == []
+    bad = [GOOD, (2, "scheduled", "2026-05-01T10:00:00Z", *GOOD[3:]),            # scheduled in the past
+           (3, "done", "2026-08-01T10:00:00Z", *GOOD[3:]),                       # done in the future
+           (4, "active", GOOD[2], "2025-08-29", *GOOD[4:]),                      # active but ended
+           (5, "overdue", GOOD[2], GOOD[3], "2027-03-29", *GOOD[5:]),            # overdue, not yet due
+           (6, "scheduled", *GOOD[2:5], "2026-09-01T00:00:00Z", *GOOD[6:])]      # made after now
+    spec, conn, ents = _world(bad)
+    found = {v.where for v in check_clock(spec, conn, ents)}
+    assert found == {"sessions.starts_at", "sessions.ends_on", "sessions.due_date", "sessions.created_at"}
+
+
+def test_lint_over_cap_and_amounts():
+    spec, conn, ents = _world([GOOD])
+    assert list(check_arithmetic(spec, conn, ents)) == []
+    spec, conn, ents = _world([GOOD, (2, *GOOD[1:7], 8, 12, 100.0, 0.0, 300.0),        # 12 booked of 8 seats
+                               (3, "active", *GOOD[2:9], 22.59, 386.76, 300.0),      # partially paid above due
+                               (4, "done", *GOOD[2:9], 100.0, 40.0, 300.0)])         # done (fully paid) with 40 of 100
+    found = [v.detail for v in check_arithmetic(spec, conn, ents)]
+    assert len(found) == 4 and any("seats_booked above capacity" in d for d in found), found
+
+
+def test_lint_rule_history_quota_and_setups():
+    spec, conn, _ = _world([GOOD, (2, "done", "2026-05-01T10:00:00Z", *GOOD[3:11], 425.33),
+                            (3, "done", "2026-05-01T10:00:00Z", *GOOD[3:11], 410.0)])
+    spec["rules"] = [Rule("finish_session", "sessions", "threshold", "fee", "max", 420.0,
+                          "Only finish a session when its fee is at most 420.", guards=("done",)).to_json()]
+    found = list(check_rules(spec, conn))
+    assert [v.rule for v in found] == ["rule_history"] and found[0].detail.startswith("1 rows")
+    spec["data"]["setups"] = [{"table": "sessions", "id": 2, "set": {"fee": 425.33}, "why": "trap"}]
+    assert list(check_rules(spec, conn)) == []
+    conn.execute("CREATE TABLE bookings (id INTEGER PRIMARY KEY, buyer_id INTEGER, status TEXT)")
+    conn.executemany("INSERT INTO bookings (buyer_id, status) VALUES (?, ?)", [(141, "pending")] * 6 + [(7, "pending")])
+    spec["rules"] = [Rule("create_booking", "bookings", "quota", "buyer_id", "max_active", 3.0,
+                          "A buyer may have at most 3 pending bookings at a time.", ("pending",)).to_json()]
+    found = list(check_rules(spec, conn))
+    assert [v.rule for v in found] == ["over_quota"] and "up to 6" in found[0].detail
+
+
+def test_lint_same_parent():
+    conn = sqlite3.connect(":memory:")
+    conn.executescript("CREATE TABLE bidders (id); CREATE TABLE orders (id, bidder_id); "
+                       "CREATE TABLE card_payments (id, bidder_id, order_id);"
+                       "INSERT INTO bidders VALUES (1), (2); INSERT INTO orders VALUES (1, 1), (2, 2);"
+                       "INSERT INTO card_payments VALUES (1, 1, 1);")
+    spec = {"tables": [{"name": "bidders", "columns": [{"name": "id"}]},
+                       {"name": "orders", "columns": [{"name": "bidder_id", "references": "bidders.id"}]},
+                       {"name": "card_payments", "columns": [{"name": "bidder_id", "references": "bidders.id"},
+                                                             {"name": "order_id", "references": "orders.id"}]}]}
+    ents = {"bidders": SimpleNamespace(roles=["person"])}
+    assert list(check_same_parent(spec, conn, ents)) == []
+    conn.execute("INSERT INTO card_payments VALUES (2, 1, 2)")   # bidder 1 pays bidder 2's order
+    assert [v.rule for v in check_same_parent(spec, conn, ents)] == ["same_parent"]
+
+
+def test_lint_policy_clock_and_prose_numbers():
+    spec = {"now": NOW, "title": "Tea", "rules": [{"value": 48.0}],
+            "policy": "Today is Monday 2026-06-15.\n- Never cancel a session less than 48 hours before it starts."}
+    assert list(check_policy(spec)) == []
+    spec["policy"] += "\nAbout: sessions hold up to eight guests and bags over 30 kg are refused."
+    found = list(check_policy(spec))
+    assert [v.rule for v in found] == ["prose_number"] and "8" in found[0].detail and "30" in found[0].detail
+    # A record's name is not a figure ("Form 16 records"), a figure beside it still is.
+    named = {**spec, "tables": [{"name": "form_16s"}], "policy": spec["policy"].split("\nAbout")[0]
+             + "\n- Form 16 records: drafted, then filed."}
+    assert list(check_policy(named)) == []
+    named["policy"] += " At most 16 per employee."
+    assert [v.rule for v in check_policy(named)] == ["prose_number"]
+    spec["policy"] = spec["policy"].replace("2026-06-15", "a sunny day")
+    assert "policy_clock" in {v.rule for v in check_policy(spec)}
+
+
+def test_lint_foreign_vocab():
+    ent = SimpleNamespace(key="tour", singular="experience", roles=["item"], table="experiences")
+    spec = {"data": {"tables": {"experiences": {"columns": {
+        "category": {"gen": "choice", "values": ["boat", "wine", "cycling"]},
+        "job_title": {"gen": "faker", "provider": "job"}}}}}}
+    found = {v.where for v in check_foreign_vocab(spec, {"experiences": ent})}
+    assert found == {"experiences.category", "experiences.job_title"}
+    spec["data"]["tables"]["experiences"]["columns"] = {
+        "category": {"gen": "choice", "values": ["koicha_ceremony"], "theme_words": True}}
+    assert list(check_foreign_vocab(spec, {"experiences": ent})) == []
+
+
+def test_world_classes_are_counted(built):
+    from agentworld_envs.lint import RULES, summarise
+
+    assert set(WORLD_RULES) <= set(RULES)
+    spec = copy.deepcopy(built["tea-ceremony-experiences"])
+    spec["policy"] = spec["policy"].replace("2026-06-15", "today")
+    summary = summarise(check_world("tea-ceremony-experiences", spec, _conn(spec)))
+    assert summary["by_rule"].get("policy_clock") == 1
+
+
+def test_a_theme_limit_is_a_rule_the_tools_enforce(private_cache):
+    """'Bags over 30 kg are refused': a policy line, a precondition of the tools that set the weight, and
+    the data (test_theme_words_and_figures)."""
+    from agentworld_envs import catalog
+    from agentworld_envs.tasks.runner import Runner
+    from agentworld_envs.tools import ToolError
+
+    bundle = catalog.load_bundle("luggage-forwarding-service")
+    rules = [Rule.from_json(r) for r in bundle.spec["rules"] if r["kind"] == "bound"]
+    assert {r.tool for r in rules} == {"add_suitcase", "update_suitcase"} and all(r.source == "theme" for r in rules)
+    assert "- A suitcase may weigh at most 30 kg; heavier bags are refused." in bundle.spec["policy"]
+    runner = Runner(bundle.spec, bundle.golden, bundle.tools)
+    with pytest.raises(ToolError) as err:
+        runner.call("update_suitcase", {"suitcase_id": 1, "weight_kg": 31.5})
+    assert err.value.code == "precondition_failed" and "30 kg" in str(err.value)
+    assert runner.call("update_suitcase", {"suitcase_id": 1, "weight_kg": 29.5})["updated"]["weight_kg"] == 29.5
+    runner.close()
+
+
+def test_theme_words_name_real_records_and_columns():
+    """words/themes.json is data a person writes: every key must name an entity and column the theme has."""
+    modules = env_registry.entity_modules()
+    for slug, entry in env_registry.words("themes").items():
+        if slug == "about":
+            continue
+        ents = {e.singular: e for e in build_entities(env_registry.theme(slug))}
+        keys = [f"{r['entity']}.{r['column']}" for r in entry.get("rules", [])] + [k for k in entry if k != "rules"]
+        for key in keys:
+            entity, column = key.split(".")
+            assert entity in ents, (slug, key)
+            assert any(c["name"] == column for c in modules[ents[entity].key]["columns"]), (slug, key)
+    titles = env_registry.words("job_titles")
+    assert set(titles["l2"]) == {x["slug"] for l1 in env_registry.taxonomy()["l1"] for x in l1["l2"]}
