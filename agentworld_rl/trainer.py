@@ -127,10 +127,14 @@ def setup(cfg: TrainConfig) -> Run:
         raise TrainError(f"mixed_precision={cfg.mixed_precision!r}: {str(e).splitlines()[0]}") from e
     dist = Dist.of(accelerator)
     out_dir = Path(cfg.output_dir)
-    # The main process claims the directory (and with --overwrite clears the earlier run's files)
-    # before the others check it, so none of them sees it half-made.
-    with accelerator.main_process_first():
-        run_dir = _claim_output_dir(cfg, out_dir, dist.main)
+    # The other processes check the directory as it stands (reading only); then the main process
+    # claims it (and with --overwrite clears the earlier run's files). So every process decides on
+    # the same state, never on a half-made directory or on the manifest the main process re-records.
+    if not dist.main:
+        run_dir = _claim_output_dir(cfg, out_dir, main=False)
+    accelerator.wait_for_everyone()
+    if dist.main:
+        run_dir = _claim_output_dir(cfg, out_dir, main=True)
     resume, resume_state = choose_resume(cfg, out_dir, dist.rank, dist.main)
     accelerator.wait_for_everyone()
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -69,9 +69,15 @@ def test_ranks_sample_differently_and_stay_identical(two_rank_run):
 
 def test_only_rank_zero_writes_the_run_files(two_rank_run):
     out = two_rank_run
+    from agentworld_envs.outputs import MANIFEST, read_manifest
+
     top = sorted(p.name for p in out.iterdir())
-    assert top == sorted(["checkpoints", "config.yaml", "curves.png", "metrics.jsonl", "report.md", "samples.jsonl",
-                          "summary.json"]), top
+    assert top == sorted([MANIFEST, "checkpoints", "config.yaml", "curves.png", "metrics.jsonl", "report.md",
+                          "samples.jsonl", "summary.json"]), top
+    manifest, why = read_manifest(out)  # the run's own record of what it wrote, so --overwrite removes only that
+    assert manifest is not None, why
+    assert {"metrics.jsonl", "samples.jsonl", "summary.json", f"checkpoints/step-{STEPS}/trainable.pt",
+            "checkpoints/step-1/rng-1.pt"} <= set(manifest["files"]), sorted(manifest["files"])
     for step in range(1, STEPS + 1):
         files = sorted(p.name for p in (out / "checkpoints" / f"step-{step}").iterdir())
         assert files == ["hashes.json", "optimizer.pt", "rng-0.pt", "rng-1.pt", "scheduler.pt", "state.json",
@@ -117,3 +123,15 @@ def test_a_rank_with_nothing_to_train_is_skipped_not_fatal(tmp_path):
         assert row["replica_digests"][0] == row["replica_digests"][1]
     assert lopsided, "the setup must give one rank a group with reward variance and the other none"
     assert rows[0]["replica_digests"] != rows[1]["replica_digests"]  # the adapters did train
+
+
+def test_two_ranks_refuse_an_earlier_run_without_resume_or_overwrite(two_rank_run, tmp_path):
+    """Every rank checks the output directory before the main process claims it: an earlier run is
+    refused in one line (exit status 2) and left as it was."""
+    out = tmp_path / "run"
+    shutil.copytree(two_rank_run, out)
+    before = sorted(str(p.relative_to(out)) for p in out.rglob("*"))
+    r = _launch(out)
+    assert r.returncode != 0
+    assert "already holds a run" in r.stdout + r.stderr
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == before
