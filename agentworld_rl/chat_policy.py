@@ -1,6 +1,6 @@
 """A loaded causal LM as an arena policy: renders each episode as the trainer's rollouts do and
-generates greedily (used by ``agentworld eval --policy model`` through :class:`agentworld_rl.policy.ModelPolicy`,
-and by the trainer's benchmark-suite rows through :mod:`agentworld_rl.suites`).
+generates greedily (used by ``agentworld eval --policy model`` through :class:`agentworld_rl.policy.ModelPolicy`;
+the trainer evaluates through its own rollouts, :mod:`agentworld_rl.suites`).
 
 The rendering: system prompt, the env's first observation as the user turn, earlier actions as
 assistant turns, tool results as ``tool`` turns, the tools through the chat template. Multi-turn

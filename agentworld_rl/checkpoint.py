@@ -8,17 +8,21 @@ Layout of ``<output_dir>/checkpoints/step-<N>/``::
     scheduler.pt     LR scheduler state
     rng-<rank>.pt    python / numpy / torch (and CUDA) RNG states of each process
     state.json       step, task sampler position, config
+    hashes.json      the SHA-256 of every other file, written last
 
 Kills leave debris, so writing and reading are both defensive: a checkpoint is
 written into ``step-<N>.tmp/`` and renamed into place when complete; reading
-only considers ``step-<digits>`` directories, loads every file into memory
-before touching the model (a truncated file changes nothing), and
-:func:`resume_candidates` lists complete-looking checkpoints newest first so
-the trainer can fall back past a damaged one.
+only considers ``step-<digits>`` directories, checks every file against the
+hash recorded when it was written (a flipped bit or an edited file is refused
+like a truncated one), loads every file into memory before touching the model
+(a damaged file changes nothing), and :func:`resume_candidates` lists
+complete-looking checkpoints newest first so the trainer can fall back past a
+damaged one.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import random
@@ -34,7 +38,8 @@ def checkpoint_dir(output_dir: str | Path, step: int) -> Path:
     return Path(output_dir) / "checkpoints" / f"step-{step}"
 
 
-REQUIRED_FILES = ("state.json", "trainable.pt", "optimizer.pt", "scheduler.pt")
+REQUIRED_FILES = ("state.json", "trainable.pt", "optimizer.pt", "scheduler.pt", "hashes.json")
+HASHES = "hashes.json"
 _STEP_DIR = re.compile(r"step-(\d+)")
 
 
@@ -96,12 +101,49 @@ def save_checkpoint(accelerator, model, optimizer, scheduler, step: int, extra_s
         torch.save(optimizer.state_dict(), tmp / "optimizer.pt")
         torch.save(scheduler.state_dict(), tmp / "scheduler.pt")
         (tmp / "state.json").write_text(json.dumps({"step": step, **extra_state}, indent=2, default=str))
+        (tmp / HASHES).write_text(json.dumps(file_hashes(tmp), indent=1, sort_keys=True))
         # Complete: move into place (a rerun of the same step replaces the old copy).
         if path.exists():
             shutil.rmtree(path)
         os.replace(tmp, path)
     accelerator.wait_for_everyone()
     return path
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with path.open("rb") as f:
+        for block in iter(lambda: f.read(1 << 20), b""):
+            h.update(block)
+    return h.hexdigest()
+
+
+def file_hashes(root: Path) -> dict[str, str]:
+    """SHA-256 of every file under ``root`` (but hashes.json), by relative path."""
+    return {p.relative_to(root).as_posix(): _sha256(p) for p in sorted(root.rglob("*"))
+            if p.is_file() and p.name != HASHES}
+
+
+def verify_hashes(path: Path, process_index: int = 0) -> None:
+    """CheckpointError unless the files this process restores match the hashes recorded at save time."""
+    try:
+        recorded = json.loads((path / HASHES).read_text())
+        if not isinstance(recorded, dict):
+            raise ValueError("not a mapping")
+    except (OSError, ValueError) as e:
+        raise CheckpointError(f"{path.name}/{HASHES} is unreadable ({str(e).splitlines()[0][:80]})") from e
+    needed = [f for f in REQUIRED_FILES if f != HASHES]
+    rng = f"rng-{process_index}.pt"
+    if (path / rng).exists() or rng in recorded:
+        needed.append(rng)
+    for name in needed:
+        if name not in recorded:
+            raise CheckpointError(f"{path.name}/{name} has no recorded hash")
+        if not (path / name).is_file():
+            raise CheckpointError(f"{path.name} is incomplete (missing {name})")
+        if _sha256(path / name) != recorded[name]:
+            raise CheckpointError(f"{path.name}/{name} does not match the hash recorded when it was written "
+                                  f"(damaged or edited)")
 
 
 def read_checkpoint(path: str | Path, process_index: int = 0) -> dict:
@@ -112,6 +154,7 @@ def read_checkpoint(path: str | Path, process_index: int = 0) -> dict:
     missing = [f for f in REQUIRED_FILES if not (path / f).exists()]
     if missing:
         raise CheckpointError(f"{path.name} is incomplete (missing {', '.join(missing)})")
+    verify_hashes(path, process_index)
     out = {}
     try:
         out["state"] = json.loads((path / "state.json").read_text())

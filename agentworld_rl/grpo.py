@@ -3,16 +3,22 @@
 Everything here is a pure function of tensors so tests can check it against
 hand-computed numbers.
 
-Loss normalisation (``loss_type``), for per-token loss ``l_it`` and mask ``m_it``:
+Loss normalisation (``loss_type``, TRL's names), for per-token loss ``l_it`` and mask ``m_it``:
 
-* ``"sequence"`` (original GRPO): mean over each sequence's tokens, then mean over sequences.
-* ``"token"`` (DAPO): sum over all tokens / number of trained tokens in the batch.
-* ``"dr_grpo"`` (Dr. GRPO): sum over all tokens / (number of sequences x a constant max length),
-  which removes the length bias of the other two.
+* ``"grpo"`` (alias ``"sequence"``, original GRPO): mean over each sequence's tokens, then mean over
+  sequences; a long sequence's tokens each weigh less (length bias).
+* ``"dapo"`` (alias ``"token"``): sum over all tokens / number of trained tokens in the batch.
+* ``"dr_grpo"`` (Dr. GRPO): sum over all tokens / (number of sequences x a constant max length).
 
-Denominators are for the *whole* batch and passed in, so the sum of
-micro-batch losses equals the full-batch loss exactly (gradient accumulation
-does not change the update).
+Denominators are for the *whole* batch (across processes too) and passed in, so the sum of
+micro-batch losses equals the full-batch loss exactly (gradient accumulation and data
+parallelism do not change the update).
+
+The ratio is taken against the trainer's own log-probs of the rollout tokens (``old_lp``: on
+the first pass over a batch, the detached current ones). Tokens sampled by another kernel
+(vLLM, a different batch shape, bf16) carry sampler log-probs that differ from the trainer's;
+:func:`importance_weights` turns that mismatch into truncated importance weights (TIS) that
+multiply each token's policy loss.
 """
 
 from __future__ import annotations
@@ -23,7 +29,32 @@ import torch
 import torch.nn.functional as F
 import torch.utils.checkpoint
 
-LOSS_TYPES = ("sequence", "token", "dr_grpo")
+LOSS_TYPES = ("dapo", "dr_grpo", "grpo", "sequence", "token")
+_CANONICAL = {"sequence": "grpo", "token": "dapo"}
+IS_MODES = ("none", "token_truncate", "token_mask", "sequence_truncate", "sequence_mask")
+
+
+def importance_weights(trainer_lp: torch.Tensor, sampler_lp: torch.Tensor, mask: torch.Tensor, mode: str,
+                       cap: float) -> torch.Tensor:
+    """Per-token weights ``[B, T]`` correcting for tokens sampled from ``pi_sampler`` but trained as ``pi_trainer``.
+
+    ``token_truncate``: ``min(pi_trainer / pi_sampler, cap)`` per token; ``token_mask``: 1 where that
+    ratio is at most ``cap``, else 0; ``sequence_*``: the same with the ratio of whole sequences
+    (product over its trained tokens), broadcast to its tokens; ``none``: all ones. Detached.
+    """
+    if mode not in IS_MODES:
+        raise ValueError(f"importance sampling mode must be one of {IS_MODES}, got {mode!r}")
+    mask = mask.float()
+    if mode == "none":
+        return torch.ones_like(mask)
+    with torch.no_grad():
+        log_ratio = (trainer_lp.float() - sampler_lp.float()) * mask
+        if mode.startswith("sequence"):
+            log_ratio = log_ratio.sum(dim=1, keepdim=True).expand_as(mask)
+        ratio = torch.exp(log_ratio.clamp(max=50.0))
+        if mode.endswith("truncate"):
+            return ratio.clamp(max=cap)
+        return (ratio <= cap).float()
 
 
 def group_advantages(rewards: torch.Tensor, group_size: int, scale_rewards: bool = True,
@@ -160,9 +191,10 @@ class LossStats:
 
 def grpo_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, advantages: torch.Tensor, mask: torch.Tensor, *,
               ref_lp: torch.Tensor | None = None, beta: float = 0.0, clip_eps_low: float = 0.2,
-              clip_eps_high: float | None = None, loss_type: str = "sequence",
+              clip_eps_high: float | None = None, loss_type: str = "dapo",
               num_sequences: int | None = None, num_tokens: int | None = None,
-              max_tokens: int | None = None) -> tuple[torch.Tensor, dict]:
+              max_tokens: int | None = None, is_weights: torch.Tensor | None = None,
+              scale: float = 1.0) -> tuple[torch.Tensor, dict]:
     """Clipped-ratio GRPO loss with optional k3 KL penalty to a reference.
 
     Args:
@@ -170,11 +202,14 @@ def grpo_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, advantages: torch.Tens
         advantages: ``[B]`` one advantage per sequence (broadcast over its tokens).
         num_sequences / num_tokens: whole-batch denominators (default: this micro-batch's).
         max_tokens: the Dr. GRPO constant (default: this micro-batch's width).
+        is_weights: ``[B, T]`` importance weights of the policy term (:func:`importance_weights`).
+        scale: multiplies the loss (the number of processes, whose gradients data parallelism averages).
     Returns:
         (loss, stats) where stats are detached sums for logging.
     """
     if loss_type not in LOSS_TYPES:
         raise ValueError(f"loss_type must be one of {LOSS_TYPES}, got {loss_type!r}")
+    loss_type = _CANONICAL.get(loss_type, loss_type)
     mask = mask.float()
     clip_eps_high = clip_eps_low if clip_eps_high is None else clip_eps_high
     ratio = torch.exp(new_lp - old_lp)
@@ -182,6 +217,8 @@ def grpo_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, advantages: torch.Tens
     unclipped = ratio * adv
     clipped = torch.clamp(ratio, 1.0 - clip_eps_low, 1.0 + clip_eps_high) * adv
     per_token = -torch.min(unclipped, clipped)
+    if is_weights is not None:
+        per_token = per_token * is_weights
     kl = torch.zeros_like(per_token)
     if ref_lp is not None and beta != 0.0:
         # k3 estimator of KL(pi || ref): unbiased, always >= 0.
@@ -191,14 +228,15 @@ def grpo_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, advantages: torch.Tens
 
     n_seq = num_sequences if num_sequences is not None else mask.shape[0]
     n_tok = num_tokens if num_tokens is not None else mask.sum().clamp(min=1.0)
-    if loss_type == "sequence":
+    if loss_type == "grpo":
         per_seq = (per_token * mask).sum(1) / mask.sum(1).clamp(min=1.0)
         loss = per_seq.sum() / n_seq
-    elif loss_type == "token":
+    elif loss_type == "dapo":
         loss = (per_token * mask).sum() / n_tok
     else:
         L = max_tokens if max_tokens is not None else mask.shape[1]
         loss = (per_token * mask).sum() / (n_seq * L)
+    loss = loss * scale
 
     with torch.no_grad():
         is_clipped = ((ratio < 1 - clip_eps_low) & (adv < 0)) | ((ratio > 1 + clip_eps_high) & (adv > 0))
@@ -207,5 +245,6 @@ def grpo_loss(new_lp: torch.Tensor, old_lp: torch.Tensor, advantages: torch.Tens
             "kl_sum": (kl * mask).sum().item(),
             "clip_sum": (is_clipped.float() * mask).sum().item(),
             "ratio_sum": (ratio * mask).sum().item(),
+            "is_weight_sum": ((is_weights if is_weights is not None else torch.ones_like(mask)) * mask).sum().item(),
         }
     return loss, stats

@@ -16,28 +16,31 @@ import gymnasium as gym
 import torch
 from transformers.cache_utils import DynamicCache
 
-from .rollout import Episode, RolloutEngine
+from .rollout import ChatRecorder, Episode
 
 
-def reference_episodes(engine: RolloutEngine, pairs: Sequence[dict], env_kwargs: dict | None = None) -> list[Episode]:
-    """Replay ``solution_actions()`` of each (env, task) and record token ids + assistant mask."""
+def reference_episodes(recorder: ChatRecorder, pairs: Sequence[dict], env_kwargs: dict | None = None) -> list[Episode]:
+    """Replay ``solution_actions()`` of each (env, task) and record token ids + assistant mask
+    (rendered by ``recorder``, as rollouts are; a RolloutEngine's ``.recorder``)."""
+    recorder = getattr(recorder, "recorder", recorder)  # a RolloutEngine is accepted too
     episodes = []
-    eos = engine.tokenizer.eos_token_id
+    tokenizer = recorder.tokenizer
+    eos = tokenizer.eos_token_id
     for pair in pairs:
         env = gym.make(pair["env_id"], **(env_kwargs or {}))
         try:
             obs, info = env.reset(seed=0, options={"task_id": pair["task_id"]})
             ep = Episode(env_id=pair["env_id"], task_id=pair["task_id"], group=len(episodes))
-            engine._begin(ep, obs, info)
+            recorder.begin(ep, obs, info)
             for action in env.unwrapped.solution_actions():
-                ids = engine.tokenizer(action, add_special_tokens=False)["input_ids"] + [eos]
-                engine._append_generation(ep, ids, [0.0] * len(ids))
+                ids = tokenizer(action, add_special_tokens=False)["input_ids"] + [eos]
+                recorder.append_generation(ep, ids, [0.0] * len(ids))
                 obs, reward, terminated, truncated, step_info = env.step(action)
                 if terminated or truncated:
                     ep.reward, ep.done = float(reward), True
                     ep.success = bool(step_info.get("success", reward >= 1.0))
                     break
-                engine._append_tool_result(ep, ids, obs)
+                recorder.append_observation(ep, ids, obs, step_info)
             if ep.success:  # only learn from demonstrations that actually solve the task
                 episodes.append(ep)
         finally:
@@ -81,10 +84,12 @@ def _segments(mask: Sequence[int]) -> list[tuple[int, int, bool]]:
 
 
 def sft_accumulate(model, batch: Sequence[Episode], pad_id: int, micro_batch_size: int = 0, autocast=None,
-                   chunk_size: int = 256, device=None, context_grad: bool = True) -> float:
+                   chunk_size: int = 256, device=None, context_grad: bool = True,
+                   num_tokens: float | None = None) -> float:
     """Forward/backward one SFT batch ``micro_batch_size`` episodes at a time (0 = all at once).
 
-    The loss is normalised by the whole batch's trained-token count, so the gradients
+    The loss is normalised by the whole batch's trained-token count (``num_tokens``, when the batch
+    is one process's share of a larger one), so the gradients
     accumulated in ``.grad`` equal those of a single full-batch pass. Returns the loss.
 
     ``context_grad=False`` (an approximation, for long prompts on small machines): each
@@ -99,7 +104,7 @@ def sft_accumulate(model, batch: Sequence[Episode], pad_id: int, micro_batch_siz
     device = device or next(model.parameters()).device
     autocast = autocast or contextlib.nullcontext
     micro = micro_batch_size if micro_batch_size > 0 else len(batch)
-    n_tok = float(sum(ep.num_policy_tokens for ep in batch)) or 1.0
+    n_tok = num_tokens or float(sum(ep.num_policy_tokens for ep in batch)) or 1.0
     total = 0.0
     if not context_grad:
         for ep in batch:
@@ -134,16 +139,24 @@ def sft_accumulate(model, batch: Sequence[Episode], pad_id: int, micro_batch_siz
 
 def sft_warm_start(model, tokenizer, episodes: Sequence[Episode], steps: int, lr: float, batch_size: int,
                    seed: int = 0, device=None, log=None, micro_batch_size: int = 0, autocast=None,
-                   chunk_size: int = 256, context_grad: bool = True, on_step=None) -> list[float]:
+                   chunk_size: int = 256, context_grad: bool = True, on_step=None, dist=None) -> list[float]:
     """Full-weight SFT on the assistant tokens of ``episodes``. Returns per-step losses.
 
     Each step draws ``batch_size`` episodes and runs them ``micro_batch_size`` at a time
     (0 = all at once), accumulating gradients (see :func:`sft_accumulate`). Sorting a batch
     by length keeps padding inside each micro-batch small. ``on_step()`` runs before each step.
+
+    With several processes (``dist``, a :class:`~agentworld_rl.distributed.Dist`), every process
+    draws the same batch and trains on its share of it; the loss is normalised by the whole
+    batch's token count and the gradients are averaged, so the update is the single-process one.
     """
+    from .distributed import Dist
+
+    dist = dist or Dist()
     if not episodes:
         raise ValueError("no successful reference trajectories to warm-start from")
-    opt = torch.optim.AdamW([p for p in model.parameters() if p.requires_grad], lr=lr)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = torch.optim.AdamW(params, lr=lr)
     rng = random.Random(seed)
     losses = []
     model.train()
@@ -153,9 +166,14 @@ def sft_warm_start(model, tokenizer, episodes: Sequence[Episode], steps: int, lr
         batch = sorted((episodes[rng.randrange(len(episodes))] for _ in range(batch_size)),
                        key=lambda ep: len(ep.token_ids))
         opt.zero_grad(set_to_none=True)
-        loss = sft_accumulate(model, batch, tokenizer.pad_token_id, micro_batch_size, autocast, chunk_size, device,
-                              context_grad)
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        mine = dist.shard(batch)
+        n_tok = float(sum(ep.num_policy_tokens for ep in batch)) or 1.0
+        loss = sft_accumulate(model, mine, tokenizer.pad_token_id, micro_batch_size, autocast, chunk_size, device,
+                              context_grad, num_tokens=n_tok) if mine else 0.0
+        if dist.world > 1:
+            dist.sum_gradients(params)  # each share was normalised by the whole batch's tokens
+            loss = dist.sum(loss)
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
         opt.step()
         losses.append(loss)
         if log is not None:

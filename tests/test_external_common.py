@@ -283,37 +283,49 @@ def test_cli_suite_tau2_reference_scores_one(tmp_path):
 
 
 @pytest.mark.skipif(not HAS_BFCL, reason="needs the bfcl extra")
-def test_trainer_report_gets_a_row_per_suite(tmp_path, monkeypatch):
+def test_trainer_evaluates_a_benchmark_as_a_named_suite(tmp_path, monkeypatch):
     from transformers import AutoModelForCausalLM, PreTrainedTokenizerFast
 
     from agentworld_rl.config import make_config
-    from agentworld_rl.evaluate import report_markdown
-    from agentworld_rl.suites import add_suite_rows
+    from agentworld_rl.evaluate import evaluate, suites_markdown
+    from agentworld_rl.rollout import RolloutEngine
+    from agentworld_rl.suites import build_suites
     from agentworld_rl.tiny_model import build_tiny_chat_model
+    from agentworld_rl.vector_env import SlotVectorEnv
+
+    cfg = make_config("tiny-cpu", None, {"eval_suites": ["bfcl"], "eval_suite_tasks": 1, "eval_suite_max_turns": 3})
+    skipped: dict = {}
+    [suite] = build_suites(cfg, skipped)
+    assert not skipped and suite.name == "bfcl" and suite.env_kwargs == {"split": "test", "max_turns": 3}
+    assert sorted({p["env_id"] for p in suite.pairs}) == sorted(SUITES["bfcl"]) and len(suite.pairs) == 4
+    assert build_suites(cfg) == build_suites(cfg)   # the seeded sample is the same every time
 
     path = build_tiny_chat_model(tmp_path / "m")
     model, tok = AutoModelForCausalLM.from_pretrained(path), PreTrainedTokenizerFast.from_pretrained(path)
-    tok.padding_side = "left"
-    cfg = make_config("tiny-cpu", None, {"eval_suites": ["bfcl"], "eval_suite_tasks": 1, "eval_suite_max_turns": 3})
-    ev = {"episodes": 1, "success_rate": 0.0, "reward_mean": 0.0, "per_env": {"agentworld/x-v0": {
-        "episodes": 1, "success_rate": 0.0, "reward_mean": 0.0}}}
-    model.train()
-    add_suite_rows(ev, model, tok, cfg)
-    row = ev["per_env"]["bfcl (benchmark)"]
-    assert row["episodes"] == 4 and row["reward_mean"] == 0.0 and model.training
-    table = report_markdown([("before", ev), ("after", ev)])
-    assert "| bfcl (benchmark) | 4 |" in table and "| agentworld/x-v0 | 1 |" in table
-    monkeypatch.setitem(sys.modules, "bfcl_eval", None)   # the extra missing: a row without scores
-    ev2 = {"per_env": {}}
-    add_suite_rows(ev2, model, tok, cfg)
-    assert "bfcl" in ev2["per_env"]["bfcl (benchmark)"]["skipped"]
-    assert add_suite_rows(ev2, model, tok, cfg, main_process=False) is ev2
+    vec = SlotVectorEnv(4, suite.env_kwargs, import_modules=suite.import_modules)
+    try:
+        engine = RolloutEngine(model, tok, vec, max_new_tokens=8, max_context_tokens=8192)
+        ev = evaluate(engine, suite.pairs, seed=cfg.seed)
+    finally:
+        vec.close()
+    # The untrained tiny model never solves a BFCL entry; each episode ends within the 3-action cap.
+    assert ev["episodes"] == 4 and ev["successes"] == 0 and ev["reward_mean"] == 0.0 and len(ev["ci95"]) == 2
+    assert all(row["turns_mean"] <= 3 for row in ev["per_env"].values())
+    table = suites_markdown([("before", {"bfcl": ev}), ("after", {"bfcl": ev})])
+    assert "| bfcl | 4 | 0/4 = 0.000" in table
+
+    monkeypatch.setitem(sys.modules, "bfcl_eval", None)   # the extra missing: skipped with its reason, no error
+    skipped = {}
+    assert build_suites(cfg, skipped) == [] and "bfcl" in skipped["bfcl"] and "pip install" in skipped["bfcl"]
 
 
 def test_config_validates_eval_suites():
     from agentworld_rl.config import make_config
     from agentworld_rl.errors import TrainError
 
-    assert make_config("smol-cpu").eval_suites == ["bfcl", "tau2"]
-    with pytest.raises(TrainError, match="eval_suites"):
-        make_config(None, None, {"eval_suites": ["mmlu"]})
+    smol = make_config("smol-cpu")
+    assert smol.eval_suites == ["held-out", "bfcl", "tau2"] and smol.eval_suite_tasks == 1
+    assert make_config(None, None, {"eval_suites": ["tau2", "my.module:suite"]}).eval_suites == ["tau2", "my.module:suite"]
+    for bad in (["mmlu"], ["bfcl", "bfcl"], ["module:"], [":fn"], ["a b:c"]):
+        with pytest.raises(TrainError, match="eval_suites"):
+            make_config(None, None, {"eval_suites": bad})

@@ -157,10 +157,35 @@ def test_truncated_trainable_falls_back_to_previous_checkpoint(run_dir, capsys):
     (run_dir / "checkpoints" / "step-3" / "trainable.pt").write_bytes(data[: len(data) // 2])
     train(_cfg(run_dir, steps=4, resume_from="latest"))
     out = capsys.readouterr().out
-    assert "skipping checkpoint step-3" in out and "unreadable" in out
+    assert "skipping checkpoint step-3/trainable.pt does not match the hash recorded" in out
     assert "resumed from" in out and "step-2" in out
     assert _steps(run_dir) == [1, 2, 3, 4]  # steps 3 and 4 were re-run after the fallback
     assert (run_dir / "checkpoints" / "step-4" / "state.json").exists()
+
+
+@pytest.mark.parametrize("victim", ["trainable.pt", "optimizer.pt", "scheduler.pt", "state.json", "rng-0.pt"])
+def test_bit_flipped_checkpoint_file_is_skipped_with_one_line(run_dir, capsys, victim):
+    """A file that still loads but is not what was written (one flipped bit) is refused by its hash."""
+    path = run_dir / "checkpoints" / "step-3" / victim
+    data = bytearray(path.read_bytes())
+    data[len(data) // 2] ^= 0x01
+    path.write_bytes(bytes(data))
+    train(_cfg(run_dir, steps=3, resume_from="latest"))
+    out = capsys.readouterr().out
+    lines = [line for line in out.splitlines() if "skipping checkpoint" in line]
+    assert lines == [f"resume: skipping checkpoint step-3/{victim} does not match the hash recorded when it was "
+                     "written (damaged or edited); falling back to an older one"], out
+    assert "resumed from" in out and "step-2 (step 2)" in out
+    assert _steps(run_dir) == [1, 2, 3]
+
+
+def test_checkpoint_without_its_hashes_is_not_trusted(run_dir, capsys):
+    (run_dir / "checkpoints" / "step-3" / "hashes.json").unlink()
+    (run_dir / "checkpoints" / "step-2" / "hashes.json").write_text('{"state.json": "00"}')
+    train(_cfg(run_dir, steps=3, resume_from="latest"))
+    out = capsys.readouterr().out
+    assert "step-3 is incomplete (missing hashes.json)" in out
+    assert "step-2/state.json does not match the hash" in out and "step-1 (step 1)" in out
 
 
 def test_missing_optimizer_falls_back(run_dir, capsys):
@@ -219,3 +244,4 @@ def test_every_preset_passes_validation():
         assert cfg.output_dir.startswith("runs/"), name
     smol = make_config("smol-gpu")
     assert smol.batch_size * smol.group_size >= 16 * 8 and smol.steps >= 50 and smol.max_envs >= 64
+    assert smol.max_eval_tasks >= 200 and make_config("smol-cpu").max_eval_tasks >= 48

@@ -17,14 +17,39 @@ pytestmark = pytest.mark.usefixtures("private_cache")
 
 
 @pytest.mark.slow
-def test_grpo_raises_reward_on_bandit(tmp_path):
-    cfg = make_config("toy-bandit", overrides=dict(output_dir=str(tmp_path), steps=30, progress=False, seed=0))
+@pytest.mark.parametrize("seed", [0, 1])
+def test_grpo_raises_reward(tmp_path, seed):
+    """GRPO on the toy-bandit preset's recipe raises a reward every sample gets a grade of (toy-letters:
+    the share of lower-case letters in the reply), whatever the seed. (The sparse bandit, where reward
+    appears only once a random 2,048-token policy happens to say "yes", learned or not by the luck of
+    its sampling stream.)"""
+    cfg = make_config("toy-bandit", overrides=dict(output_dir=str(tmp_path), steps=20, progress=False, seed=seed,
+                                                   env_ids=["agentworld_rl/toy-letters-v0"]))
     train(cfg)
     rows = read_jsonl(tmp_path / "metrics.jsonl")
     rewards = [r["reward_mean"] for r in rows]
-    first, last = sum(rewards[:5]) / 5, sum(rewards[-5:]) / 5
-    assert first < 0.1 and last > first + 0.25, rewards
+    first, last = sum(rewards[:4]) / 4, sum(rewards[-4:]) / 4
+    assert last > first + 0.15 and last > 0.75, rewards
     assert rows[-1]["policy_tokens_mean"] > 0
+
+
+def test_same_seed_same_run_on_a_fresh_and_a_warm_cache(tmp_path, monkeypatch):
+    """Building the tiny model (a cold cache) must not move the seeded streams: the first run builds it,
+    the second loads it, and both train identically. Nothing else may differ: same command, same seed."""
+    monkeypatch.setenv("AGENTWORLD_CACHE", str(tmp_path / "fresh-cache"))
+    runs = []
+    for name in ("cold", "warm"):
+        cfg = make_config("toy-bandit", overrides=dict(output_dir=str(tmp_path / name), steps=4, progress=False,
+                                                       env_ids=["agentworld_rl/toy-letters-v0"]))
+        train(cfg)
+        runs.append(read_jsonl(tmp_path / name / "metrics.jsonl"))
+    cold, warm = runs
+    for key in ("reward_mean", "loss", "grad_norm", "policy_tokens_mean"):
+        assert [r[key] for r in cold] == [r[key] for r in warm], key
+    assert cold[-1]["grad_norm"] > 0
+    a = torch.load(tmp_path / "cold" / "checkpoints" / "step-4" / "trainable.pt")
+    b = torch.load(tmp_path / "warm" / "checkpoints" / "step-4" / "trainable.pt")
+    assert all(torch.equal(a[k], b[k]) for k in a)
 
 
 def _lookup_cfg(out, **kw):
@@ -201,3 +226,48 @@ def test_sharing_group_prompts_does_not_change_the_update(tmp_path, monkeypatch)
     assert rows_a[0]["updated_sequences"] > 0
     assert all(torch.allclose(a[k], b[k], atol=1e-5) for k in a)
     assert [r["loss"] for r in rows_a] == pytest.approx([r["loss"] for r in rows_b], abs=1e-5)
+
+
+def _only_find_alpha_varies(ep):
+    # Reward variance only in groups of one task: every other group has zero advantage.
+    return (sum(t for t, m in zip(ep.token_ids, ep.mask) if m) % 5 / 5) if ep.task_id == "find-alpha" else 0.0
+
+
+def test_dynamic_sampling_refills_zero_variance_groups(tmp_path):
+    out = tmp_path / "dyn"
+    train(_lookup_cfg(out, beta=0.0, steps=2, save_every=0, batch_size=2, dynamic_sampling_rounds=6,
+                      inner_epochs=1), reward_fn=_only_find_alpha_varies)
+    rows = read_jsonl(out / "metrics.jsonl")
+    for row in rows:
+        assert row["rollout_rounds"] > 1 and row["sampled_groups"] > 2  # refills ran
+        # Each refill round rolled out only what was missing; the batch kept at most what refills could not fix.
+        assert row["zero_variance_groups"] < row["zero_variance_sampled_groups"]
+        assert row["sampled_groups"] - row["zero_variance_sampled_groups"] >= 2 - row["zero_variance_groups"]
+    off = tmp_path / "off"
+    train(_lookup_cfg(off, beta=0.0, steps=2, save_every=0, batch_size=2, inner_epochs=1),
+          reward_fn=_only_find_alpha_varies)
+    assert all(r["rollout_rounds"] == 1 and r["sampled_groups"] == 2 for r in read_jsonl(off / "metrics.jsonl"))
+
+
+@pytest.mark.parametrize("mode,masked", [("none", 0), ("overlong", 4)])
+def test_truncation_mask_leaves_cut_episodes_out_of_the_loss(tmp_path, mode, masked):
+    """max_new_tokens 3: every turn of the tiny model is cut (no EOS), so `overlong` masks every episode."""
+    out = tmp_path / mode
+    train(_lookup_cfg(out, beta=0.0, steps=1, save_every=0, max_new_tokens=3, truncation_mask=mode, inner_epochs=1),
+          reward_fn=_reward_by_tokens)
+    (row,) = read_jsonl(out / "metrics.jsonl")
+    assert row["masked_episodes"] == masked
+    if masked:
+        assert row["trained_tokens"] == 0 and row["updated_sequences"] == 0 and row["loss"] == 0.0
+    else:
+        assert row["trained_tokens"] > 0 and row["updated_sequences"] > 0
+
+
+def test_tool_error_shaping_is_separate_from_format_shaping():
+    from collections import Counter
+
+    from agentworld_rl.rollout import Episode, shape_rewards
+    ep = Episode("e", "t", 0, reward=1.0, turns=3,
+                 tool_errors=Counter(parse_error=1, invalid_arguments=2, precondition_failed=1))
+    shape_rewards([ep], format_penalty=0.1, tool_error_penalty=0.05)
+    assert ep.shaped_reward == pytest.approx(1.0 - 0.1 - 3 * 0.05)
