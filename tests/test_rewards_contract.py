@@ -470,3 +470,27 @@ def test_a_completion_status_glossed_is_the_reason_not_a_claim():
             "are already done (finished), and only course dates that have not started can be rescheduled.")
     assert answers.claims(fine, ["rescheduled"], about, partial=True, reasons=reasons) is None
     assert answers.claims("SEC-21431 is done. Finished!", ["rescheduled"], about, partial=True, reasons=reasons)
+
+
+def test_the_message_is_words_to_the_user_the_answer_is_what_is_asserted():
+    listed = answers.Observed([{"total": 2, "results": [{"id": 1, "lease_number": "LSE-647779", "household": "Jody Morgan"},
+                                                        {"id": 2, "lease_number": "LSE-363586", "household": "Ann Lee"}]}])
+    words = ("Notice given on the two leases of households with pets: LSE-647779 (Jody Morgan) and LSE-363586 "
+             "(Ann Lee). The unit now has 3 leases with notice given.")
+    assert answers.match_values(Submission("done", "3", words).words(), ["3"], observed=listed).ok
+    # the same words as the answer itself: values of other kinds listed with it are guesses
+    assert not answers.match_values(Submission("done", "3, LSE-647779, LSE-363586, Jody Morgan").words(), ["3"],
+                                    observed=listed).ok
+    # in the message, a competitor of the answer's own slot, a hedge or a negation still fails
+    for message in ("It could also be 4.", "Not 3, I think.", "3 or 4 of them."):
+        assert not answers.match_values(Submission("done", "3", message).words(), ["3"], observed=listed).ok, message
+
+
+def test_a_partial_refusal_may_say_the_done_parts_are_done():
+    about, reasons = ["694-9750-2036", "034-8700-2515", "cancelled", "rescheduled"], ["cancelled", "rescheduled"]
+    fine = ("Finished 3 of the 5 meetings (they were in progress and are now done). Not finished: 694-9750-2036 is "
+            "cancelled, and 034-8700-2515 is rescheduled.")
+    assert answers.claims(fine, ["finished"], about, partial=True, reasons=reasons) is None
+    for claim in ("694-9750-2036 is cancelled. I went ahead and finished them anyway.", "It is done now.",
+                  "All of them are done now.", "Done!"):
+        assert answers.claims(claim, ["finished"], about, partial=True, reasons=reasons), claim
