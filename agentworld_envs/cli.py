@@ -18,7 +18,7 @@ from rich.table import Table
 
 import env_registry
 
-from .errors import UserInputError
+from .util.errors import UserInputError
 
 app = typer.Typer(help="agentworld: stateful, verifiable tool-use environments for LLM agents.",
                   no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False)
@@ -78,15 +78,15 @@ def show(env_id: str, as_json: bool = typer.Option(False, "--json"),
          limit: int = typer.Option(20, min=0, help="with --table: rows to print (0: all)")) -> None:
     """Describe one environment: taxonomy, tables, tools, tasks; or print one table's rows (--table)."""
     if table is not None:
-        from .integrations.cli import print_table
+        from .serving.integrations.cli import print_table
 
         print_table(env_id, table, task, after_solution, limit, as_json)
         return
     if task is not None or after_solution:
         raise typer.BadParameter("--task and --after-solution go with --table")
     import agentworld_envs  # noqa: F401
-    from .catalog import load_bundle
-    from . import state
+    from .catalogue.catalog import load_bundle
+    from .engine import state
 
     bundle = load_bundle(env_id)
     spec = bundle.spec
@@ -178,7 +178,7 @@ def validate(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer
              as_json: bool = typer.Option(False, "--json", help="one JSON object per env")) -> None:
     """Check envs: gymnasium check_env, reference solutions, no-op/random/near-miss rejection, determinism."""
     import agentworld_envs  # noqa: F401
-    from .validation import validate_many
+    from .audit.validation import validate_many
 
     failed = 0
     for record in validate_many(_ids(ids, all_, sample, l1, seed), thorough=not quick, jobs=jobs or None):
@@ -200,7 +200,7 @@ def bench(env_id: str = typer.Argument("retail"), as_json: bool = typer.Option(F
           live: int = typer.Option(1024, min=1, max=100_000, help="live episodes for the memory figure")) -> None:
     """Measure reset/step/verify latency, replay throughput, memory per live episode, vector throughput."""
     import agentworld_envs  # noqa: F401
-    from .bench import bench_env, summary_lines
+    from .audit.bench import bench_env, summary_lines
 
     result = bench_env(env_registry.entry(env_id)["id"], n=n, live=live)
     if as_json:
@@ -218,7 +218,7 @@ def build(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Op
 
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from .synthesis.build_all import build_many
+    from .audit.build_all import build_many
 
     names = [env_registry.entry(i)["name"] for i in _ids(ids, all_, None, l1)]
     t0 = time.perf_counter()
@@ -245,8 +245,8 @@ def lint(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Opt
          jobs: int = typer.Option(0, min=0, max=MAX_JOBS, help="worker processes (0: one per core)"),
          as_json: bool = typer.Option(False, "--json", help="one JSON summary")) -> None:
     """Check that environments make sense: key names, vocabularies, value ranges, dates, tool names, instructions."""
-    from .lint import RULES
-    from .synthesis.build_all import build_many
+    from .audit.lint import RULES
+    from .audit.build_all import build_many
 
     names = [env_registry.entry(i)["name"] for i in _ids(ids, all_, None, l1)]
     summaries = build_many(names, jobs=jobs or None)
@@ -282,7 +282,7 @@ def lint(ids: Optional[list[str]] = typer.Argument(None), all_: bool = typer.Opt
 @app.command()
 def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Option(0, min=0, max=MAX_JOBS)) -> None:
     """Registry totals (builds whatever is not in the cache yet)."""
-    from .synthesis.build_all import build_many, registry_stats
+    from .audit.build_all import build_many, registry_stats
 
     summaries = build_many([e["name"] for e in env_registry.manifest()], jobs=jobs or None)
     result = registry_stats(summaries)
@@ -297,10 +297,10 @@ def stats(as_json: bool = typer.Option(False, "--json"), jobs: int = typer.Optio
     console.print(table)
 
 
-from .cli_arena import register_arena_commands  # noqa: E402
-from .mcp_server import register_mcp_command  # noqa: E402  (typer-only import; the server loads lazily)
+from .arena.cli import register_arena_commands  # noqa: E402
+from .serving.mcp_server import register_mcp_command  # noqa: E402  (typer-only import; the server loads lazily)
 
-from .integrations.cli import register_integration_commands  # noqa: E402  (frameworks load lazily)
+from .serving.integrations.cli import register_integration_commands  # noqa: E402  (frameworks load lazily)
 
 register_mcp_command(app)
 register_arena_commands(app)
@@ -319,7 +319,7 @@ def tasks_synth(env_id: str, n: int = typer.Option(10, "--n", min=1, max=2000, h
                 as_json: bool = typer.Option(False, "--json", help="one JSON task per line, then the report")) -> None:
     """Synthesise fresh tasks on demand (each passes the self-verification gate)."""
     import agentworld_envs  # noqa: F401
-    from .tasks import synthesize_tasks
+    from .catalogue.fresh_tasks import synthesize_tasks
 
     focus = [t.strip() for t in focus_tools.split(",") if t.strip()] if focus_tools else None
     tasks, report = synthesize_tasks(env_registry.entry(env_id)["id"], n=n, seed=seed, focus_tools=focus,
@@ -347,7 +347,7 @@ def export_tasks_cmd(out: str = typer.Option(..., "--out", help="a new or empty 
                      overwrite: bool = typer.Option(False, help="replace an earlier task export in --out")) -> None:
     """Tasks as tasks.jsonl and a Hugging Face dataset (env_id, task_id, split, kind, difficulty, instruction, tools, prompt)."""
     import agentworld_envs  # noqa: F401
-    from .tasks.export import export_tasks, select_envs
+    from .serving.export import export_tasks, select_envs
 
     n = export_tasks(out, select_envs(ids, split, limit), overwrite=overwrite)
     console.print(f"wrote {n} tasks to {out}{_arrow_note()}", markup=False, soft_wrap=True)
@@ -361,14 +361,14 @@ def export_sft_cmd(out: str = typer.Option(..., "--out", help="a new or empty di
                    overwrite: bool = typer.Option(False, help="replace an earlier SFT export in --out")) -> None:
     """Reference trajectories as OpenAI-style messages (only those that replay to reward 1.0)."""
     import agentworld_envs  # noqa: F401
-    from .tasks.export import export_sft, select_envs
+    from .serving.export import export_sft, select_envs
 
     n = export_sft(out, select_envs(ids, split, limit), overwrite=overwrite)
     console.print(f"wrote {n} trajectories to {out}{_arrow_note()}", markup=False, soft_wrap=True)
 
 
 def _arrow_note() -> str:
-    from .tasks.export import arrow_available
+    from .serving.export import arrow_available
 
     return "" if arrow_available() else " (JSON lines only: the Arrow dataset needs the 'train' extra, " \
                                         "pip install 'agentworld[train]')"
@@ -380,7 +380,7 @@ def _load_plugins() -> None:
         try:
             register = ep.load()
         except ImportError as exc:
-            from .extras import EXTRAS, missing
+            from .util.extras import EXTRAS, missing
 
             absent = [x for x in ep.extras if x not in EXTRAS or missing(x)]
             if absent:  # its extra is not installed: the command still exists and says which one
@@ -392,7 +392,7 @@ def _load_plugins() -> None:
 
 
 def _missing_extra_command(name: str, extra: str) -> None:
-    from .extras import MissingExtraError, message
+    from .util.extras import MissingExtraError, message
 
     @app.command(name, help=f"(needs the '{extra}' extra: pip install 'agentworld[{extra}]')",
                  context_settings={"allow_extra_args": True, "ignore_unknown_options": True})
@@ -401,7 +401,7 @@ def _missing_extra_command(name: str, extra: str) -> None:
 
 
 def main() -> None:
-    from .errors import run_cli
+    from .util.errors import run_cli
 
     _load_plugins()
     # User errors (bad ids, specs, cache, options) become one line + exit 2; bugs keep their traceback.

@@ -11,15 +11,15 @@ from typing import Any
 
 import gymnasium as gym
 
-from . import state
-from .actions import format_call
-from .answers import Observed
-from .catalog import EnvBundle, load_bundle
-from .episode import ANSWER_CONTRACT, DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter, dumps, error_obj
-from .errors import UnknownTaskError
-from .overlay import merge_tasks, overlay_tasks
-from .spaces import UnicodeText
-from .verifiers import VerifierContext, run_checks
+from .engine import state
+from .engine.actions import format_call
+from .engine.answers import Observed
+from .catalogue.catalog import EnvBundle, load_bundle
+from .engine.episode import ANSWER_CONTRACT, DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter, dumps, error_obj
+from .util.errors import UnknownTaskError
+from .catalogue.overlay import merge_tasks, overlay_tasks
+from .engine.spaces import UnicodeText
+from .engine.verifiers import VerifierContext, run_checks
 
 __all__ = ["AgentWorldEnv", "SUBMIT_TOOL", "DEFAULT_MAX_TURNS", "error_text"]
 
@@ -94,7 +94,7 @@ class AgentWorldEnv(gym.Env[str, str]):
             uses plus seeded distractors (a curriculum knob for small models and short contexts;
             default: every tool).
         render_mode: ``"ansi"`` (``render()`` returns the transcript) or ``"human"`` (prints it).
-        task_overlay: path of a task overlay file (:mod:`agentworld_envs.overlay`) whose tasks for this
+        task_overlay: path of a task overlay file (:mod:`agentworld_envs.catalogue.overlay`) whose tasks for this
             env are added to its own (``overlay_mode="add"``) or replace them (``"only"``); every process
             that makes the env reads the same file.
         show_policy: put the service policy (rules, answer contract) before the task in the reset
@@ -310,7 +310,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         """Run the current task's verifier on the current state (does not end the episode).
 
         ``answer``: ``submit``'s arguments (``{"outcome", "answer", "message"}``), a
-        :class:`~agentworld_envs.submission.Submission`, or a bare answer text."""
+        :class:`~agentworld_envs.engine.submission.Submission`, or a bare answer text."""
         with self._lock:
             bundle = self.bundle
             ctx = VerifierContext(final=self.conn, initial=bundle.initial,

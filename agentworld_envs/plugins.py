@@ -1,11 +1,11 @@
 """Checks that need the engine: Python hooks resolved, spec SQL compiled read-only; the public ``register_spec``.
 
 A spec may name a registered data generator, Python tools and Python verifiers. Resolving them
-when the spec is registered turns a typo into a :class:`~agentworld_envs.spec.SpecError` with
+when the spec is registered turns a typo into a :class:`~agentworld_envs.engine.spec.SpecError` with
 its JSON path, instead of a ``KeyError`` at ``gym.make`` or, worse, in the middle of an episode.
 Likewise the SQL a spec carries (``sql`` verifier queries, tool precondition expressions) is
 compiled against the spec's schema and must be one read-only statement.
-(This lives above :mod:`agentworld_envs.catalog` and :mod:`agentworld_envs.registration`: the
+(This lives above :mod:`agentworld_envs.catalogue.catalog` and :mod:`agentworld_envs.registration`: the
 catalogue records the spec, registration names the env class for Gymnasium, and the env class
 imports the catalogue.)
 """
@@ -15,12 +15,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from . import catalog, registration, state
-from .datagen import get_data_generator
-from .spec import SpecError, validate_spec
-from .sqlcheck import read_only_problem
-from .tools import get_python_tool, precondition_sql
-from .verifiers import get_python_verifier
+from .catalogue import catalog
+from . import registration
+from .engine import state
+from .engine.datagen import get_data_generator
+from .engine.spec import SpecError, validate_spec
+from .engine.sqlcheck import read_only_problem
+from .engine.tools import get_python_tool, precondition_sql
+from .engine.verifiers import get_python_verifier
 
 
 def check_plugins(spec: dict[str, Any]) -> None:
@@ -74,7 +76,7 @@ def check_sql(spec: dict[str, Any]) -> None:
 def register_spec(spec: dict[str, Any], split: str = "train", replace: bool = False) -> str:
     """Validate ``spec``, resolve its Python hooks and register it as ``agentworld/<spec id>-v0``.
 
-    See :func:`agentworld_envs.catalog.add_inline_spec` for the id rules (``replace``).
+    See :func:`agentworld_envs.catalogue.catalog.add_inline_spec` for the id rules (``replace``).
     """
     validate_spec(spec)
     check_plugins(spec)

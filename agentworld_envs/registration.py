@@ -46,7 +46,7 @@ def register_all() -> int:
 
 
 def register_inline(env_id: str, name: str) -> None:
-    """Register ``env_id`` (a spec added with :func:`agentworld_envs.catalog.add_inline_spec`) with Gymnasium."""
+    """Register ``env_id`` (a spec added with :func:`agentworld_envs.catalogue.catalog.add_inline_spec`) with Gymnasium."""
     if env_id not in registry:
         import gymnasium as gym
 

@@ -7,7 +7,7 @@ assistant turns, tool results as ``tool`` turns, the tools through the chat temp
 benchmarks (BFCL): an observation the env marks as a new user message
 (``info["observation_role"] == "user"``) is rendered as a ``user`` turn, and tools the env adds
 mid-episode (``info["tools"]``) are the tools rendered from then on (the arena's evaluation loop
-keeps both in :class:`~agentworld_envs.evaluation.EpisodeState`).
+keeps both in :class:`~agentworld_envs.arena.evaluation.EpisodeState`).
 
 An episode whose prompt leaves no room for ``max_new_tokens`` within ``max_context_tokens``
 submits at once (counted in :attr:`ChatPolicy.context_overflows`), as a training rollout stops
@@ -59,7 +59,7 @@ class ChatPolicy:
 
     @torch.no_grad()
     def act(self, states: Sequence[Any]) -> list[str]:
-        from agentworld_envs.trajectories import NOOP
+        from agentworld_envs.engine.trajectories import NOOP
 
         out: list[str] = []
         tok = self.tokenizer

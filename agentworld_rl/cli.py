@@ -43,8 +43,8 @@ def register(app: typer.Typer) -> None:
     fields = dataclasses.fields(TrainConfig)
 
     def train_command(**kwargs):
-        from agentworld_envs.errors import EnvWorkerError
-        from agentworld_envs.extras import require as require_extra
+        from agentworld_envs.util.errors import EnvWorkerError
+        from agentworld_envs.util.extras import require as require_extra
 
         from .config import make_config, to_yaml
         from .errors import TrainError

@@ -86,7 +86,7 @@ class TrainConfig:
     show_policy: bool = True
     """Show the service policy before each task (off: only the task, about half the prompt tokens)."""
     task_overlay: str = ""
-    """Task overlay file (agentworld_envs.overlay) every env process reads: extra tasks, e.g. targeted ones."""
+    """Task overlay file (agentworld_envs.catalogue.overlay) every env process reads: extra tasks, e.g. targeted ones."""
     overlay_mode: str = "add"
     """add: the overlay's tasks join each env's own; only: they replace them."""
     async_envs: bool = False
@@ -392,8 +392,8 @@ def coerce(name: str, value: Any) -> Any:
 
 def load_yaml_config(config_file: str | Path) -> dict[str, Any]:
     """Read a YAML file of config fields; TrainError if unreadable, not a mapping, or has unknown keys."""
-    from agentworld_envs.errors import UserInputError
-    from agentworld_envs.inputs import read_regular_file
+    from agentworld_envs.util.errors import UserInputError
+    from agentworld_envs.util.inputs import read_regular_file
 
     path = Path(config_file)
     try:   # a regular file of bounded size: --config /dev/zero or a FIFO is an error, never a hang

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from agentworld_envs.errors import EnvWorkerError
+from agentworld_envs.util.errors import EnvWorkerError
 
 from .config import PRESETS, TrainConfig
 from .errors import TrainError
@@ -73,7 +73,7 @@ def _arena_envs(cfg: EvolveConfig) -> list[str]:
 
 def _evaluate(model: str, base: TrainConfig, cfg: EvolveConfig, round_: int, run_dir: Path) -> dict[str, Any]:
     """Phase 1: π on the arena's round tasks; returns the summary (cached in run_dir)."""
-    from agentworld_envs.evaluation import evaluate, select_tasks, summarize, write_run
+    from agentworld_envs.arena.evaluation import evaluate, select_tasks, summarize, write_run
 
     from .policy import ModelPolicy
 
@@ -94,8 +94,8 @@ def _evaluate(model: str, base: TrainConfig, cfg: EvolveConfig, round_: int, run
 
 
 def _diagnose(run_dir: Path) -> dict[str, Any]:
-    from agentworld_envs.diagnosis import diagnose, write_html
-    from agentworld_envs.evaluation import read_records
+    from agentworld_envs.arena.diagnosis import diagnose, write_html
+    from agentworld_envs.arena.evaluation import read_records
 
     path = run_dir / "diagnosis.json"
     if path.is_file():
@@ -107,7 +107,7 @@ def _diagnose(run_dir: Path) -> dict[str, Any]:
 
 
 def _targets(diag: dict[str, Any], base: TrainConfig, cfg: EvolveConfig, round_: int, rd: Path) -> tuple[Path, dict]:
-    from agentworld_envs.targeting import plan_targets, synthesize_targeted
+    from agentworld_envs.arena.targeting import plan_targets, synthesize_targeted
 
     report_path, overlay = rd / "targets.report.json", rd / "targets.json"
     if report_path.is_file() and overlay.is_file():
@@ -186,7 +186,7 @@ def _report(rounds: list[dict[str, Any]], out: Path) -> None:
 
 
 def evolve(cfg: EvolveConfig) -> dict[str, Any]:
-    from agentworld_envs.outputs import OutputDir
+    from agentworld_envs.util.outputs import OutputDir
 
     base = TrainConfig(**PRESETS[cfg.preset])
     out = Path(cfg.output_dir)
@@ -229,7 +229,7 @@ def register(app) -> None:
                        sft_steps: int = typer.Option(-1, help="round-1 SFT steps (-1: the preset's)"),
                        seed: int = typer.Option(0)) -> None:
         """The self-evolving loop: arena eval -> diagnosis -> targeted tasks -> continued GRPO, N rounds."""
-        from agentworld_envs.extras import require
+        from agentworld_envs.util.extras import require
 
         require("train", "agentworld evolve")
         try:

@@ -21,7 +21,7 @@ from .stats import paired_gain
 
 
 def run_seeds(preset: str, seeds: list[int], output_dir: str, overrides: dict | None = None) -> dict:
-    from agentworld_envs.outputs import OutputDir, OutputError
+    from agentworld_envs.util.outputs import OutputDir, OutputError
 
     from .errors import TrainError
     from .trainer import train

@@ -72,7 +72,7 @@ def benchmark(cfg, name: str) -> EvalSuite:
     """A benchmark suite of :mod:`agentworld_envs.external`: ``cfg.eval_suite_tasks`` tasks per env of its
     held-out split (a seeded sample; 0 = all), with the benchmark's own turn limits unless
     ``cfg.eval_suite_max_turns`` caps them. Skipped (no pairs, ``skipped`` set) without its extra."""
-    from agentworld_envs.evaluation import SUITE_SPLITS, suite_tasks
+    from agentworld_envs.arena.evaluation import SUITE_SPLITS, suite_tasks
     from agentworld_envs.external import MissingExtraError
 
     try:

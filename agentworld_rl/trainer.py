@@ -90,7 +90,7 @@ class Run:
     accelerator: Any
     dist: Dist
     out_dir: Path
-    run_dir: Any                        # agentworld_envs.outputs.OutputDir: the manifest of what this run wrote
+    run_dir: Any                        # agentworld_envs.util.outputs.OutputDir: the manifest of what this run wrote
     resume: Path | None                 # the checkpoint this run resumes from
     resume_state: dict | None
     threads: ThreadPicker
@@ -265,10 +265,10 @@ _RUN_DIRS = ("checkpoints", "sft-model", "tensorboard", "final-model")
 
 
 def _claim_output_dir(cfg: TrainConfig, out_dir: Path, main: bool):
-    """Take ``out_dir`` through :class:`agentworld_envs.outputs.OutputDir`: a new or empty directory,
+    """Take ``out_dir`` through :class:`agentworld_envs.util.outputs.OutputDir`: a new or empty directory,
     or agentworld's earlier run there (refused unless resumed or ``overwrite``, which removes only
     the files that run wrote and that are unchanged); a directory of other files is refused."""
-    from agentworld_envs.outputs import OutputDir, OutputError
+    from agentworld_envs.util.outputs import OutputDir, OutputError
 
     try:
         run_dir = OutputDir.claim(out_dir, "train", overwrite=cfg.overwrite, resume=bool(cfg.resume_from),

@@ -174,11 +174,11 @@ class SlotVectorEnv:
 
 
 class WorkerSlotVectorEnv:
-    """:class:`SlotVectorEnv`'s interface over :mod:`agentworld_envs.workers` env workers (e.g. Ray actors).
+    """:class:`SlotVectorEnv`'s interface over :mod:`agentworld_envs.serving.workers` env workers (e.g. Ray actors).
 
     Slot *i* of a batch is slot *i* of the workers, so a Ray backend spreads a batch over its
     actors (``i % num_workers``) and steps each actor's share in one remote call. A worker that
-    dies mid-rollout raises :class:`~agentworld_envs.errors.EnvWorkerError` from :meth:`step` /
+    dies mid-rollout raises :class:`~agentworld_envs.util.errors.EnvWorkerError` from :meth:`step` /
     :meth:`start` (the worker is restarted); its episodes are never scored as zero.
     """
 
@@ -217,7 +217,7 @@ def make_slot_vector_env(kind: str, num_slots: int, env_kwargs: dict | None = No
                          ray_workers: int = 2):
     """The trainer's slot vector env: ``local`` (in-process), ``async`` (a process per slot) or ``ray`` actors."""
     if kind == "ray":
-        from agentworld_envs.workers import RayEnvWorkers
+        from agentworld_envs.serving.workers import RayEnvWorkers
 
         return WorkerSlotVectorEnv(num_slots, RayEnvWorkers(ray_workers, env_kwargs, import_modules,
                                                             address=ray_address or None))

@@ -11,7 +11,7 @@ import json
 import sys
 
 import agentworld_envs  # noqa: F401  (registers ids)
-from agentworld_envs.bench import bench_env, summary_lines
+from agentworld_envs.audit.bench import bench_env, summary_lines
 
 DEFAULT = ["agentworld/retail-v0", "agentworld/wine-club-subscriptions-v0", "agentworld/veterinary-clinic-appointments-v0"]
 

@@ -31,7 +31,7 @@ def _ours() -> dict[str, tuple[Callable[[str], str], list[str]]]:
     import gymnasium as gym
 
     import agentworld_envs  # noqa: F401  (registers ids)
-    from agentworld_envs.actions import format_call
+    from agentworld_envs.engine.actions import format_call
 
     env = gym.make("agentworld/retail-v0").unwrapped
     env.reset(seed=0)

@@ -45,7 +45,7 @@ def main() -> None:
         entries = entries[: args.limit]
     skipped = 0
     if args.built_only:
-        from agentworld_envs import state
+        from agentworld_envs.engine import state
 
         built = _built_names(state.cache_dir())
         kept = [e for e in entries if e["name"] in built]
@@ -78,7 +78,7 @@ def main() -> None:
             print(f"  {i + 1} envs, {time.perf_counter() - t0:.1f} s", flush=True)
     wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024  # KiB on Linux
-    from agentworld_envs import catalog
+    from agentworld_envs.catalogue import catalog
 
     info = catalog.load_bundle.cache_info()
     print(f"{len(entries)} envs, one reference episode each: {wall:.1f} s wall, {cpu:.1f} s CPU "

@@ -1,7 +1,7 @@
 """Watch every socket of a local ``--env-workers ray`` session, from before ``ray.init`` to shutdown.
 
 Starts env workers the way ``agentworld train/eval --env-workers ray`` does (no address: a local
-session bound to 127.0.0.1, see ``agentworld_envs/workers.py``), plays a few retail steps, shuts
+session bound to 127.0.0.1, see ``agentworld_envs/serving/workers.py``), plays a few retail steps, shuts
 down, and meanwhile samples every inet socket of this process and all its descendants (gcs_server,
 raylet, dashboard, agents, workers) every 20 ms. Prints ``ss -ltnpu`` while the session runs, every
 listener seen, and every socket with a non-loopback local or remote address; exits 1 if there is one.
@@ -52,7 +52,7 @@ def main() -> int:
 
     watcher = threading.Thread(target=sample, daemon=True)
     watcher.start()
-    from agentworld_envs.workers import RayEnvWorkers
+    from agentworld_envs.serving.workers import RayEnvWorkers
 
     workers = RayEnvWorkers(args.workers, {"max_turns": 4})
     opened = workers.open([{"slot": i, "env_id": "agentworld/retail-v0", "seed": i, "extras": True}

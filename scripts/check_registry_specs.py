@@ -16,9 +16,9 @@ import time
 
 import env_registry
 
-from agentworld_envs import catalog
+from agentworld_envs.catalogue import catalog
 from agentworld_envs.plugins import check_plugins, check_sql
-from agentworld_envs.spec import SpecError, validate_spec
+from agentworld_envs.engine.spec import SpecError, validate_spec
 from agentworld_envs.synthesis.builder import compose_spec
 from agentworld_envs.synthesis.toolgen import generate_tools
 

@@ -187,7 +187,7 @@ def skeleton(text: str, values: list[str]) -> str:
 
 
 def probe_env(name: str) -> dict[str, Any]:
-    from agentworld_envs import catalog
+    from agentworld_envs.catalogue import catalog
     from agentworld_envs.tasks.runner import Runner
 
     bundle = catalog.load_bundle(name)

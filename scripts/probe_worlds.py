@@ -62,7 +62,8 @@ TOTAL_PARTS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")), ("l
 
 
 def load(name: str) -> tuple[dict[str, Any], sqlite3.Connection]:
-    from agentworld_envs import catalog, state
+    from agentworld_envs.catalogue import catalog
+    from agentworld_envs.engine import state
 
     if env_registry.entry(name)["source"] == "synth":
         from agentworld_envs.synthesis.builder import theme_spec

@@ -21,7 +21,7 @@ def main() -> None:
     ap.add_argument("--n", type=int, default=20)
     ap.add_argument("--json", action="store_true")
     args = ap.parse_args()
-    from agentworld_envs import catalog
+    from agentworld_envs.catalogue import catalog
 
     rng = random.Random(args.seed)
     names = [e["name"] for e in env_registry.manifest() if e["source"] == "synth"]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib.machinery
 import sys
 
-from agentworld_envs.extras import EXTRAS
+from agentworld_envs.util.extras import EXTRAS
 
 #: Every module of every extra, and what only they pull in.
 HIDDEN = frozenset({m for mods in EXTRAS.values() for m in mods}

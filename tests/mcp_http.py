@@ -1,4 +1,4 @@
-"""Shared by the MCP tests: an ``agentworld_envs.mcp_server`` over HTTP on a free loopback port."""
+"""Shared by the MCP tests: an ``agentworld_envs.serving.mcp_server`` over HTTP on a free loopback port."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ def free_port() -> int:
 async def http_server(*args: str):
     """Start the server with ``args`` (env id and options) over HTTP; yields its MCP URL."""
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "agentworld_envs.mcp_server", *args, "--transport", "http",
+    proc = subprocess.Popen([sys.executable, "-m", "agentworld_envs.serving.mcp_server", *args, "--transport", "http",
                              "--port", str(port)], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     try:
         deadline = time.monotonic() + 60

@@ -32,7 +32,7 @@ class ScriptedModel:
     """Serve the policies for the tasks of ``env_ids`` at ``self.base_url`` (``.../v1``) until :meth:`close`."""
 
     def __init__(self, env_ids: list[str], policies: dict[str, str] | None = None):
-        from agentworld_envs.catalog import load_bundle
+        from agentworld_envs.catalogue.catalog import load_bundle
 
         self.policies = dict(policies or {})
         self.solutions: list[tuple[str, str, list[dict[str, Any]]]] = []

@@ -33,9 +33,10 @@ PLUGIN_STRING = re.compile(r"([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)*):([A-Za-z_]\w*(?:\
 #: Modules that call ``import_module`` with a computed name -> prefix of the modules it can import
 #: (``None``: only modules its caller names, which are counted where they are written).
 DYNAMIC_IMPORTS: dict[str, str | None] = {
+    "agentworld_envs": None,   # an old module name (alias of a moved module): what a caller names
     "agentworld_envs.domains": "agentworld_envs.domains.",  # domains.load(name): one subpackage per domain
-    "agentworld_envs.registry": None,   # resolve("module:attr"): counted where the string is written
-    "agentworld_envs.workers": None,    # EnvHost(import_modules=...): modules the caller names
+    "agentworld_envs.util.registry": None,   # resolve("module:attr"): counted where the string is written
+    "agentworld_envs.serving.workers": None,    # EnvHost(import_modules=...): modules the caller names
     "agentworld_rl.vector_env": None,   # EpisodeSlot(import_modules=...): likewise
     "agentworld_rl.tasks": None,        # import_env_modules(cfg.env_import_modules): likewise
     "agentworld_envs.external": None,   # the benchmark package (bfcl_eval, tau2) and each env's "module:Class" string
@@ -145,12 +146,12 @@ def test_no_import_cycles():
 
 def test_the_graph_sees_imports_and_plugin_names():
     g = import_graph()   # the check is not vacuous: known edges of every kind are found
-    assert g.edges["agentworld_envs.env", "agentworld_envs.catalog"]["kind"] == "import"
+    assert g.edges["agentworld_envs.env", "agentworld_envs.catalogue.catalog"]["kind"] == "import"
     assert g.has_edge("agentworld_envs.tasks.gate", "agentworld_envs.tasks.probes")
     # plug-ins named by string
     assert g.edges["agentworld_envs.registration", "agentworld_envs.env"]["kind"] == "string"
-    assert g.edges["agentworld_envs.catalog", "agentworld_envs.synthesis.builder"]["kind"] == "string"
-    assert g.edges["agentworld_envs.catalog", "agentworld_envs.tasks.store"]["kind"] == "string"
+    assert g.edges["agentworld_envs.catalogue.catalog", "agentworld_envs.synthesis.builder"]["kind"] == "string"
+    assert g.edges["agentworld_envs.catalogue.catalog", "agentworld_envs.tasks.store"]["kind"] == "string"
     assert g.edges["agentworld_envs.domains", "agentworld_envs.domains.retail"]["kind"] == "string"
     # the trainer's commands, plugged into the CLI through pyproject's entry points
     assert g.edges["agentworld_envs.cli", "agentworld_rl.cli"]["kind"] == "entry point"
@@ -181,7 +182,7 @@ def test_the_suite_does_not_depend_on_the_trainer(suite_pkg):
 
 def test_every_plugin_string_resolves():
     """Each ``"module:attr"`` string in the project names something that exists (a typo is not a fallback)."""
-    from agentworld_envs.registry import resolve
+    from agentworld_envs.util.registry import resolve
 
     mods = _modules()
     bad = []
@@ -214,3 +215,74 @@ def _defined_behind_missing_extra(target: str, exc: ImportError, mods: dict[str,
     names = {n.name for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
     names |= {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
     return attr.split(".")[0] in names
+
+
+# --------------------------------------------------------------------------------------------
+# Layers: the suite's subpackages in one order; every edge (import, import_module name, plug-in
+# string, entry point) goes from a module to its own layer or one below. The trainer is apart:
+# it may use any of the suite, the suite reaches it through entry points only.
+# --------------------------------------------------------------------------------------------
+#: Layers, lowest first.
+LAYER_ORDER = ("data", "util", "engine", "sources", "catalogue", "env", "serving", "arena", "audit", "cli")
+#: Module or subpackage -> layer. A subpackage's row covers its modules; ``agentworld_envs`` itself only
+#: its ``__init__``, so a new top-level module or subpackage needs a row of its own.
+LAYERS: dict[str, str] = {
+    "env_registry": "data",
+    "agentworld_envs": "env",
+    "agentworld_envs.env": "env",
+    "agentworld_envs.plugins": "env",
+    "agentworld_envs.registration": "env",
+    "agentworld_envs.cli": "cli",
+    "agentworld_envs.util": "util",
+    "agentworld_envs.engine": "engine",
+    "agentworld_envs.domains": "sources",
+    "agentworld_envs.synthesis": "sources",
+    "agentworld_envs.tasks": "sources",
+    "agentworld_envs.catalogue": "catalogue",
+    "agentworld_envs.external": "env",
+    "agentworld_envs.serving": "serving",
+    "agentworld_envs.arena": "arena",
+    "agentworld_envs.audit": "audit",
+}
+
+
+def layer_of(mod: str) -> str | None:
+    parts = mod.split(".")
+    for i in range(len(parts), 0, -1):
+        name = ".".join(parts[:i])
+        if name in LAYERS and (i == len(parts) or name != "agentworld_envs"):
+            return LAYERS[name]
+    return None
+
+
+def test_every_suite_module_has_a_layer():
+    missing = sorted(m for m in _modules() if m.split(".")[0] in SUITE and layer_of(m) is None)
+    assert not missing, f"modules with no row in LAYERS (add their subpackage): {missing}"
+
+
+def test_every_edge_goes_down_the_layers():
+    g = import_graph()
+    rank = {name: i for i, name in enumerate(LAYER_ORDER)}
+    up = []
+    for a, b, kind in g.edges(data="kind"):
+        if a.split(".")[0] not in SUITE or b.split(".")[0] not in SUITE:
+            continue
+        la, lb = layer_of(a), layer_of(b)
+        if la is not None and lb is not None and rank[la] < rank[lb]:
+            up.append(f"{a} ({la}) -> {b} ({lb}) [{kind}]")
+    assert not up, "edges up the layers " + str(LAYER_ORDER) + ":\n" + "\n".join(sorted(up))
+
+
+def test_the_layer_check_is_not_vacuous():
+    g = import_graph()
+    rank = {name: i for i, name in enumerate(LAYER_ORDER)}
+    downs = {(layer_of(a), layer_of(b)) for a, b in g.edges if layer_of(a) and layer_of(b)}
+    assert ("env", "catalogue") in downs and ("catalogue", "sources") in downs and ("engine", "util") in downs
+    assert all(rank[a] >= rank[b] for a, b in downs)
+
+
+def test_the_suite_reaches_the_trainer_only_through_entry_points():
+    g = import_graph()
+    bad = sorted(f"{a} -> {b} [{kind}]" for a, b, kind in g.edges(data="kind")
+                 if a.split(".")[0] in SUITE and b.split(".")[0] == TRAINER and kind != "entry point")
+    assert not bad, bad

@@ -14,12 +14,12 @@ import pytest
 
 import agentworld_envs  # noqa: F401
 import env_registry
-from agentworld_envs.actions import format_call, parse_calls
-from agentworld_envs.catalog import load_bundle
-from agentworld_envs.diagnosis import diagnose, write_html
-from agentworld_envs.evaluation import (NoopPolicy, OpenAIPolicy, ReferencePolicy, evaluate, read_records,
+from agentworld_envs.engine.actions import format_call, parse_calls
+from agentworld_envs.catalogue.catalog import load_bundle
+from agentworld_envs.arena.diagnosis import diagnose, write_html
+from agentworld_envs.arena.evaluation import (NoopPolicy, OpenAIPolicy, ReferencePolicy, evaluate, read_records,
                                         round_tasks, select_tasks, summarize, write_run)
-from agentworld_envs.overlay import OverlayError, write_overlay
+from agentworld_envs.catalogue.overlay import OverlayError, write_overlay
 
 ARENA = [e["id"] for e in env_registry.select(split="arena")][:3]
 
@@ -162,7 +162,7 @@ def test_cli_eval_and_diagnose(tmp_path):
 
 
 def test_targeted_synthesis_plans_from_a_diagnosis_and_gates_every_task(tmp_path):
-    from agentworld_envs.targeting import plan_targets, synthesize_targeted
+    from agentworld_envs.arena.targeting import plan_targets, synthesize_targeted
     from agentworld_envs.tasks.probes import attack
     from agentworld_envs.tasks.runner import Runner
 

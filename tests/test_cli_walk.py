@@ -207,7 +207,7 @@ def _run_cases(cases: list[list[str]]) -> list[dict]:
     import traceback
 
     from agentworld_envs import cli
-    from agentworld_envs.errors import run_cli
+    from agentworld_envs.util.errors import run_cli
 
     cli._load_plugins()
 

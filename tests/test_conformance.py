@@ -13,7 +13,7 @@ import pytest
 from gymnasium.utils.env_checker import check_env
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs.actions import format_call
+from agentworld_envs.engine.actions import format_call
 
 RETAIL = "agentworld/retail-v0"
 

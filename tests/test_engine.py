@@ -9,8 +9,8 @@ import sys
 import gymnasium as gym
 import pytest
 
-from agentworld_envs.actions import format_call
-from agentworld_envs.validation import check_env_passes, deterministic, noop_score, solution_score
+from agentworld_envs.engine.actions import format_call
+from agentworld_envs.audit.validation import check_env_passes, deterministic, noop_score, solution_score
 
 
 def call(_tool, **arguments):

@@ -12,7 +12,7 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs.actions import format_call
+from agentworld_envs.engine.actions import format_call
 
 pytest.importorskip("bfcl_eval", reason="needs the bfcl extra (see README: Real benchmarks)")
 

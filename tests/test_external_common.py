@@ -104,7 +104,7 @@ class RecordingPolicy:
 
 @pytest.mark.skipif(not HAS_BFCL, reason="needs the bfcl extra")
 def test_arena_renders_user_turns_and_added_tools():
-    from agentworld_envs.evaluation import evaluate
+    from agentworld_envs.arena.evaluation import evaluate
 
     env = gym.make(IDS[1])
     core = env.unwrapped
@@ -122,7 +122,7 @@ def test_arena_renders_user_turns_and_added_tools():
 
 
 def test_chat_policy_renders_roles_as_marked():
-    from agentworld_envs.evaluation import EpisodeState
+    from agentworld_envs.arena.evaluation import EpisodeState
     from agentworld_rl.chat_policy import ChatPolicy
 
     class Template:
@@ -141,7 +141,7 @@ def test_chat_policy_renders_roles_as_marked():
 
 
 def test_openai_policy_sends_observations_as_user_messages(monkeypatch):
-    from agentworld_envs.evaluation import EpisodeState, OpenAIPolicy
+    from agentworld_envs.arena.evaluation import EpisodeState, OpenAIPolicy
 
     sent = {}
 
@@ -175,7 +175,7 @@ class UserTurnEnv(gym.Env):
     """Two steps: the first observation after an action is a new user message (role marked), then the end."""
 
     def __init__(self, **kwargs):
-        from agentworld_envs.spaces import UnicodeText
+        from agentworld_envs.engine.spaces import UnicodeText
 
         self.observation_space = self.action_space = UnicodeText()
         self.n = 0

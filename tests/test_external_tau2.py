@@ -11,7 +11,7 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs.actions import format_call
+from agentworld_envs.engine.actions import format_call
 
 pytest.importorskip("tau2", reason="needs the tau2 extra (see README: Real benchmarks)")
 

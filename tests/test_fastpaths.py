@@ -16,8 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import env_registry
-from agentworld_envs import argcheck, cachefile, catalog, episode, state
-from agentworld_envs.errors import CacheError
+from agentworld_envs.engine import argcheck, episode, state
+from agentworld_envs.util import cachefile
+from agentworld_envs.catalogue import catalog
+from agentworld_envs.util.errors import CacheError
 
 # ------------------------------------------------------------------ argument checks
 
@@ -132,7 +134,7 @@ def test_every_manifest_id_is_registered_like_gymnasium_register():
 
 def test_package_import_loads_no_heavy_module():
     code = ("import sys, agentworld_envs; heavy = [m for m in ('jsonschema', 'networkx', 'faker', 'sqlite3', "
-            "'agentworld_envs.env', 'agentworld_envs.catalog') if m in sys.modules]; print(heavy)")
+            "'agentworld_envs.env', 'agentworld_envs.catalogue.catalog') if m in sys.modules]; print(heavy)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"
 

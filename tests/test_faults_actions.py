@@ -14,8 +14,8 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs.actions import ActionError, parse_calls
-from agentworld_envs.mcp_server import EpisodeHost
+from agentworld_envs.engine.actions import ActionError, parse_calls
+from agentworld_envs.serving.mcp_server import EpisodeHost
 
 ENV = "agentworld/retail-v0"
 
@@ -74,7 +74,7 @@ def test_control_characters_through_mcp(toy_env_id):
 
 
 def test_records_with_newlines_stay_one_line_each(tmp_path):
-    from agentworld_envs.evaluation import read_records
+    from agentworld_envs.arena.evaluation import read_records
 
     env = gym.make(ENV)
     env.reset(seed=0)
@@ -216,7 +216,7 @@ def _rpc(i, method, params=None):
 
 
 def test_stdio_requests_pending_when_stdin_closes_get_replies():
-    proc = subprocess.Popen([sys.executable, "-m", "agentworld_envs.mcp_server", ENV], stdin=subprocess.PIPE,
+    proc = subprocess.Popen([sys.executable, "-m", "agentworld_envs.serving.mcp_server", ENV], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ})
     init = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "probe", "version": "0"}}
     calls = [_rpc(10 + k, "tools/call", {"name": "get_customer_details", "arguments": {"customer_id": k + 1}})

@@ -14,9 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from agentworld_envs import cachefile, state
-from agentworld_envs.cachefile import CacheWarning
-from agentworld_envs.errors import CacheError
+from agentworld_envs.util import cachefile
+from agentworld_envs.engine import state
+from agentworld_envs.util.cachefile import CacheWarning
+from agentworld_envs.util.errors import CacheError
 
 SYNTH = "wine-club-subscriptions"
 
@@ -272,7 +273,7 @@ def test_cache_and_spec_errors_survive_pickling():
     """They cross process pools (build --jobs): unpickling must rebuild them, not raise TypeError."""
     import pickle
 
-    from agentworld_envs.spec import SpecError
+    from agentworld_envs.engine.spec import SpecError
 
     err = pickle.loads(pickle.dumps(CacheError("/x/y.sqlite", "no space left on the device", "free space")))
     assert isinstance(err, CacheError) and str(err.path) == "/x/y.sqlite" and "free space" in str(err)

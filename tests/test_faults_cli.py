@@ -10,7 +10,7 @@ import sys
 import pytest
 import typer
 
-from agentworld_envs.errors import UserInputError, run_cli
+from agentworld_envs.util.errors import UserInputError, run_cli
 
 BAD_CALLS = [
     ["show", "nope"],
@@ -75,8 +75,8 @@ def test_export_to_a_non_empty_directory_is_refused_and_untouched(cli_env, tmp_p
 
 
 def test_exports_overwrite_only_their_own_kind(tmp_path, monkeypatch):
-    from agentworld_envs.outputs import read_manifest
-    from agentworld_envs.tasks import export
+    from agentworld_envs.util.outputs import read_manifest
+    from agentworld_envs.serving import export
 
     monkeypatch.setattr(export, "task_rows", lambda entries: [{"env_id": "e", "task_id": "t"}])
     monkeypatch.setattr(export, "sft_rows", lambda entries: [{"env_id": "e", "task_id": "t", "messages": []}])

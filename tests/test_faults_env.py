@@ -10,7 +10,7 @@ import gymnasium as gym
 import numpy as np
 import pytest
 
-from agentworld_envs.actions import format_call
+from agentworld_envs.engine.actions import format_call
 
 
 @pytest.fixture()

@@ -8,7 +8,7 @@ import sys
 
 import anyio
 
-from agentworld_envs.mcp_server import EpisodeHost
+from agentworld_envs.serving.mcp_server import EpisodeHost
 from mcp_http import http_server
 
 TIMEOUT = 120
@@ -70,6 +70,6 @@ def test_http_session_cap_evicts_explicitly():
 
 
 def test_serve_mcp_help_documents_the_cap():
-    out = subprocess.run([sys.executable, "-m", "agentworld_envs.mcp_server", "--help"], capture_output=True,
+    out = subprocess.run([sys.executable, "-m", "agentworld_envs.serving.mcp_server", "--help"], capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0 and "session_evicted" in " ".join(out.stdout.split())

@@ -19,8 +19,8 @@ from pathlib import Path
 
 import pytest
 
-from agentworld_envs import outputs
-from agentworld_envs.outputs import MANIFEST, OutputDir, OutputError, read_manifest
+from agentworld_envs.util import outputs
+from agentworld_envs.util.outputs import MANIFEST, OutputDir, OutputError, read_manifest
 
 
 @pytest.fixture(scope="module")
@@ -146,7 +146,7 @@ def test_a_second_command_on_the_same_directory_is_refused_while_the_first_runs(
     d = tmp_path / "d"
     first = OutputDir.claim(d, "tasks")
     first.write_text("tasks.jsonl", "{}\n")
-    other = subprocess.run([sys.executable, "-c", "import sys\nfrom agentworld_envs.outputs import OutputDir, OutputError\n"
+    other = subprocess.run([sys.executable, "-c", "import sys\nfrom agentworld_envs.util.outputs import OutputDir, OutputError\n"
                             "try:\n    OutputDir.claim(sys.argv[1], 'tasks', overwrite=True).clear()\n"
                             "except OutputError as e:\n    print(e); sys.exit(2)", str(d)],
                            capture_output=True, text=True, timeout=60)
@@ -158,7 +158,7 @@ def test_a_second_command_on_the_same_directory_is_refused_while_the_first_runs(
     import gc
 
     gc.collect()
-    other = subprocess.run([sys.executable, "-c", "import sys\nfrom agentworld_envs.outputs import OutputDir\n"
+    other = subprocess.run([sys.executable, "-c", "import sys\nfrom agentworld_envs.util.outputs import OutputDir\n"
                             "OutputDir.claim(sys.argv[1], 'tasks', overwrite=True).clear()", str(d)],
                            capture_output=True, text=True, timeout=60)
     assert other.returncode == 0, other.stderr

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from agentworld_envs.outputs import MANIFEST, OutputDir, OutputError, read_manifest
+from agentworld_envs.util.outputs import MANIFEST, OutputDir, OutputError, read_manifest
 
 
 def _user_files(d: Path) -> dict[str, bytes]:
@@ -224,7 +224,7 @@ def test_export_over_a_copied_marker_is_refused(tmp_path, cli_env):
 
 
 def test_export_that_would_replace_a_users_file_changes_nothing(tmp_path, monkeypatch):
-    from agentworld_envs.tasks import export
+    from agentworld_envs.serving import export
 
     monkeypatch.setattr(export, "task_rows", lambda entries: [{"env_id": "e", "task_id": "t"}])
     d = tmp_path / "ds"
@@ -238,7 +238,7 @@ def test_export_that_would_replace_a_users_file_changes_nothing(tmp_path, monkey
 
 
 def test_a_failed_export_keeps_the_previous_one(tmp_path, monkeypatch):
-    from agentworld_envs.tasks import export
+    from agentworld_envs.serving import export
 
     monkeypatch.setattr(export, "task_rows", lambda entries: [{"env_id": "e", "task_id": "t"}])
     d = tmp_path / "ds"

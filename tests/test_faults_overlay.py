@@ -16,7 +16,7 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs.overlay import MAX_OVERLAY_BYTES, OverlayError, write_overlay
+from agentworld_envs.catalogue.overlay import MAX_OVERLAY_BYTES, OverlayError, write_overlay
 
 ENV = "agentworld/retail-v0"
 
@@ -61,14 +61,14 @@ def test_every_non_read_statement_is_refused(tmp_path, query):
 
 def test_the_verifier_connection_cannot_leave_read_only(tmp_path):
     """Even a check that reached run time (no load validation) cannot switch read-only off or attach."""
-    from agentworld_envs.verifiers import VerifierContext, run_checks
+    from agentworld_envs.engine.verifiers import VerifierContext, run_checks
 
     env = gym.make(ENV)
     env.reset(seed=0)
     inner = env.unwrapped
     target = tmp_path / "pwn.db"
     bundle = inner.bundle
-    from agentworld_envs.state import golden_path
+    from agentworld_envs.engine.state import golden_path
 
     golden, _ = golden_path(bundle.spec)
     assert golden.exists()
@@ -90,8 +90,8 @@ def test_the_verifier_connection_cannot_leave_read_only(tmp_path):
 
 
 def test_a_runaway_check_query_ends_as_a_failed_check():
-    from agentworld_envs import sqlcheck
-    from agentworld_envs.verifiers import VerifierContext, run_checks
+    from agentworld_envs.engine import sqlcheck
+    from agentworld_envs.engine.verifiers import VerifierContext, run_checks
 
     env = gym.make(ENV)
     env.reset(seed=0)
@@ -110,8 +110,8 @@ def test_a_runaway_check_query_ends_as_a_failed_check():
 
 
 def test_attaching_another_envs_golden_database_is_refused(tmp_path):
-    from agentworld_envs.catalog import load_bundle
-    from agentworld_envs.state import golden_path
+    from agentworld_envs.catalogue.catalog import load_bundle
+    from agentworld_envs.engine.state import golden_path
 
     other = load_bundle("agentworld/retail-v0")
     golden, _ = golden_path(other.spec)

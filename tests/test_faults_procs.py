@@ -11,7 +11,7 @@ import time
 import psutil
 import pytest
 
-from agentworld_envs.procs import ordered_map
+from agentworld_envs.util.procs import ordered_map
 
 
 def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:

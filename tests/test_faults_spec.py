@@ -8,10 +8,10 @@ import sqlite3
 import pytest
 
 import agentworld_envs
-from agentworld_envs import state
-from agentworld_envs.registry import Registry
-from agentworld_envs.spec import SpecError, validate_spec
-from agentworld_envs.sqlcheck import UnsafeExpression, check_expression
+from agentworld_envs.engine import state
+from agentworld_envs.util.registry import Registry
+from agentworld_envs.engine.spec import SpecError, validate_spec
+from agentworld_envs.engine.sqlcheck import UnsafeExpression, check_expression
 
 
 @pytest.fixture()
@@ -175,7 +175,7 @@ def test_registered_ids_are_not_silently_replaced(spec):
         agentworld_envs.register_spec(changed)
     assert info.value.path == "$.id"
     assert agentworld_envs.register_spec(changed, replace=True) == env_id
-    from agentworld_envs.catalog import build_spec
+    from agentworld_envs.catalogue.catalog import build_spec
 
     assert build_spec(env_id)["title"] == "Another library"
     spec["title"] = "edited after registration"  # the registry holds its own copy

@@ -120,7 +120,7 @@ def test_skyrl_gym_make_and_step_in_a_fresh_venv(fresh_venv):
     assert rewards_from(out) == EXPECTED, out
     # Registered through SkyRL-gym's own registry, under the id a dataset row's env_class names.
     check = venv.python_code(
-        "import skyrl_gym, agentworld_envs.integrations.skyrl_env as m\n"
+        "import skyrl_gym, agentworld_envs.serving.integrations.skyrl_env as m\n"
         "spec = skyrl_gym.spec('agentworld'); print(spec.entry_point)\n"
         "env = skyrl_gym.make('agentworld', env_config={'tools_in_prompt': False}, extras={'extra_info': "
         "{'env_id': 'retail', 'task_index': 3}, 'max_turns': 2})\n"
@@ -138,7 +138,7 @@ def test_skyrl_gym_make_and_step_in_a_fresh_venv(fresh_venv):
         "chat, meta = env.init(row['prompt'])\n"
         "print(len(rows), [x['role'] for x in row['prompt']], meta['task_id'], chat == row['prompt'])\n")
     lines = out_lines(check)
-    assert lines[0] == "agentworld_envs.integrations.skyrl_env:AgentWorldSkyRLEnv"
+    assert lines[0] == "agentworld_envs.serving.integrations.skyrl_env:AgentWorldSkyRLEnv"
     assert lines[1] == "retail-004 38 False"
     assert lines[2] == "False parse_error 0.0"  # a bad action is an error observation, not an exception
     assert lines[3] == "True invalid_arguments True 0.0"  # the turn limit from SkyRL's max_turns truncates
@@ -181,7 +181,7 @@ class Server:
 
 ISOLATION = """
 import json
-from agentworld_envs.integrations.openenv_server import AgentWorldAction, AgentWorldClient
+from agentworld_envs.serving.integrations.openenv_server import AgentWorldAction, AgentWorldClient
 URL = {url!r}
 read = AgentWorldAction(tool="get_order_details", arguments={{"order_number": "#W5779394"}})
 with AgentWorldClient(base_url=URL).sync() as a, AgentWorldClient(base_url=URL).sync() as b:
@@ -323,7 +323,7 @@ def test_verifiers_eval_in_a_fresh_venv(fresh_venv, tmp_path):
     # for byte (the SDK's argument model lets it through; the env's schema check refused it).
     from scripted_model import BOGUS_ARGUMENT
 
-    from agentworld_envs.actions import format_call
+    from agentworld_envs.engine.actions import format_call
 
     env = AgentWorldEnv(RETAIL)
     env.reset(options={"task_id": "retail-001"})

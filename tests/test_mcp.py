@@ -15,7 +15,7 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs.actions import format_call, parse_action
+from agentworld_envs.engine.actions import format_call, parse_action
 from mcp_types.version import HANDSHAKE_PROTOCOL_VERSIONS
 from mcp_http import http_server
 
@@ -50,7 +50,7 @@ def plan():
 
 
 def _server_args(task_id: str, *extra: str) -> list[str]:
-    return ["-m", "agentworld_envs.mcp_server", RETAIL, "--task", task_id, *extra]
+    return ["-m", "agentworld_envs.serving.mcp_server", RETAIL, "--task", task_id, *extra]
 
 
 def _text(result) -> str:
@@ -155,7 +155,7 @@ def test_serve_mcp_command_is_registered():
     import typer
     from typer.testing import CliRunner
 
-    from agentworld_envs.mcp_server import register_mcp_command
+    from agentworld_envs.serving.mcp_server import register_mcp_command
 
     app = typer.Typer()
     register_mcp_command(app)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from agentworld_envs.extras import EXTRAS
+from agentworld_envs.util.extras import EXTRAS
 
 ROOT = Path(__file__).resolve().parents[1]
 TESTS = ROOT / "tests"
@@ -45,7 +45,7 @@ def test_core_dependencies_are_the_suite_only():
 
 
 def test_extras_table_matches_pyproject():
-    """Each extra that agentworld_envs.extras names exists, and each of its packages provides a module it lists."""
+    """Each extra that agentworld_envs.util.extras names exists, and each of its packages provides a module it lists."""
     from importlib.metadata import packages_distributions
 
     extras = _project()["optional-dependencies"]
@@ -124,7 +124,7 @@ def test_a_command_that_needs_an_extra_says_which_in_one_line(args, extra, tmp_p
 
 def test_env_commands_work_without_the_extras(tmp_path):
     import agentworld_envs  # noqa: F401
-    from agentworld_envs.catalog import load_bundle
+    from agentworld_envs.catalogue.catalog import load_bundle
 
     n = len(load_bundle("retail").tasks)
     for args, expect in [(["list", "--split", "arena"], "200 environments"),
@@ -186,9 +186,9 @@ def test_a_plugin_command_whose_extra_is_missing_still_exists_and_says_which(mon
     from importlib.metadata import EntryPoint
 
     from agentworld_envs import cli
-    from agentworld_envs.errors import run_cli
+    from agentworld_envs.util.errors import run_cli
 
-    import agentworld_envs.extras as extras
+    import agentworld_envs.util.extras as extras
 
     monkeypatch.setitem(extras.EXTRAS, "train", ("agentworld_no_such_module",))   # as without the extra
     broken = EntryPoint(name="fit", value="agentworld_no_such_module:register [train]", group="agentworld.cli")

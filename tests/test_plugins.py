@@ -18,9 +18,9 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs
-from agentworld_envs import catalog
-from agentworld_envs.registry import Registry, resolve
-from agentworld_envs.spec import SpecError
+from agentworld_envs.catalogue import catalog
+from agentworld_envs.util.registry import Registry, resolve
+from agentworld_envs.engine.spec import SpecError
 
 
 TESTS = Path(__file__).resolve().parent
@@ -36,20 +36,20 @@ def _run(code: str) -> str:
 
 
 def test_resolve_names_module_and_attribute():
-    assert resolve("agentworld_envs.catalog:spec_tasks") is catalog.spec_tasks
-    assert resolve("agentworld_envs.registry:Registry.get") is Registry.get
+    assert resolve("agentworld_envs.catalogue.catalog:spec_tasks") is catalog.spec_tasks
+    assert resolve("agentworld_envs.util.registry:Registry.get") is Registry.get
     with pytest.raises(ImportError, match="no_such_module"):
         resolve("no_such_module:fn")
     with pytest.raises(ImportError, match="has no attribute 'nope'"):
-        resolve("agentworld_envs.catalog:nope")
+        resolve("agentworld_envs.catalogue.catalog:nope")
     with pytest.raises(ValueError, match="module:attr"):
-        resolve("agentworld_envs.catalog")
+        resolve("agentworld_envs.catalogue.catalog")
 
 
 def test_a_string_binding_imports_nothing_until_used():
     out = _run("""
         import sys
-        from agentworld_envs.registry import Registry
+        from agentworld_envs.util.registry import Registry
         reg = Registry("thing", targets={"hooks": "plugin_hooks:lost_books"})
         print("hooks" in reg, "plugin_hooks" in sys.modules)
         fn = reg.get("hooks")

@@ -19,9 +19,9 @@ import psutil
 import pytest
 
 import env_registry
-from agentworld_envs.errors import EnvWorkerError
-from agentworld_envs.evaluation import ReferencePolicy, evaluate, select_tasks
-from agentworld_envs.workers import RayEnvWorkers, start_ray
+from agentworld_envs.util.errors import EnvWorkerError
+from agentworld_envs.arena.evaluation import ReferencePolicy, evaluate, select_tasks
+from agentworld_envs.serving.workers import RayEnvWorkers, start_ray
 from agentworld_rl.vector_env import WorkerSlotVectorEnv
 
 # Not importorskip: importing ray here, before start_ray sets its loopback switch, is the very
@@ -144,7 +144,7 @@ def test_a_worker_killed_mid_episode_is_an_error_and_is_restarted(workers):
 
 
 def test_an_env_error_in_a_worker_is_raised_as_itself(workers):
-    from agentworld_envs.errors import UnknownTaskError
+    from agentworld_envs.util.errors import UnknownTaskError
 
     with pytest.raises(UnknownTaskError, match="no-such-task"):
         workers.open([{"slot": 0, "env_id": RETAIL, "task_id": "no-such-task"}])

@@ -94,7 +94,7 @@ def test_synthesis_is_byte_identical_across_processes(tmp_path):
         outs.append(subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, check=True).stdout)
     assert outs[0] == outs[1] and len(outs[0].split()) == 2
     spec, _ = synthesize(env_registry.theme(slug))
-    from agentworld_envs import state
+    from agentworld_envs.engine import state
 
     here = (hashlib.sha256(json.dumps(spec, sort_keys=True).encode()).hexdigest() + " "
             + hashlib.sha256(state.golden_bytes(spec)).hexdigest())

@@ -8,10 +8,11 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401  (registers the ids)
-from agentworld_envs import catalog, state
-from agentworld_envs.actions import format_call
+from agentworld_envs.catalogue import catalog
+from agentworld_envs.engine import state
+from agentworld_envs.engine.actions import format_call
 from agentworld_envs.domains import retail
-from agentworld_envs.spec import validate_spec
+from agentworld_envs.engine.spec import validate_spec
 
 ENV_ID = "agentworld/retail-v0"
 NOOP = '<tool_call>{"name":"submit","arguments":{}}</tool_call>'

@@ -10,12 +10,12 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs import answers
-from agentworld_envs.actions import ActionError, format_call, parse_calls
-from agentworld_envs.catalog import load_bundle
+from agentworld_envs.engine import answers
+from agentworld_envs.engine.actions import ActionError, format_call, parse_calls
+from agentworld_envs.catalogue.catalog import load_bundle
 from agentworld_envs.tasks.probes import HACKS, attack, fairness_probes, hack_probes
 from agentworld_envs.tasks.runner import Runner
-from agentworld_envs.validation import validate_env
+from agentworld_envs.audit.validation import validate_env
 
 RETAIL = "agentworld/retail-v0"
 SYNTH = "agentworld/wine-club-subscriptions-v0"
@@ -312,8 +312,8 @@ def test_submit_must_be_last_and_calls_are_capped():
 
 
 def test_closing_tag_inside_a_string_argument_parses_through_gym_mcp_and_trl(retail):
-    from agentworld_envs.mcp_server import EpisodeHost
-    from agentworld_envs.trl_adapter import agentworld_env_class
+    from agentworld_envs.serving.mcp_server import EpisodeHost
+    from agentworld_envs.serving.trl_adapter import agentworld_env_class
 
     note = "see </tool_call> and <tool_call> in the text"
     task = next(t for t in retail.bundle.tasks if any(s["name"] == "add_order_note" for s in t["solution"]))

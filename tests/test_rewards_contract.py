@@ -11,14 +11,14 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs import answers
-from agentworld_envs.actions import format_call
-from agentworld_envs.catalog import load_bundle
-from agentworld_envs.submission import SUBMIT_TOOL, Submission, parse_submission
+from agentworld_envs.engine import answers
+from agentworld_envs.engine.actions import format_call
+from agentworld_envs.catalogue.catalog import load_bundle
+from agentworld_envs.engine.submission import SUBMIT_TOOL, Submission, parse_submission
 from agentworld_envs.tasks.contract import given_text_mismatch, public_reasons
 from agentworld_envs.tasks.probes import FAIRNESS, HACKS, attack
 from agentworld_envs.tasks.runner import Runner
-from agentworld_envs.tools import ToolError
+from agentworld_envs.engine.tools import ToolError
 
 RETAIL = "agentworld/retail-v0"
 SYNTH_ENVS = ["agentworld/wine-club-subscriptions-v0", "agentworld/acupuncture-clinic-v0",
@@ -82,8 +82,8 @@ def test_submit_validates_its_schema_like_any_tool(retail, args):
 
 
 def test_submit_schema_is_the_same_through_gym_mcp_and_trl(retail):
-    from agentworld_envs.mcp_server import EpisodeHost
-    from agentworld_envs.trl_adapter import agentworld_env_class
+    from agentworld_envs.serving.mcp_server import EpisodeHost
+    from agentworld_envs.serving.trl_adapter import agentworld_env_class
 
     retail.reset(seed=0)
     gym_submit = next(t for t in retail.tools if t["function"]["name"] == "submit")
@@ -408,8 +408,8 @@ def test_the_gate_runs_every_probe_kind_and_counts_them():
 
 def test_validate_and_stats_report_per_kind_probe_counts():
     from agentworld_envs.tasks.store import merge_task_stats
-    from agentworld_envs.tasks.summary import task_summary
-    from agentworld_envs.validation import validate_env
+    from agentworld_envs.audit.task_summary import task_summary
+    from agentworld_envs.audit.validation import validate_env
 
     record = validate_env(RETAIL)
     assert record["ok"] and record["probes"]

@@ -69,7 +69,7 @@ def test_ranks_sample_differently_and_stay_identical(two_rank_run):
 
 def test_only_rank_zero_writes_the_run_files(two_rank_run):
     out = two_rank_run
-    from agentworld_envs.outputs import MANIFEST, read_manifest
+    from agentworld_envs.util.outputs import MANIFEST, read_manifest
 
     top = sorted(p.name for p in out.iterdir())
     assert top == sorted([MANIFEST, "checkpoints", "config.yaml", "curves.png", "metrics.jsonl", "report.md",

@@ -29,7 +29,7 @@ def _call(name, **args):
 
 def _vector_env(backend: str, num_slots: int, env_kwargs: dict):
     if backend == "env-workers":   # the interface --env-workers ray uses, over in-process env workers
-        from agentworld_envs.workers import LocalEnvWorkers
+        from agentworld_envs.serving.workers import LocalEnvWorkers
 
         return WorkerSlotVectorEnv(num_slots, LocalEnvWorkers(env_kwargs, ["agentworld_rl.toy_envs"]))
     return SlotVectorEnv(num_slots, env_kwargs, asynchronous=backend == "async")
@@ -213,8 +213,8 @@ def test_smollm2_chatml_template_has_no_retokenized_turns():
 def test_env_workers_choices_fail_clearly(monkeypatch):
     import sys
 
-    from agentworld_envs.errors import EnvWorkerError
-    from agentworld_envs.workers import make_env_workers
+    from agentworld_envs.util.errors import EnvWorkerError
+    from agentworld_envs.serving.workers import make_env_workers
     from agentworld_rl.config import TrainConfig
     from agentworld_rl.errors import TrainError
 

@@ -51,7 +51,7 @@ def test_seeds_pool_the_gain_and_record_their_files(tmp_path, fake_train):
     assert g == pytest.approx((10 + 11) / 40) and 0 < lo < g < hi
     assert "zero is outside the interval" in (out / "seeds.md").read_text()
     assert json.loads((out / "seeds.json").read_text()) == json.loads(json.dumps(result))
-    from agentworld_envs.outputs import read_manifest
+    from agentworld_envs.util.outputs import read_manifest
     manifest, why = read_manifest(out)
     assert manifest is not None and manifest["kind"] == "seeds", why
     assert {"seeds.json", "seeds.md", "seed-0/eval_after.json"} <= set(manifest["files"])

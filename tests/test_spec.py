@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentworld_envs.spec import SpecError, content_hash, validate_spec
+from agentworld_envs.engine.spec import SpecError, content_hash, validate_spec
 from toy_spec import toy_spec
 
 
@@ -48,7 +48,7 @@ def test_content_hash_is_order_independent():
 def test_shipped_schema_is_a_valid_json_schema():
     import jsonschema
 
-    from agentworld_envs.spec import spec_schema
+    from agentworld_envs.engine.spec import spec_schema
 
     schema = spec_schema()
     jsonschema.validators.validator_for(schema).check_schema(schema)

@@ -14,8 +14,8 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs import statediff
-from agentworld_envs.catalog import load_bundle
+from agentworld_envs.engine import statediff
+from agentworld_envs.catalogue.catalog import load_bundle
 from agentworld_envs.tasks.runner import Runner
 from agentworld_envs.tasks.seal import seal
 

@@ -9,12 +9,12 @@ import pytest
 
 sqlite_utils = pytest.importorskip("sqlite_utils")
 
-from agentworld_envs import state  # noqa: E402
-from agentworld_envs.catalog import load_bundle  # noqa: E402
+from agentworld_envs.engine import state  # noqa: E402
+from agentworld_envs.catalogue.catalog import load_bundle  # noqa: E402
 from agentworld_envs.cli import app  # noqa: E402
 from agentworld_envs.env import AgentWorldEnv  # noqa: E402
-from agentworld_envs.errors import run_cli  # noqa: E402
-from agentworld_envs.integrations.statedb import APPLICATION_ID, StateSource, write  # noqa: E402
+from agentworld_envs.util.errors import run_cli  # noqa: E402
+from agentworld_envs.serving.integrations.statedb import APPLICATION_ID, StateSource, write  # noqa: E402
 
 SYNTH = "agentworld/wine-club-subscriptions-v0"
 

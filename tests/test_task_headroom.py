@@ -9,9 +9,9 @@ import gymnasium as gym
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs.catalog import load_bundle
-from agentworld_envs.lint import RULES, lint_built
-from agentworld_envs.lint_tasks import TASK_RULES, check_tasks
+from agentworld_envs.catalogue.catalog import load_bundle
+from agentworld_envs.audit.lint import RULES, lint_built
+from agentworld_envs.tasks.lint import TASK_RULES, check_tasks
 from agentworld_envs.tasks import factors
 from agentworld_envs.tasks.baselines import play
 from agentworld_envs.tasks.gate import gate
@@ -115,7 +115,7 @@ def test_chain_tasks_reach_new_records_and_describe_them_by_fields(bundles):
 
 
 def test_traps_do_not_name_their_blocking_value(bundles):
-    from agentworld_envs.lint_tasks import blocking_values, says
+    from agentworld_envs.tasks.lint import blocking_values, says
 
     traps = 0
     for name, b in bundles.items():
@@ -170,7 +170,7 @@ def _planted(b):
         {"name": "get_shipment_order", "arguments": {"shipment_order_id": order[0]}},
         {"name": "submit", "arguments": {"answer": "x"}}]})
     # a trap that says what blocks it
-    from agentworld_envs.lint_tasks import blocking_values
+    from agentworld_envs.tasks.lint import blocking_values
 
     conn = b.connect()
     trap, group = next((t, g[0]) for t in tasks for g in [blocking_values(b.spec, conn, t)] if g)

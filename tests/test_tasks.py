@@ -10,13 +10,15 @@ import jsonschema
 import pytest
 
 import agentworld_envs  # noqa: F401
-from agentworld_envs import state
-from agentworld_envs.catalog import load_bundle
-from agentworld_envs.spec import spec_schema
-from agentworld_envs.tasks import generate_tasks, merge_task_stats, synthesize_tasks, task_summary, tool_graph
+from agentworld_envs.engine import state
+from agentworld_envs.catalogue.catalog import load_bundle
+from agentworld_envs.engine.spec import spec_schema
+from agentworld_envs.tasks import generate_tasks, merge_task_stats, tool_graph
+from agentworld_envs.catalogue.fresh_tasks import synthesize_tasks
+from agentworld_envs.audit.task_summary import task_summary
 from agentworld_envs.tasks.gate import gate
 from agentworld_envs.tasks.runner import Runner
-from agentworld_envs.validation import NOOP, random_actions, replay
+from agentworld_envs.audit.validation import NOOP, random_actions, replay
 
 TRAIN = "agentworld/wine-club-subscriptions-v0"
 ARENA = "agentworld/florist-same-day-delivery-v0"
@@ -77,7 +79,7 @@ def test_every_task_passes_the_engine_checks(env):
         rng = random.Random(f"0:{tid}")
         env.reset(options={"task_id": tid})
         assert max(replay(env, tid, random_actions(env, rng))[0] for _ in range(2)) == 0.0, tid
-        from agentworld_envs.validation import nearmiss_fails
+        from agentworld_envs.audit.validation import nearmiss_fails
 
         assert nearmiss_fails(env, task), tid
 
@@ -100,7 +102,7 @@ def test_random_trajectories_use_real_values(env):
         if getattr(env.bundle, "_value_pool", None) else None
     actions = [a for _ in range(5) for a in random_actions(env, rng)]
     pool_values = {v for params in env.bundle._value_pool.values() for vals in params.values() for v in vals}
-    from agentworld_envs.actions import parse_action
+    from agentworld_envs.engine.actions import parse_action
 
     used = [v for a in actions for v in parse_action(a).arguments.values() if not isinstance(v, (list, dict))]
     assert any(v in pool_values and not isinstance(v, bool) for v in used)
@@ -121,7 +123,7 @@ def test_programmatic_verifier_catches_overreach_and_omission(bulk_env):
     assert writes
     sol = task["solution"]
     dropped = [s for i, s in enumerate(sol) if i != writes[-1]]
-    from agentworld_envs.actions import format_call
+    from agentworld_envs.engine.actions import format_call
 
     assert replay(env, task["id"], [format_call(s["name"], s["arguments"]) for s in dropped])[0] == 0.0
     # one extra write to another row of the same table: the verifier compares every other row
@@ -208,7 +210,7 @@ def test_reset_selects_tasks(env):
 def test_export_tasks_and_sft_replay(tmp_path):
     from datasets import load_from_disk
 
-    from agentworld_envs.tasks.export import export_sft, export_tasks, replay_messages, select_envs
+    from agentworld_envs.serving.export import export_sft, export_tasks, replay_messages, select_envs
 
     entries = select_envs([TRAIN, ARENA])
     n = export_tasks(tmp_path / "tasks", entries)

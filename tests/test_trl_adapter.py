@@ -10,8 +10,8 @@ import gymnasium as gym
 import pytest
 import torch
 
-from agentworld_envs.actions import format_call, parse_action
-from agentworld_envs.trl_adapter import (AgentWorldTRLEnv, agentworld_env_class, agentworld_reward,
+from agentworld_envs.engine.actions import format_call, parse_action
+from agentworld_envs.serving.trl_adapter import (AgentWorldTRLEnv, agentworld_env_class, agentworld_reward,
                                          environment_factories, task_rows, without_env_reward)
 
 torch.set_num_threads(1)

@@ -13,10 +13,10 @@ from types import SimpleNamespace
 import pytest
 
 import env_registry
-from agentworld_envs import datagen, state
-from agentworld_envs.lint import (WORLD_RULES, check_arithmetic, check_clock, check_foreign_vocab, check_policy,
+from agentworld_envs.engine import datagen, state
+from agentworld_envs.audit.lint import (WORLD_RULES, check_arithmetic, check_clock, check_foreign_vocab, check_policy,
                                   check_rules, check_same_parent, check_world)
-from agentworld_envs.rules import Rule
+from agentworld_envs.engine.rules import Rule
 from agentworld_envs.synthesis import semantics
 from agentworld_envs.synthesis.builder import synthesize
 from agentworld_envs.synthesis.policies import about_text, guarded_states
@@ -65,7 +65,7 @@ def test_outsider_probe_finds_no_contradiction(private_cache):
 def test_every_world_class_is_clean_on_built_envs(built):
     """The world classes and the data classes (date order, status stamps, ranges) alike: an overdue premium's
     due date has passed, and so has the start of its period, which comes before it."""
-    from agentworld_envs.lint import check_data
+    from agentworld_envs.audit.lint import check_data
 
     for name, spec in built.items():
         conn = _conn(spec)
@@ -299,7 +299,7 @@ def test_lint_foreign_vocab():
 
 
 def test_world_classes_are_counted(built):
-    from agentworld_envs.lint import RULES, summarise
+    from agentworld_envs.audit.lint import RULES, summarise
 
     assert set(WORLD_RULES) <= set(RULES)
     spec = copy.deepcopy(built["tea-ceremony-experiences"])
@@ -311,9 +311,9 @@ def test_world_classes_are_counted(built):
 def test_a_theme_limit_is_a_rule_the_tools_enforce(private_cache):
     """'Bags over 30 kg are refused': a policy line, a precondition of the tools that set the weight, and
     the data (test_theme_words_and_figures)."""
-    from agentworld_envs import catalog
+    from agentworld_envs.catalogue import catalog
     from agentworld_envs.tasks.runner import Runner
-    from agentworld_envs.tools import ToolError
+    from agentworld_envs.engine.tools import ToolError
 
     bundle = catalog.load_bundle("luggage-forwarding-service")
     rules = [Rule.from_json(r) for r in bundle.spec["rules"] if r["kind"] == "bound"]

@@ -12,12 +12,13 @@ import sys
 import pytest
 
 import env_registry
-from agentworld_envs import catalog, state
-from agentworld_envs.lint import check_data, check_instructions, check_tools, check_vocabulary, lint_built, lint_env
-from agentworld_envs.language import field_question, set_flag_phrase, singular, verb_phrase
-from agentworld_envs.rules import Rule
+from agentworld_envs.catalogue import catalog
+from agentworld_envs.engine import state
+from agentworld_envs.audit.lint import check_data, check_instructions, check_tools, check_vocabulary, lint_built, lint_env
+from agentworld_envs.engine.language import field_question, set_flag_phrase, singular, verb_phrase
+from agentworld_envs.engine.rules import Rule
 from agentworld_envs.synthesis import semantics
-from agentworld_envs.tools import ToolError
+from agentworld_envs.engine.tools import ToolError
 
 #: One synthesised env from different first-level categories, plus the hand-built retail env.
 ENVS = ["wine-club-subscriptions", "smart-thermostat-schedules", "helicopter-transfer-booking", "retail"]
@@ -193,12 +194,12 @@ def test_new_task_shapes_and_their_traps(bundles):
 
 
 def test_stats_report_shapes(private_cache):
-    from agentworld_envs.synthesis.build_all import build_many, registry_stats
+    from agentworld_envs.audit.build_all import build_many, registry_stats
 
     stats = registry_stats(build_many(ENVS[:2], jobs=1))
     assert sum(stats["tasks_by_shape"].values()) == stats["tasks_total"]
     assert stats["lint_violations"] == 0
-    from agentworld_envs.lint import WORLD_RULES
+    from agentworld_envs.audit.lint import WORLD_RULES
 
     assert all(stats["lint_by_rule"][r] == 0 for r in WORLD_RULES)
 
@@ -215,7 +216,7 @@ def test_lint_catches_broken_specs(bundles):
     table = next(t for t in spec["tables"] if any(c.get("references") for c in t["columns"]))
     fk = next(c for c in table["columns"] if c.get("references"))
     fk["name"] = "repository_id"
-    from agentworld_envs.lint import check_fk_naming
+    from agentworld_envs.audit.lint import check_fk_naming
 
     assert _one(check_fk_naming(spec), "fk_naming")
     # A value from another category's vocabulary in an enum column.

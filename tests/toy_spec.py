@@ -98,7 +98,7 @@ _TOY: dict[str, Any] = {
 
 def toy_spec() -> dict[str, Any]:
     """A fresh deep copy (tests mutate it), with the count task's answer read from the generated data."""
-    from agentworld_envs import state
+    from agentworld_envs.engine import state
 
     spec = copy.deepcopy(_TOY)
     conn = state.episode_connection(state.golden_bytes(spec))

@@ -77,7 +77,7 @@ _REFERENCE_CHUNK = 8
 
 def bfcl_root() -> str:
     """The directory BFCL writes its ``result/``, ``score/`` and lock files to: one this program owns."""
-    from ..state import cache_dir
+    from ..engine.state import cache_dir
 
     root = cache_dir() / "bfcl"
     root.mkdir(parents=True, exist_ok=True)
@@ -373,7 +373,7 @@ class BfclMultiTurnEnv(BenchmarkEnv):
 
     def solution_actions(self) -> list[str]:
         """BFCL's gold calls, turn by turn (at most 8 calls per action), each turn ended with ``submit``."""
-        from ..actions import format_call
+        from ..engine.actions import format_call
 
         if self.entry is None:
             raise RuntimeError("call reset() first")

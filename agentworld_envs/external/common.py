@@ -2,7 +2,7 @@
 
 A benchmark env is a :class:`BenchmarkEnv`: the same text actions as every agentworld env
 (``<tool_call>`` blocks, a bare JSON call or an OpenAI assistant message, parsed by
-:mod:`agentworld_envs.actions`), the same reset options (``task_id`` / ``task_index``), the
+:mod:`agentworld_envs.engine.actions`), the same reset options (``task_id`` / ``task_index``), the
 same ``submit`` tool, ``info["tools"]`` as OpenAI schemas, and the methods the arena's env
 workers use (:meth:`BenchmarkEnv.solution_actions`, :meth:`BenchmarkEnv.episode_facts`).
 
@@ -23,10 +23,10 @@ from typing import Any
 
 import gymnasium as gym
 
-from ..actions import ActionError, ToolCall, parse_calls
+from ..engine.actions import ActionError, ToolCall, parse_calls
 from ..env import chosen_task_index
-from ..episode import dumps, error_obj
-from ..spaces import UnicodeText
+from ..engine.episode import dumps, error_obj
+from ..engine.spaces import UnicodeText
 
 #: ``info["observation_role"]`` values (see the module doc).
 USER, TOOL = "user", "tool"

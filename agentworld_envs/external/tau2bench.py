@@ -356,7 +356,7 @@ class Tau2Env(BenchmarkEnv):
 
     def solution_actions(self) -> list[str]:
         """The gold actions, one call per action, then ``submit`` with the task's communicate_info as the answer."""
-        from ..actions import format_call
+        from ..engine.actions import format_call
 
         if self.task is None:
             raise RuntimeError("call reset() first")

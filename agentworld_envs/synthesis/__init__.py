@@ -2,7 +2,7 @@
 
 The catalogue names this package's spec builder by string
 (``"agentworld_envs.synthesis.builder:theme_spec"``, the ``synth`` source in
-:data:`agentworld_envs.catalog.SPEC_BUILDERS`); importing the package registers nothing.
+:data:`agentworld_envs.catalogue.catalog.SPEC_BUILDERS`); importing the package registers nothing.
 """
 
 from __future__ import annotations

@@ -15,8 +15,9 @@ from typing import Any
 
 import env_registry
 
-from .. import cachefile, datagen, state
-from ..spec import content_hash, validate_spec
+from ..util import cachefile
+from ..engine import datagen, state
+from ..engine.spec import content_hash, validate_spec
 from .naming import title
 from .policies import Rule, about_text, plan_rules
 from .schema import build_entities, data_recipe, schema_signature, tables_of
@@ -135,7 +136,7 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
 @functools.cache
 def _registry_hash() -> str:
     """Library data + the synthesis code + the data-generation code: any change rebuilds cached specs."""
-    from .. import language, rules
+    from ..engine import language, rules
     from . import naming, policies, schema, semantics, toolcheck, toolgen
 
     code = "".join(inspect.getsource(m) for m in (naming, schema, toolgen, toolcheck, semantics, policies, language, rules)) \

@@ -44,4 +44,4 @@ def create_verb(roles: list[str], singular: str = "") -> str:
     return "create"
 
 
-from ..language import VERB_PHRASES, participle, verb_phrase  # noqa: E402,F401 - re-exported for synthesis
+from ..engine.language import VERB_PHRASES, participle, verb_phrase  # noqa: E402,F401 - re-exported for synthesis

@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..language import date_noun, figures, indefinite, number, sentences, verb_phrase
-from ..rules import Rule
+from ..engine.language import date_noun, figures, indefinite, number, sentences, verb_phrase
+from ..engine.rules import Rule
 from .naming import title
 from .semantics import date_rank, dependency_order, sources
 

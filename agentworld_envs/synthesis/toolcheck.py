@@ -13,8 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import state
-from ..tools import Tool, ToolError, compile_tool, date_format, invoke, precondition_sql, q
+from ..engine import state
+from ..engine.tools import Tool, ToolError, compile_tool, date_format, invoke, precondition_sql, q
 
 NOW = "2026-06-15T12:00:00Z"
 

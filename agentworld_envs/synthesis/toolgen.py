@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..language import indefinite, verb_phrase
+from ..engine.language import indefinite, verb_phrase
 from .naming import create_verb, title
 from .schema import Entity
 from .semantics import status_stamps

@@ -9,9 +9,9 @@ from typing import Any, Iterable
 
 import re
 
-from .. import state
+from ..engine import state
 from . import baselines, factors, hard, llm, shapes
-from ..spec import canonical_json
+from ..engine.spec import canonical_json
 from .generate import BYES, HELLOS, Generator, Part, Skip, fmt_value
 from .model import EnvModel
 from .gate import gate

@@ -1,7 +1,7 @@
 """The submit contract applied to a task record (mechanically, when a task is sealed).
 
 A task written against the old contract (``submit(answer=...)`` with prose) is brought to the new
-one (:mod:`agentworld_envs.submission`) by :func:`apply`, so generators and hand-written domains
+one (:mod:`agentworld_envs.engine.submission`) by :func:`apply`, so generators and hand-written domains
 need not change and a record stays readable by older code:
 
 * an explicit ``outcome`` check (``done`` / ``refused`` / ``partial``, read off the task's checks
@@ -25,9 +25,9 @@ import copy
 import re
 from typing import Any
 
-from .. import answers, statediff
-from ..submission import SUBMIT
-from ..verifiers import expected_outcome, is_refusal_task
+from ..engine import answers, statediff
+from ..engine.submission import SUBMIT
+from ..engine.verifiers import expected_outcome, is_refusal_task
 
 _STOP = frozenset("""about above after again also been before being below between both could does doing down during
 each from further have having here into just more most must need only other over please same should some such than that

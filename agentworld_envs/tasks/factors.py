@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..tools import WRITE_KINDS
+from ..engine.tools import WRITE_KINDS
 
 MAX_BRANCHES = 12
 WEIGHTS = {"calls": 0.5, "hops": 0.6, "branches": 0.15, "touched": 0.3, "hidden": 1.2, "parts": 0.6}

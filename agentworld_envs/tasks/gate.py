@@ -5,8 +5,8 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from ..actions import format_call
-from ..trajectories import NOOP, near_misses, random_actions
+from ..engine.actions import format_call
+from ..engine.trajectories import NOOP, near_misses, random_actions
 from .contract import given_text_mismatch, public_reasons
 from .probes import add_counts, attack
 from .runner import Runner

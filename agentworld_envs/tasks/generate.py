@@ -21,9 +21,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
-from ..language import (average_of, field_question, field_value, flag_words, in_state, indefinite, set_flag_phrase,
+from ..engine.language import (average_of, field_question, field_value, flag_words, in_state, indefinite, set_flag_phrase,
                         value_words, verb_phrase)
-from ..tools import ToolError
+from ..engine.tools import ToolError
 from .model import EnvModel, TableInfo, words
 from .runner import Runner
 
@@ -95,7 +95,7 @@ class Generator:
 
     def rules_allow(self, tool: dict[str, Any], rid: int) -> bool:
         """Whether the theme's enforced rules (thresholds, time windows) let ``tool`` act on row ``rid``."""
-        from ..rules import Rule
+        from ..engine.rules import Rule
 
         conds = [Rule.from_json(r).sql(self.m.spec["now"]) for r in self.m.spec.get("rules", [])
                  if r.get("tool") == tool["name"] and r.get("kind") != "quota"]

@@ -29,8 +29,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from ..language import field_value, in_state, number, participle, value_words, verb_phrase
-from ..rules import Rule
+from ..engine.language import field_value, in_state, number, participle, value_words, verb_phrase
+from ..engine.rules import Rule
 from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value
 from .model import TableInfo, words
 

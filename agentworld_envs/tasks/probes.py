@@ -43,11 +43,11 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import answers
-from ..actions import format_call
-from ..submission import SUBMIT
-from ..trajectories import random_arguments
-from ..verifiers import expected_outcome
+from ..engine import answers
+from ..engine.actions import format_call
+from ..engine.submission import SUBMIT
+from ..engine.trajectories import random_arguments
+from ..engine.verifiers import expected_outcome
 from .runner import Runner
 from .seal import locate
 

@@ -1,9 +1,9 @@
 """One episode connection per environment, rewound with SAVEPOINT/ROLLBACK between trajectories.
 
-:class:`Runner` replays trajectories through the same :class:`~agentworld_envs.episode.Interpreter`
+:class:`Runner` replays trajectories through the same :class:`~agentworld_envs.engine.episode.Interpreter`
 as :class:`~agentworld_envs.env.AgentWorldEnv` (tool errors are observations, several calls per
 action run in order, ``submit`` with bad arguments is not terminal, ``max_turns`` truncates with
-reward 0) and scores them with the engine's own :func:`~agentworld_envs.verifiers.run_checks`, but
+reward 0) and scores them with the engine's own :func:`~agentworld_envs.engine.verifiers.run_checks`, but
 without deserialising the golden database for each one. The self-verification gate
 (:mod:`.gate`) runs on it.
 """
@@ -15,13 +15,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import state, statediff
-from ..actions import ToolCall, format_call
-from ..answers import Observed
-from ..episode import DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter
-from ..tools import Tool, compile_tool, invoke
-from ..trajectories import value_pool
-from ..verifiers import VerifierContext, run_checks
+from ..engine import state, statediff
+from ..engine.actions import ToolCall, format_call
+from ..engine.answers import Observed
+from ..engine.episode import DEFAULT_MAX_TURNS, SUBMIT_TOOL, Interpreter
+from ..engine.tools import Tool, compile_tool, invoke
+from ..engine.trajectories import value_pool
+from ..engine.verifiers import VerifierContext, run_checks
 
 
 

@@ -19,7 +19,7 @@ import copy
 import sqlite3
 from typing import Any
 
-from .. import answers, statediff
+from ..engine import answers, statediff
 from . import contract
 from .runner import Runner
 

@@ -16,8 +16,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..language import field_value, flag_words, in_state, indefinite, number, value_words, verb_phrase
-from ..rules import Rule
+from ..engine.language import field_value, flag_words, in_state, indefinite, number, value_words, verb_phrase
+from ..engine.rules import Rule
 from .generate import Generator, Part, Skip, call, fmt_value
 from .model import TableInfo, words
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from .. import cachefile, state
-from ..spec import content_hash
+from ..util import cachefile
+from ..engine import state
+from ..engine.spec import content_hash
 from . import llm
 from .baselines import BASELINES
 from .build import GEN_VERSION, TARGET, generate_tasks
@@ -104,7 +105,7 @@ def _median(xs: list[float]) -> float:
 def headroom_stats(summaries: list[dict[str, Any]]) -> dict[str, Any]:
     """How difficulty relates to reference length and to the scripted baselines' failures, the hard tier,
     and the task-level lint classes (``lint_tasks.py``) across ``summaries``."""
-    from ..lint_tasks import TASK_RULES
+    from .lint import TASK_RULES
 
     rows = [dict(zip(ROW_FIELDS, r)) for s in summaries for r in s.get("task_rows", [])]
     hard = [r for r in rows if r["hard"]]

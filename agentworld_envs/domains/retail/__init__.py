@@ -11,7 +11,7 @@ import copy
 import functools
 from typing import Any
 
-from agentworld_envs.spec import SPEC_VERSION
+from agentworld_envs.engine.spec import SPEC_VERSION
 
 from . import data  # noqa: F401  (registers the data generator)
 from .schema import NOW, POLICY, TABLES

@@ -7,7 +7,7 @@ import random
 import sqlite3
 from typing import Any
 
-from agentworld_envs.datagen import data_generator, faker_pool, parse_now
+from agentworld_envs.engine.datagen import data_generator, faker_pool, parse_now
 
 from .schema import CANCEL_REASONS, CARRIERS, RETURN_WINDOW_DAYS, TICKET_TOPICS
 

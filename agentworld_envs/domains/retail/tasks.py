@@ -11,7 +11,7 @@ import datetime as dt
 import sqlite3
 from typing import Any
 
-from agentworld_envs import state
+from agentworld_envs.engine import state
 
 from .schema import RETURN_WINDOW_DAYS
 

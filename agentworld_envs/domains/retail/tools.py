@@ -8,7 +8,7 @@ import hashlib
 import operator
 from typing import Any
 
-from agentworld_envs.tools import ToolContext, ToolError, python_tool
+from agentworld_envs.engine.tools import ToolContext, ToolError, python_tool
 
 from .schema import CANCEL_REASONS, ORDER_STATUSES, RETURN_WINDOW_DAYS, TICKET_TOPICS
 

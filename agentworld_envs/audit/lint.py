@@ -1,0 +1,539 @@
+"""``agentworld lint``: does a built environment make sense as a world?
+
+Mechanical checks over a spec, its golden database and its tasks, each a named rule:
+
+==================  ==============================================================================
+``fk_naming``       a foreign-key column is named after the table it references (``<role>_<target>_id``)
+``vocab_leak``      an enum/choice value belongs to a vocabulary of another, unrelated category
+``column_misfit``   a column the vocabulary registry says does not belong in this category
+``tool_name``       numbered or placeholder tool names (``_2``, ``_x``)
+``tool_returns``    a tool description that does not say what the tool returns
+``date_order``      paired dates out of order (an end before its start, an update before creation)
+``status_stamp``    a status timestamp missing for a record in that status, or set before it got there
+``value_range``     a value outside its semantic range (percentages, temperatures, readings, ages, counts)
+``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price)
+``mime_mismatch``   a file's MIME type that does not match its extension
+``word_salad``      free text of four or more words with no function word ("owner east ball Republican")
+``grammar``         instruction smells: "the is <flag>", doubled words, dangling prepositions,
+                    snake_case column names, "Hi, Please"
+``clock_status``    a date that contradicts its record's status on the world's clock (an overdue
+                    payment not yet due, an active membership that has ended, a scheduled session in
+                    the past, a done one in the future), or a creation/status-change time after now
+``over_cap``        a used amount above its cap in the same row (seats booked > capacity), or a paid
+                    amount that does not fit its status (partially paid not strictly between 0 and due)
+``same_parent``     a row naming an owner and one of its records, where the record is another owner's
+``rule_history``    a seeded row in a status its business rule forbids reaching (a done investigation
+                    above the fee limit; cancelled less than 48 hours before the start), except rows a
+                    task set up (``data.setups``)
+``over_quota``      a parent holding more open children than its quota rule allows
+``prose_number``    a number in the policy that no rule and no clock backs ("up to eight guests")
+``policy_clock``    a policy that does not state the world's date
+``foreign_vocab``   a value from another trade: a job title or record kind that is not the theme's
+                    (Faker job titles, a renamed record's generic kinds without the theme's words)
+(task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
+                    ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
+==================  ==============================================================================
+
+The world classes (``clock_status`` to ``foreign_vocab``) apply to specs whose data comes from a recipe; a
+hand-built domain with a Python data generator (retail) owns its words and figures, as for vocabularies.
+
+The rules read the same semantic tables synthesis uses (:mod:`agentworld_envs.synthesis.semantics`)
+but check the built artefacts, not the generators, so a wrong generator, a hand-edited spec or a
+write tool that breaks an invariant all show up.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections import Counter
+from dataclasses import asdict, dataclass
+from typing import Any, Iterable
+
+import env_registry
+
+from ..engine.datagen import mime_type
+from ..engine.language import number, singular
+from ..tasks.lint import TASK_RULES, check_tasks
+from ..synthesis import semantics
+
+RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
+         "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
+         "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab")
+#: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
+WORLD_RULES = RULES[12:]
+RULES += TASK_RULES
+#: Violations kept per rule per env (the count is always exact).
+MAX_EXAMPLES = 5
+
+
+@dataclass(frozen=True)
+class Violation:
+    rule: str
+    where: str
+    detail: str
+
+    def to_json(self) -> dict[str, str]:
+        return asdict(self)
+
+
+def q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+# ------------------------------------------------------------------------------------------ schema
+
+
+def check_fk_naming(spec: dict[str, Any]) -> Iterable[Violation]:
+    for t in spec["tables"]:
+        for c in t["columns"]:
+            ref = c.get("references")
+            if ref:
+                target = ref.split(".")[0]
+                if target != t["name"] and not semantics.fk_matches_target(c["name"], target):
+                    yield Violation("fk_naming", f"{t['name']}.{c['name']}", f"references {target}")
+
+
+def _theme_columns(name: str) -> dict[str, tuple[str, dict[str, Any]]]:
+    """``table.column`` → (module key, theme) for a synthesised env; empty for hand-built ones."""
+    try:
+        theme = env_registry.theme(name)
+    except KeyError:
+        return {}
+    from ..synthesis.schema import build_entities
+
+    out = {}
+    for ent in build_entities(theme):
+        for col in ent.columns:
+            out[f"{ent.table}.{col['name']}"] = (ent.key, theme)
+    return out
+
+
+def check_vocabulary(spec: dict[str, Any], name: str) -> Iterable[Violation]:
+    """Values and columns against the vocabulary registry (synthesised envs; hand-built ones own their words)."""
+    theme_columns = _theme_columns(name)
+    if not theme_columns:
+        return
+    tags = {spec.get("taxonomy", {}).get("l1"), spec.get("taxonomy", {}).get("l2"), "*"}
+    index = semantics.vocabulary_index()
+    recipe = spec.get("data", {}).get("tables", {})
+    for t in spec["tables"]:
+        for c in t["columns"]:
+            values = list(c.get("enum") or [])
+            gen = recipe.get(t["name"], {}).get("columns", {}).get(c["name"], {})
+            if gen.get("gen") == "choice":
+                values += [v for v in gen["values"] if isinstance(v, str)]
+            if c["name"] == "status" or gen.get("theme_words"):
+                continue   # lifecycle states are generic by design; a theme's own words are its own
+            for v in dict.fromkeys(values):
+                owners = index.get(str(v))
+                if owners and not owners & tags:
+                    yield Violation("vocab_leak", f"{t['name']}.{c['name']}",
+                                    f"{v!r} belongs to {', '.join(sorted(owners))[:80]}")
+    for key, (module, theme) in theme_columns.items():
+        column = key.split(".", 1)[1]
+        fits, _ = semantics.vocabulary_for(theme, module, column)
+        if not fits and column != env_registry.entity_modules()[module]["label"]:
+            yield Violation("column_misfit", key, f"{module}.{column} does not fit {theme['l1']}/{theme['l2']}")
+
+
+def check_tools(spec: dict[str, Any]) -> Iterable[Violation]:
+    for tool in spec["tools"]:
+        if re.search(r"(_[2-9]|_x)$", tool["name"]):
+            yield Violation("tool_name", tool["name"], "numbered or placeholder name")
+        if "return" not in tool.get("description", "").lower():
+            yield Violation("tool_returns", tool["name"], "description does not say what it returns")
+
+
+# --------------------------------------------------------------------------------------------- data
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
+    return [r[1] for r in conn.execute(f"PRAGMA table_info({q(table)})")]
+
+
+def _date_columns(conn: sqlite3.Connection, table: str, cols: list[str]) -> list[str]:
+    out = []
+    for c in cols:
+        v = conn.execute(f"SELECT {q(c)} FROM {q(table)} WHERE {q(c)} IS NOT NULL LIMIT 1").fetchone()
+        if v and isinstance(v[0], str) and re.fullmatch(r"\d{4}-\d\d-\d\d(T\d\d:\d\d:\d\dZ?)?", v[0]):
+            out.append(c)
+    return out
+
+
+def _workflow_of(spec: dict[str, Any], table: str) -> dict[str, Any] | None:
+    """The lifecycle a table's transition tools implement (states from its enum, moves from the tools)."""
+    moves = [t["impl"] for t in spec["tools"] if t["impl"].get("kind") == "transition" and t["impl"].get("table") == table]
+    if not moves:
+        return None
+    col = next(c for t in spec["tables"] if t["name"] == table for c in t["columns"] if c["name"] == moves[0]["column"])
+    return {"states": list(col.get("enum") or []), "transitions": [{"from": m["from"], "to": m["to"]} for m in moves],
+            "column": moves[0]["column"]}
+
+
+def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[str] | None = None,
+               modules: dict[str, str] | None = None) -> Iterable[Violation]:
+    """``modules``: table → entity module key (synthesised envs), which tells whose birth dates a table holds."""
+    names = list(tables or (t["name"] for t in spec["tables"]))
+    modules = modules or {}
+    for table in names:
+        cols = _columns(conn, table)
+        dates = _date_columns(conn, table, cols)
+        for earlier, later, strict in semantics.ordered_pairs([d for d in dates if "birth" not in d]):
+            op = "<=" if strict else "<"
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(earlier)} IS NOT NULL AND {q(later)} IS NOT NULL "
+                             f"AND substr({q(later)}, 1, min(length({q(later)}), length({q(earlier)}))) {op} "
+                             f"substr({q(earlier)}, 1, min(length({q(later)}), length({q(earlier)})))").fetchone()[0]
+            if n:
+                yield Violation("date_order", f"{table}.{later}", f"{n} rows with {later} before {earlier}")
+        wf = _workflow_of(spec, table)
+        if wf:
+            st = wf["column"]
+            for col, states in semantics.status_stamps(cols, wf).items():
+                marks = ", ".join("?" * len(states))
+                missing = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(st)} = ? AND {q(col)} IS NULL",
+                                       (col.rsplit("_", 1)[0],)).fetchone()[0]
+                early = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(col)} IS NOT NULL AND {q(st)} NOT IN ({marks})",
+                                     tuple(states)).fetchone()[0]
+                if missing or early:
+                    yield Violation("status_stamp", f"{table}.{col}",
+                                    f"{missing} rows in that status without it, {early} rows with it in another status")
+        yield from _check_ranges(conn, table, cols, dates, spec["now"][:10], f"{singular(table)} {modules.get(table, '')}")
+        for total, parts in semantics.TOTALS:
+            present = [p for p in parts if p in cols]
+            if total in cols and parts[0] in present and len(present) >= 2:
+                expr = " + ".join(f"COALESCE({q(p)}, 0)" for p in present)
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(total)} IS NOT NULL AND "
+                                 f"abs({q(total)} - ({expr})) > 0.011").fetchone()[0]
+                if n:
+                    yield Violation("impossible", f"{table}.{total}", f"{n} rows whose {total} is not {' + '.join(present)}")
+        if {"quantity", "unit_price", "line_total"} <= set(cols):
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE line_total IS NOT NULL AND "
+                             f"abs(line_total - quantity * unit_price) > 0.011").fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.line_total", f"{n} rows whose line_total is not quantity x unit_price")
+        if "file_name" in cols and "mime_type" in cols:
+            bad = sum(1 for f, m in conn.execute(f"SELECT file_name, mime_type FROM {q(table)} WHERE file_name IS NOT NULL")
+                      if m != mime_type(f))
+            if bad:
+                yield Violation("mime_mismatch", f"{table}.mime_type", f"{bad} rows whose MIME type does not match the file")
+        yield from _check_text(conn, table, cols, spec)
+
+
+_PERCENT = re.compile(r"(^|_)(pct|percent|percentage)($|_)")
+_TEMPERATURE = re.compile(r"(^|_)(temp|temperature)(_|$)|_c$")
+_NON_NEGATIVE = re.compile(r"(_count|quantity|qty|_minutes|_hours|_seconds|_ms|duration|price|fee|cost|^hours$|^minutes$)")
+
+
+def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[str], today: str,
+                  who: str) -> Iterable[Violation]:
+    """``who``: the words naming the table's records (and its module), which set the plausible ages."""
+    def count(where: str, params: tuple = ()) -> int:
+        return conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {where}", params).fetchone()[0]
+
+    for c in cols:
+        if c == "id" or c.endswith("_id"):
+            continue
+        if _PERCENT.search(c) and count(f"typeof({q(c)}) IN ('integer','real') AND ({q(c)} < 0 OR {q(c)} > 100)"):
+            yield Violation("value_range", f"{table}.{c}", "percentage outside 0-100")
+        if _TEMPERATURE.search(c) and count(f"typeof({q(c)}) IN ('integer','real') AND ({q(c)} < -200 OR {q(c)} > 150)"):
+            yield Violation("value_range", f"{table}.{c}", "temperature outside -200..150 °C")
+        if _NON_NEGATIVE.search(c) and count(f"typeof({q(c)}) IN ('integer','real') AND {q(c)} < 0"):
+            yield Violation("value_range", f"{table}.{c}", "negative amount, count or duration")
+        if c == "age" and count(f"typeof({q(c)}) = 'integer' AND ({q(c)} < 0 OR {q(c)} > 120)"):
+            yield Violation("value_range", f"{table}.{c}", "age outside 0-120")
+    if "metric" in cols and "value" in cols:
+        for metric, (lo, hi) in semantics.METRIC_RANGES.items():
+            n = count("metric = ? AND (value < ? OR value > ?)", (metric, lo, hi))
+            if n:
+                yield Violation("value_range", f"{table}.value", f"{n} {metric} readings outside {lo}..{hi}")
+    if "analyte" in cols and "unit" in cols:
+        offered = {u for (u,) in conn.execute(f"SELECT DISTINCT unit FROM {q(table)}")}
+        for analyte, (unit, lo, hi) in semantics.ANALYTES.items():
+            if unit not in offered:
+                continue   # this service reports in other units: the pairing cannot be checked
+            n = count("analyte = ? AND (unit != ? OR value < ? OR value > ?)", (analyte, unit, lo, hi))
+            if n:
+                yield Violation("value_range", f"{table}.value", f"{n} {analyte} results with the wrong unit or range")
+    for c in cols:
+        if "birth" in c and c in dates:
+            lo = semantics.AGE_RANGES[semantics.person_kind(who)][0]
+            n = count(f"{q(c)} IS NOT NULL AND ((julianday(?) - julianday({q(c)})) / 365.25 > 120 "
+                      f"OR (julianday(?) - julianday({q(c)})) / 365.25 < ?)", (today, today, lo))
+            if n:
+                yield Violation("value_range", f"{table}.{c}", f"{n} birth dates giving an age outside {lo}-120")
+
+
+_FREE_TEXT_WORDS = ("description", "note", "comment", "summary", "body", "message", "reason", "memo", "feedback",
+                   "instruction", "justification", "request", "agenda", "purpose", "hypothesis", "goals", "bio",
+                   "letter", "reply", "changelog", "criteria")
+_FUNCTION_WORDS = frozenset(
+    "a an the of to for and or with on in at by from is are was be this that it its as please not no all our your "
+    "we i you they them their has have had will can could should would may up out into over after before about "
+    "just next today per via than then so".split())
+
+
+def _check_text(conn: sqlite3.Connection, table: str, cols: list[str], spec: dict[str, Any]) -> Iterable[Violation]:
+    spec_cols = {c["name"]: c for t in spec["tables"] if t["name"] == table for c in t["columns"]}
+    for c in cols:
+        col = spec_cols.get(c, {})
+        # Free text only: names and titles are proper nouns, which need no function words.
+        if col.get("type") != "TEXT" or col.get("enum") or semantics.text_kind(c) == "title" \
+                or not any(w in c for w in _FREE_TEXT_WORDS):
+            continue
+        bad = 0
+        for (v,) in conn.execute(f"SELECT {q(c)} FROM {q(table)} WHERE typeof({q(c)}) = 'text' LIMIT 200"):
+            tokens = [w.strip(".,;:!?()\"'") for w in v.split()]
+            if len(tokens) >= 4 and not any(w.lower() in _FUNCTION_WORDS for w in tokens) and " " in v:
+                bad += 1
+        if bad:
+            yield Violation("word_salad", f"{table}.{c}", f"{bad} values read as random words")
+
+
+# -------------------------------------------------------------------------------------------- tasks
+
+_GRAMMAR = (
+    (re.compile(r"\bthe (is|has)\s+\w+", re.I), "'the is/has <flag>'"),
+    (re.compile(r"\b(\w{2,})\s+\1\b"), "doubled word"),
+    (re.compile(r"(?<![\w./])(of|the|a|an)\s*[.?!](\s|$)"), "dangling word before the full stop"),
+    (re.compile(r"\bthe \w+ (on|at|by) of\b"), "a date column used as a noun ('the listed on of')"),
+    (re.compile(r"(?<![\w./])a (?!one\b|uni|use|usu|uti|ure|eu|once)[aeiou]\w*"), "'a' before a vowel"),
+    (re.compile(r"\b(Hi|Hello|Hey there),\s+(Please|Could|Can|What|Which|How|Among|Several|For|Look|Of|Find|List|"
+                r"Count|Total|Set|Update|Mark|Add|The|There|This|My|Our|Note|Quick|When|Is|Does|Who)\b"),
+     "capital after a greeting comma"),
+    (re.compile(r"\b(start|stop|end|mark|request|return|submit|bring|check|set|flag|give|make|pick|record|send)"
+                r" (maintenance|review|changes|info|online|exception|notice|offer|partial|pending) (the|a|an)\b"),
+     "multi-word verb without its preposition"),
+)
+
+
+def check_instructions(spec: dict[str, Any], tasks: list[dict[str, Any]]) -> Iterable[Violation]:
+    columns = {c["name"] for t in spec["tables"] for c in t["columns"] if "_" in c["name"]}
+    for task in tasks:
+        text = task.get("instruction", "")
+        for pattern, what in _GRAMMAR:
+            m = pattern.search(text)
+            if m and not (what == "doubled word" and m.group(1).isdigit()):
+                yield Violation("grammar", task["id"], f"{what}: {text[max(0, m.start() - 30): m.end() + 20]!r}")
+        for word in re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text):
+            if word in columns:
+                yield Violation("grammar", task["id"], f"column name {word!r} in the instruction")
+                break
+
+
+# ------------------------------------------------------------------------------------------- world
+
+
+def _entities(name: str) -> dict[str, Any]:
+    """table → synthesis entity of a synthesised env (its workflow and module), empty for hand-built ones."""
+    try:
+        theme = env_registry.theme(name)
+    except KeyError:
+        return {}
+    from ..synthesis.schema import build_entities
+
+    return {e.table: e for e in build_entities(theme)}
+
+
+def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
+    """Dates against the world's clock: each status's dates on the right side of now (the workflow's
+    ``clock`` map), and nothing made or changed after now."""
+    now = spec["now"]
+    today = now[:10]
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = _columns(conn, table)
+        dates = _date_columns(conn, table, cols)
+        for col in dates:
+            if col == "status_changed_at" or (semantics.date_rank(col) == 0 and semantics.is_past_column(col)):
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE (length({q(col)}) > 10 AND {q(col)} > ?) "
+                                 f"OR (length({q(col)}) = 10 AND {q(col)} > ?)", (now, today)).fetchone()[0]
+                if n:
+                    yield Violation("clock_status", f"{table}.{col}", f"{n} rows dated after now ({now})")
+        ent = entities.get(table)
+        if "is_active" in cols:
+            for col in dates:
+                if semantics.clock_role(col) == "end":
+                    n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE is_active = 1 AND {q(col)} IS NOT NULL "
+                                     f"AND substr({q(col)}, 1, 10) <= ?", (today,)).fetchone()[0]
+                    if n:
+                        yield Violation("clock_status", f"{table}.{col}", f"{n} active rows whose {col} has passed")
+        if ent is None or not ent.workflow or "status" not in cols:
+            continue
+        for col in dates:
+            past, future = semantics.clock_constraints(ent.workflow, col)
+            for states, op, side in ((past, ">=", "on or after today"), (future, "<=", "on or before today")):
+                if not states:
+                    continue
+                marks = ", ".join("?" * len(states))
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({marks}) AND {q(col)} IS NOT NULL "
+                                 f"AND substr({q(col)}, 1, 10) {op} ?", (*states, today)).fetchone()[0]
+                if n:
+                    yield Violation("clock_status", f"{table}.{col}",
+                                    f"{n} rows in {'/'.join(states)} with {col} {side} ({today})")
+
+
+def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
+    """Used amounts within their caps; paid amounts that fit the record's status."""
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = set(_columns(conn, table))
+        for used, cap in semantics.CAPS:
+            if used in cols and cap in cols:
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(used)} > {q(cap)}").fetchone()[0]
+                if n:
+                    yield Violation("over_cap", f"{table}.{used}", f"{n} rows with {used} above {cap}")
+        for paid, due in semantics.PAID:
+            if paid not in cols or due not in cols:
+                continue
+            ent = entities.get(table)
+            plan = ((ent.workflow or {}).get("paid") if ent else None) or {}
+            checks = [(f"{q(paid)} > {q(due)} + 0.005", f"{paid} above {due}")]
+            if "status" in cols:
+                for state in plan.get("partial", ()):
+                    checks.append((f"status = '{state}' AND NOT ({q(paid)} > 0 AND {q(paid)} < {q(due)})",
+                                   f"{state} without 0 < {paid} < {due}"))
+                for state in plan.get("full", ()):
+                    checks.append((f"status = '{state}' AND abs({q(paid)} - {q(due)}) > 0.005", f"{state} with {paid} != {due}"))
+            for where, what in checks:
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(paid)} IS NOT NULL AND {q(due)} IS NOT NULL "
+                                 f"AND {where}").fetchone()[0]
+                if n:
+                    yield Violation("over_cap", f"{table}.{paid}", f"{n} rows {what}")
+            break
+
+
+def check_same_parent(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
+    """A row naming an owner (a person, organisation or account) and a record that itself names one of
+    those owners: both name the same one."""
+    from ..synthesis.schema import OWNER_ROLES
+
+    fks = {t["name"]: {c["name"]: c["references"].split(".")[0] for c in t["columns"] if c.get("references")}
+           for t in spec["tables"]}
+    for table, refs in fks.items():
+        for a_col, owner in refs.items():
+            ent = entities.get(owner)
+            if ent is None or not set(ent.roles) & OWNER_ROLES:
+                continue
+            for b_col, target in refs.items():
+                vias = [c for c, t in fks.get(target, {}).items() if t == owner] if b_col != a_col else []
+                if len(vias) != 1:
+                    continue
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS t JOIN {q(target)} AS p ON p.id = t.{q(b_col)} "
+                                 f"WHERE t.{q(a_col)} IS NOT NULL AND p.{q(vias[0])} IS NOT NULL "
+                                 f"AND p.{q(vias[0])} != t.{q(a_col)}").fetchone()[0]
+                if n:
+                    yield Violation("same_parent", f"{table}.{b_col}",
+                                    f"{n} rows whose {target} belongs to another {owner} than {a_col}")
+
+
+def check_rules(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """The seeded history against each business rule; rows named by ``data.setups`` are exempt."""
+    from ..engine.rules import Rule
+
+    exempt: dict[str, set[int]] = {}
+    for setup in spec.get("data", {}).get("setups", ()):
+        exempt.setdefault(setup["table"], set()).add(int(setup["id"]))
+    for raw in spec.get("rules", ()):
+        rule = Rule.from_json(raw)
+        skip = exempt.get(rule.table, set())
+        not_exempt = f" AND id NOT IN ({', '.join(str(i) for i in sorted(skip))})" if skip else ""
+        if rule.kind == "quota":
+            over = conn.execute(rule.over_quota()).fetchall()
+            if over:
+                worst = max(over, key=lambda r: r[1])
+                yield Violation("over_quota", f"{rule.table}.{rule.column}",
+                                f"{len(over)} parents above {int(rule.value)} (up to {worst[1]}): {rule.text}")
+            continue
+        where = rule.history_breaks(spec["now"])
+        if where is None:
+            continue
+        n = conn.execute(f"SELECT COUNT(*) FROM {q(rule.table)} WHERE {where}{not_exempt}").fetchone()[0]
+        if n:
+            yield Violation("rule_history", f"{rule.table}.{rule.column}",
+                            f"{n} rows in {'/'.join(rule.guards)} break: {rule.text}")
+
+
+def check_policy(spec: dict[str, Any]) -> Iterable[Violation]:
+    """The policy states today's date, and every figure it states is a rule's value."""
+    from ..engine.language import figures
+
+    policy = spec.get("policy", "")
+    if spec["now"][:10] not in policy:
+        yield Violation("policy_clock", "policy", f"does not state today's date ({spec['now'][:10]})")
+    # Names are not figures: the service's ("401(k) plan recordkeeping") and its records' ("Form 1099", "8D report").
+    names = [spec.get("title") or ""] + [singular(t["name"]).replace("_", " ") for t in spec.get("tables", ())]
+    for name in sorted(filter(None, names), key=len, reverse=True):
+        if figures(name):   # "Form 1099", "Eight D report"
+            policy = re.sub(re.escape(name), " ", policy, flags=re.I)
+    policy = policy.replace(spec.get("title") or "\0", " ")
+    backed = {float(r["value"]) for r in spec.get("rules", ())} | {0.0, 1.0}
+    for line in policy.splitlines():
+        extra = [f for f in figures(line) if f not in backed]
+        if extra:
+            yield Violation("prose_number", "policy", f"{', '.join(number(f) for f in extra)} in {line[:90]!r}")
+
+
+def check_foreign_vocab(spec: dict[str, Any], entities: dict[str, Any]) -> Iterable[Violation]:
+    """Job titles and record kinds from the theme's own trade (see ``semantics.kind_words``)."""
+    recipe = spec.get("data", {}).get("tables", {})
+    for table, ent in entities.items():
+        for col, gen in recipe.get(table, {}).get("columns", {}).items():
+            if gen.get("gen") == "faker" and gen.get("provider") in semantics.FOREIGN_FAKER:
+                yield Violation("foreign_vocab", f"{table}.{col}", f"Faker {gen['provider']!r} values are no trade's words")
+            if semantics.is_kind_column(ent, col) and gen.get("gen") == "choice" and not gen.get("theme_words"):
+                yield Violation("foreign_vocab", f"{table}.{col}",
+                                f"a {ent.singular.replace('_', ' ')}'s kinds from the generic {ent.key} module")
+
+
+def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> list[Violation]:
+    """The world classes for one built env (recipe-generated data only)."""
+    if "generator" in spec.get("data", {}):
+        return []
+    entities = _entities(name)
+    out: list[Violation] = []
+    out += check_clock(spec, conn, entities)
+    out += check_arithmetic(spec, conn, entities)
+    out += check_same_parent(spec, conn, entities)
+    out += check_rules(spec, conn)
+    out += check_policy(spec)
+    out += check_foreign_vocab(spec, entities)
+    return out
+
+
+# ------------------------------------------------------------------------------------------- driver
+
+
+def lint_built(name: str, spec: dict[str, Any], golden_conn: sqlite3.Connection, tasks: list[dict[str, Any]]) -> list[Violation]:
+    out: list[Violation] = []
+    out += check_fk_naming(spec)
+    out += check_vocabulary(spec, name)
+    out += check_tools(spec)
+    modules = {key.split(".")[0]: module for key, (module, _) in _theme_columns(name).items()}
+    out += check_data(spec, golden_conn, modules=modules)
+    out += check_world(name, spec, golden_conn)
+    out += check_instructions(spec, tasks)
+    out += check_tasks(spec, golden_conn, tasks)   # task headroom: lint_tasks.py
+    return out
+
+
+def summarise(violations: list[Violation]) -> dict[str, Any]:
+    """Exact counts per rule, and the first few examples of each."""
+    counts = Counter(v.rule for v in violations)
+    examples: dict[str, list[dict[str, str]]] = {}
+    for v in violations:
+        if len(examples.setdefault(v.rule, [])) < MAX_EXAMPLES:
+            examples[v.rule].append(v.to_json())
+    return {"violations": len(violations), "by_rule": dict(sorted(counts.items())), "examples": examples}
+
+
+def lint_env(name: str) -> list[Violation]:
+    """Build (if needed) and lint one registered environment."""
+    from ..catalogue import catalog
+
+    bundle = catalog.load_bundle(name)
+    conn = bundle.connect()
+    try:
+        return lint_built(name, bundle.spec, conn, bundle.tasks)
+    finally:
+        conn.close()

@@ -1,0 +1,492 @@
+"""Deterministic seeded data: the ``data`` recipe of a spec, interpreted.
+
+A recipe names a seed and, per table, a row count and a generator per column::
+
+    {"seed": 7, "locale": "en_US", "tables": {
+        "customers": {"rows": 300, "columns": {
+            "name":   {"gen": "faker", "provider": "name"},
+            "email":  {"gen": "faker", "provider": "email", "unique": true},
+            "tier":   {"gen": "choice", "values": ["basic", "gold"], "weights": [4, 1]}}},
+        "orders": {"rows": 900, "columns": {
+            "customer_id": {"gen": "ref", "ref": "customers.id"},
+            "placed_at":   {"gen": "datetime", "days": [-120, 0]}}}}}
+
+Integer primary keys are numbered 1..rows. Faker values come from per-(locale,
+provider) pools drawn once with a fixed seed and then sampled with the table's own
+``random.Random``, which keeps thousands of environments fast to build and makes
+every value a pure function of (spec, Faker release). Hand-built domains may
+instead name a registered Python generator (``"generator": "retail"``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import functools
+import random
+import sqlite3
+import string
+from collections.abc import Callable
+from typing import Any
+
+from ..util.registry import Registry
+from .textgen import text_drawer
+
+
+DataGenerator = Callable[[sqlite3.Connection, dict[str, Any]], None]
+#: Python data generators of hand-built domains: ``fn(conn, spec)``.
+DATA_GENERATORS: Registry[DataGenerator] = Registry("data generator")
+data_generator = DATA_GENERATORS.register
+get_data_generator = DATA_GENERATORS.get
+
+
+@functools.lru_cache(maxsize=512)
+def faker_pool(locale: str, provider: str, size: int = 512, seed: int = 0) -> tuple[Any, ...]:
+    """``size`` values of one Faker provider, drawn deterministically."""
+    from faker import Faker
+
+    fake = Faker(locale)
+    fake.seed_instance(seed)
+    fn = getattr(fake, provider, None)
+    if fn is None:  # not every locale has every provider
+        if locale == "en_US":
+            raise ValueError(f"unknown Faker provider {provider!r}")
+        return faker_pool("en_US", provider, size, seed)
+    values = (fn() for _ in range(size))
+    return tuple(v.isoformat() if isinstance(v, (dt.date, dt.datetime)) else str(v) if not isinstance(v, (int, float, str)) else v
+                 for v in values)
+
+
+def parse_now(now: str) -> dt.datetime:
+    return dt.datetime.strptime(now, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def _code_maker(rng: random.Random, pattern: str) -> Callable[[], str]:
+    """A drawer for codes like ``INV-####-??`` (``#`` digit, ``?`` capital letter), one draw per run of marks."""
+    import itertools
+
+    parts: list[Callable[[], str]] = []
+    for ch, run in itertools.groupby(pattern):
+        n = len(list(run))
+        if ch == "#":
+            parts.append(lambda n=n: str(rng.randrange(10**n)).zfill(n))
+        elif ch == "?":
+            parts.append(lambda n=n: "".join(rng.choices(string.ascii_uppercase, k=n)))
+        else:
+            parts.append(lambda text=ch * n: text)
+    return lambda: "".join(p() for p in parts)
+
+
+def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: str,
+             existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """One column generator as a closure ``draw(row_index, row) -> value`` (the hot loop of a build)."""
+    kind = g["gen"]
+    if kind == "const":
+        value = g["value"]
+        return lambda i, row: value
+    if kind == "sequence":
+        start, step = g.get("start", 1), g.get("step", 1)
+        return lambda i, row: start + i * step
+    if kind == "int":
+        lo, hi = g["min"], g["max"]
+        return lambda i, row: rng.randint(lo, hi)
+    if kind in ("float", "money"):
+        lo, hi, nd = g["min"], g["max"], g.get("decimals", 2)
+        return lambda i, row: round(rng.uniform(lo, hi), nd)
+    if kind == "bool":
+        p = g.get("p", 0.5)
+        return lambda i, row: int(rng.random() < p)
+    if kind == "choice":
+        values, weights = g["values"], g.get("weights")
+        if weights:
+            return lambda i, row: rng.choices(values, weights=weights)[0]
+        return lambda i, row: rng.choice(values)
+    if kind == "ref":
+        pool = existing[g["ref"]]
+        if not pool:
+            return lambda i, row: None
+        if "quota" in g or "same" in g:
+            return _constrained_ref(g, rng, pool, existing)
+        return lambda i, row: rng.choice(pool)
+    if kind == "code":
+        make = _code_maker(rng, g["pattern"])
+        return lambda i, row: make()
+    if kind == "format":
+        template = g["template"]
+        return lambda i, row: template.format(**row, i=i + 1)
+    if kind in ("date", "datetime"):
+        lo, hi = g.get("days", [-365, 0])
+        lo_s, hi_s = int(lo * 86400), int(hi * 86400)
+        if kind == "date":
+            return lambda i, row: (now + dt.timedelta(seconds=rng.randint(lo_s, hi_s))).date().isoformat()
+        return lambda i, row: (now + dt.timedelta(seconds=rng.randint(lo_s, hi_s))).strftime("%Y-%m-%dT%H:%M:%SZ")
+    if kind == "faker":
+        pool = faker_pool(g.get("locale", locale), g["provider"], g.get("pool", 512))
+        return lambda i, row: rng.choice(pool)
+    if kind == "words":
+        words = faker_pool(g.get("locale", "en_US"), "word", 1024)
+        lo, hi = g.get("count", [2, 6])
+        return lambda i, row: " ".join(rng.choices(words, k=rng.randint(lo, hi)))
+    if kind == "pick":
+        values = g["values"]
+        return (lambda i, row: values[i % len(values)]) if g.get("cycle") else (lambda i, row: rng.choice(values))
+    # Row-dependent kinds: they read columns generated earlier in the same row, which is how paired
+    # and dependent values stay consistent (an end after its start, a timestamp only once a status
+    # is reached, a reading's range set by its metric, a MIME type matching the file's extension).
+    if kind == "after":
+        of, lo, hi = g["of"], *g.get("days", [0, 30])
+        lo_s, hi_s, cap = int(lo * 86400), int(hi * 86400), g.get("not_after_now", False)
+        fallback = _compile({"gen": g.get("kind", "datetime"), "days": g.get("else_days", [-365, 0])}, rng, now, locale, existing)
+
+        def draw_after(i: int, row: dict[str, Any]) -> Any:
+            base = row.get(of)
+            if base is None:
+                return fallback(i, row)
+            start = parse_when(base)
+            when = start + dt.timedelta(seconds=rng.randint(lo_s, hi_s))
+            if cap and when > now:
+                # Never after now, unless the date it follows is still ahead (order first).
+                when = start + (now - start) * rng.random() if start <= now else when
+            return when.date().isoformat() if g.get("kind") == "date" else when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+        return draw_after
+    if kind == "when":
+        column, states = g["column"], set(g["in"])
+        then = _compile(g["then"], rng, now, locale, existing)
+        return lambda i, row: then(i, row) if row.get(column) in states else None
+    if kind == "by":
+        column = g["column"]
+        cases = {k: _compile(v, rng, now, locale, existing) for k, v in g["cases"].items()}
+        default = _compile(g["default"], rng, now, locale, existing)
+        return lambda i, row: cases.get(str(row.get(column)), default)(i, row)
+    if kind == "text":
+        return text_drawer(g, rng)
+    if kind in ("sum", "product"):
+        of = list(g["of"])
+
+        def combine(i: int, row: dict[str, Any]) -> Any:
+            vals = [row.get(c) or 0 for c in of]
+            out = vals[0]
+            for v in vals[1:]:
+                out = out + v if kind == "sum" else out * v
+            return round(out, 2)
+
+        return combine
+    if kind == "mime_of":
+        of = g["of"]
+        return lambda i, row: mime_type(row.get(of))
+    # World coherence: values that must agree with the world's clock, a cap, a payment's status or
+    # another record (see agentworld_envs.synthesis.semantics, which writes these generators).
+    if kind == "clock":
+        return _clock_drawer(g, rng, now, locale, existing)
+    if kind == "changed":
+        return _changed_drawer(g, rng, now)
+    if kind == "at_most":
+        inner, of, lo = _compile(g["inner"], rng, now, locale, existing), g["of"], g.get("min", 0)
+
+        def draw_at_most(i: int, row: dict[str, Any]) -> Any:
+            value, cap = inner(i, row), row.get(g["of"])
+            if value is None or cap is None or value <= cap:
+                return value
+            if isinstance(value, int) and isinstance(cap, int):
+                return rng.randint(min(lo, cap), cap)
+            return round(rng.uniform(min(lo, cap), cap), 2)
+
+        return draw_at_most
+    if kind == "paid":
+        of, column = g["of"], g["column"]
+        full, partial = set(g.get("full", ())), set(g.get("partial", ()))
+
+        def draw_paid(i: int, row: dict[str, Any]) -> Any:
+            due = row.get(of)
+            if due is None:
+                return None
+            state = row.get(column)
+            if state in full:
+                return due
+            if state in partial and due >= 0.02:
+                return min(round(due * rng.uniform(0.1, 0.9), 2), round(due - 0.01, 2)) or 0.01
+            return 0.0 if state in g.get("none", ()) else min(round(due * rng.uniform(0, 0.9), 2), due)
+
+        return draw_paid
+    if kind == "lookup_row":
+        of, as_date = g["of"], g.get("kind") == "date"
+        return lambda i, row: row.get(of)[:10] if as_date and row.get(of) else row.get(of)
+    if kind == "lookup":
+        via, source = g["via"], f"{g['table']}.{g['field']}"
+        fallback = _compile(g["else"], rng, now, locale, existing) if g.get("else") else (lambda i, row: None)
+        where = _id_index(existing, g["table"])
+
+        def draw_lookup(i: int, row: dict[str, Any]) -> Any:
+            at = where.get(row.get(via))
+            value = existing[source][at] if at is not None else None
+            return fallback(i, row) if value is None else value
+
+        return draw_lookup
+    raise ValueError(f"unknown generator kind {kind!r}")
+
+
+def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
+                     existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """A reference that respects a quota and/or points at a record of the same parent.
+
+    ``"quota": {"column": "status", "in": [...], "cap": N}``: a row in one of those statuses goes to a
+    parent holding fewer than N of them (the history obeys the quota rule). ``"same": {"column": COL,
+    "via": COL2}``: only a target whose ``COL2`` equals this row's ``COL`` (a card payment of a bidder
+    points at that bidder's order). ``None`` where no target qualifies and the column may be empty.
+    """
+    quota, same = g.get("quota"), g.get("same")
+    counts: dict[Any, int] = {}
+    by_parent: dict[Any, list[Any]] = {}
+    if same:
+        table = g["ref"].split(".")[0]
+        for key, parent in zip(existing[f"{table}.id"], existing[f"{table}.{same['via']}"]):
+            by_parent.setdefault(parent, []).append(key)
+    nullable = g.get("nullable", True)
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        options = pool
+        if same:
+            if row.get(same["column"]) is None:
+                return None if nullable else rng.choice(pool)
+            options = by_parent.get(row.get(same["column"]), [])
+        counted = quota and row.get(quota["column"]) in quota["in"]
+        if counted:
+            choice = None
+            for _ in range(8):
+                pick = rng.choice(options) if options else None
+                if pick is not None and counts.get(pick, 0) < quota["cap"]:
+                    choice = pick
+                    break
+            if choice is None:
+                free = [o for o in options if counts.get(o, 0) < quota["cap"]]
+                choice = rng.choice(free) if free else None
+            if choice is not None:
+                counts[choice] = counts.get(choice, 0) + 1
+                return choice
+            return None if nullable else rng.choice(pool)
+        if not options:
+            return None if nullable else rng.choice(pool)
+        return rng.choice(options)
+
+    return draw
+
+
+def _id_index(existing: dict[str, list[Any]], table: str) -> dict[Any, int]:
+    """A generated table's primary key → its row position."""
+    return {v: n for n, v in enumerate(existing.get(f"{table}.id", ()))}
+
+
+_DAY = dt.timedelta(days=1)
+
+
+def _fmt(when: dt.datetime, as_date: bool) -> str:
+    return when.date().isoformat() if as_date else when.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _between(rng: random.Random, lo: dt.datetime, hi: dt.datetime) -> dt.datetime:
+    if hi <= lo:
+        return lo
+    return lo + dt.timedelta(seconds=rng.randint(0, int((hi - lo).total_seconds())))
+
+
+def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: str,
+                  existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """A date that agrees with its record's status and the world's clock.
+
+    ``{"gen": "clock", "inner": GEN, "column": "status", "past": [...], "future": [...], "floor": COL,
+    "kind": "date" | "datetime", "span": DAYS}``: a record in a ``past`` status has the date at least a
+    day before now (a finished session took place), one in a ``future`` status at least a day after (a
+    scheduled one has not); never before ``floor`` (the earlier date of the same record). Today itself
+    is neither, so a date-only reading agrees too.
+    """
+    inner = _compile(g["inner"], rng, now, locale, existing)
+    column, past, future = g.get("column", "status"), set(g.get("past", ())), set(g.get("future", ()))
+    floor_col, as_date, span = g.get("floor"), g.get("kind") == "date", dt.timedelta(days=g.get("span", 90))
+    start_of_today = now.replace(hour=0, minute=0, second=0)
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        value = inner(i, row)
+        state = row.get(column)
+        if state not in past and state not in future:
+            return value
+        floor = parse_when(row[floor_col]) if floor_col and row.get(floor_col) else None
+        when = parse_when(value) if value else None
+        if state in past:
+            hi = start_of_today - (_DAY * g.get("gap", 1) if as_date else dt.timedelta(seconds=1) + _DAY * (g.get("gap", 1) - 1))
+            step = _DAY if as_date else dt.timedelta(hours=1)
+            if when is not None and when <= hi and (floor is None or when >= floor + step):
+                return value
+            lo = max(floor + step, hi - span) if floor is not None else hi - span
+            return _fmt(_between(rng, min(lo, hi), hi), as_date)
+        lo = start_of_today + _DAY
+        if floor is not None:
+            lo = max(lo, floor + (_DAY if as_date else dt.timedelta(hours=1)))
+        if when is not None and when >= lo:
+            return value
+        return _fmt(_between(rng, lo, lo + span), as_date)
+
+    return draw
+
+
+def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> Callable[[int, dict[str, Any]], Any]:
+    """When a record reached its current status: after the dates it follows, never after now.
+
+    ``{"gen": "changed", "after": [COL, ...], "column": "status", "windows": {STATE: {"before": COL,
+    "hours": H} | {"after": COL, "days": D}}}``: the ``windows`` are the history of the business rules
+    (a session cancelled at least 48 hours before it departs; an order returned within 30 days of being
+    placed), so no row sits in a status its rule forbids reaching.
+    """
+    after, column, windows = list(g.get("after", ())), g.get("column", "status"), g.get("windows", {})
+    hi_now = now - dt.timedelta(minutes=1)
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        rule = windows.get(row.get(column))
+        base_col = (rule.get("before") or rule.get("after")) if rule else None
+        if base_col and not row.get(base_col):
+            rule = base_col = None
+        # A lead time is counted back from its date, so that date does not bound the change from below.
+        marks = [parse_when(row[c]) for c in after if row.get(c) and not (rule and "before" in rule and c == base_col)]
+        lo = max([m for m in marks if m <= hi_now], default=now - dt.timedelta(days=90))
+        hi = hi_now
+        if rule:
+            base = parse_when(row[base_col])
+            if "before" in rule:
+                hi = min(hi, base - dt.timedelta(hours=rule["hours"], minutes=1))
+            else:
+                lo = max(lo, base)
+                hi = min(hi, base + dt.timedelta(days=rule["days"]) - dt.timedelta(minutes=1))
+            lo = min(lo, hi)
+        return _fmt(_between(rng, lo, hi), False)
+
+    return draw
+
+
+#: MIME types by file extension (the extensions synthesised file names use).
+MIME_TYPES = {"pdf": "application/pdf", "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
+              "xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet", "csv": "text/csv",
+              "txt": "text/plain", "png": "image/png", "jpg": "image/jpeg", "json": "application/json",
+              "zip": "application/zip", "pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
+              "mp4": "video/mp4", "mp3": "audio/mpeg", "dwg": "image/vnd.dwg", "xml": "application/xml"}
+
+
+def mime_type(file_name: Any) -> str | None:
+    if not isinstance(file_name, str) or "." not in file_name:
+        return None
+    return MIME_TYPES.get(file_name.rsplit(".", 1)[1].lower(), "application/octet-stream")
+
+
+def parse_when(value: str) -> dt.datetime:
+    """An ISO date or ``YYYY-MM-DDTHH:MM:SSZ`` timestamp as a naive UTC datetime.
+
+    The two shapes the generators write are read by slicing (``strptime`` normalises the locale on
+    every call, which was the largest single cost of building a golden database); anything else goes
+    through ``strptime`` and fails as before."""
+    n = len(value)
+    try:
+        if n == 10 and value[4] == value[7] == "-":
+            return dt.datetime(int(value[:4]), int(value[5:7]), int(value[8:10]))
+        if n == 20 and value[10] == "T" and value[19] == "Z" and value[13] == value[16] == ":":
+            return dt.datetime(int(value[:4]), int(value[5:7]), int(value[8:10]),
+                               int(value[11:13]), int(value[14:16]), int(value[17:19]))
+    except ValueError:
+        pass
+    if n == 10:
+        return dt.datetime.strptime(value, "%Y-%m-%d")
+    return dt.datetime.strptime(value, "%Y-%m-%dT%H:%M:%SZ")
+
+
+def _uniquify(value: Any, attempt: int) -> Any:
+    """A deterministic variant of a colliding value (numbers and text stay readable)."""
+    if isinstance(value, str):
+        return value.replace("@", f"{attempt}@", 1) if "@" in value else f"{value} {attempt + 1}"
+    if isinstance(value, int):
+        return value + attempt
+    return value
+
+
+def column_generator(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: str,
+                     existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """Wrap a compiled generator with ``null_p`` and ``unique`` handling."""
+    draw = _compile(g, rng, now, locale, existing)
+    null_p = g.get("null_p")
+    if g.get("unique"):
+        seen: set[Any] = set()
+        base = draw
+
+        def draw(i: int, row: dict[str, Any]) -> Any:  # noqa: F811 - deliberate wrapper
+            value = base(i, row)
+            for attempt in range(1, 10_000):
+                if value not in seen:
+                    break
+                # Redraw a few times (keeps codes shaped right), then make the value distinct.
+                value = base(i, row) if attempt < 20 else _uniquify(value, attempt)
+            seen.add(value)
+            return value
+
+    if null_p:
+        inner = draw
+        return lambda i, row: None if rng.random() < null_p else inner(i, row)
+    return draw
+
+
+def _table_order(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """Tables in foreign-key order, so referenced rows exist before referencing ones."""
+    import networkx as nx
+
+    graph = nx.DiGraph()
+    by_name = {t["name"]: t for t in spec["tables"]}
+    graph.add_nodes_from(by_name)
+    for t in spec["tables"]:
+        for c in t["columns"]:
+            if c.get("references"):
+                parent = c["references"].split(".")[0]
+                if parent != t["name"]:
+                    graph.add_edge(parent, t["name"])
+    return [by_name[n] for n in nx.lexicographical_topological_sort(graph)]
+
+
+def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
+    """Fill an empty schema with the spec's data recipe."""
+    recipe = spec["data"]
+    if "generator" in recipe:
+        get_data_generator(recipe["generator"])(conn, spec)
+        return
+    now = parse_now(spec["now"])
+    locale = recipe.get("locale", "en_US")
+    existing: dict[str, list[Any]] = {}
+    for table in _table_order(spec):
+        plan = recipe["tables"].get(table["name"])
+        if plan is None:
+            continue
+        rng = random.Random(f"{recipe['seed']}:{table['name']}")
+        factories = {name: column_generator(g, rng, now, locale, existing) for name, g in plan["columns"].items()}
+        pk = next((c["name"] for c in table["columns"] if c.get("primary_key")), None)
+        rows = []
+        for i in range(plan["rows"]):
+            row: dict[str, Any] = {}
+            if pk and pk not in factories:
+                row[pk] = i + 1
+            for name, factory in factories.items():
+                row[name] = factory(i, row)
+            rows.append(row)
+        if rows:
+            # executemany, not sqlite_utils.insert_all: the latter JSON-inspects every value and
+            # dominated build time (~40% of a synthesised env's build).
+            cols = list(rows[0])
+            marks = ", ".join("?" * len(cols))
+            names = ", ".join(f'"{c}"' for c in cols)
+            conn.executemany(f'INSERT INTO "{table["name"]}" ({names}) VALUES ({marks})', [tuple(r.values()) for r in rows])
+        for c in table["columns"]:
+            existing[f"{table['name']}.{c['name']}"] = [r.get(c["name"]) for r in rows]
+    apply_setups(conn, recipe.get("setups", ()))
+
+
+def apply_setups(conn: sqlite3.Connection, setups: Any) -> None:
+    """Rows a task deliberately sets up, written over the generated ones: ``[{"table": T, "id": N,
+    "set": {column: value}, "why": "..."}]``. This is the one way a seeded row may break a business
+    rule (a trap's record); ``agentworld lint`` exempts exactly these rows from the rule-history checks."""
+    for setup in setups:
+        cols = list(setup["set"])
+        assignments = ", ".join(f'"{c}" = ?' for c in cols)
+        conn.execute(f'UPDATE "{setup["table"]}" SET {assignments} WHERE id = ?',
+                     (*(setup["set"][c] for c in cols), setup["id"]))
