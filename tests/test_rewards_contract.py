@@ -494,3 +494,29 @@ def test_a_partial_refusal_may_say_the_done_parts_are_done():
     for claim in ("694-9750-2036 is cancelled. I went ahead and finished them anyway.", "It is done now.",
                   "All of them are done now.", "Done!"):
         assert answers.claims(claim, ["finished"], about, partial=True, reasons=reasons), claim
+
+
+def test_partial_refusal_words_about_the_done_parts_and_between_refused_records():
+    # the done parts' new status is theirs ("(now active)"), not a rival reason for the refused one
+    words = Submission("partial", "discontinued", "Reactivated VAR-6075956, VAR-1694872 and VAR-6460264 (now active). "
+                       "VAR-8343750 and VAR-1425976 stay as they are: both are discontinued.").words()
+    about = ["VAR-8343750", "VAR-1425976", "discontinued"]
+    assert answers.match_refusal(words, [["discontinued"]], results=["active"], about=about, partial=True).ok
+    claim = Submission("partial", "discontinued", "VAR-8343750 is discontinued, but it is now active.").words()
+    assert not answers.match_refusal(claim, [["discontinued"]], results=["active"], about=about, partial=True).ok
+    hedge = Submission("partial", "discontinued", "VAR-8343750 is discontinued (or maybe active).").words()
+    assert not answers.match_refusal(hedge, [["discontinued"]], results=["active"], about=about, partial=True).ok
+    # "or" joining two refused records is no hedge; "or" between two values is
+    two = Submission("partial", "processing, returned", "I cannot deliver ORD-5182038 (its status is processing) or "
+                     "ORD-7582923 (its status is returned).").words()
+    assert answers.match_refusal(two, [["processing", "returned"]], results=["delivered"],
+                                 about=["ORD-5182038", "ORD-7582923"], partial=True).ok
+    assert not answers.match_values("processing or returned", ["processing"]).ok
+    assert not answers.match_values("2019-09-02 or 2016-07-19", ["2019-09-02"]).ok
+
+
+def test_a_figure_with_a_unit_after_a_hyphen_is_one_number():
+    words = Submission("partial", "1255", "RUN-169953426 was not retried: its duration is 1255 seconds, below the "
+                       "1,300-second minimum for a retry.").words()
+    assert answers.match_refusal(words, [["1255"]], results=["queued"], about=["RUN-169953426"], partial=True).ok
+    assert answers.numbers("the 1,300-second minimum") == [1300.0]

@@ -106,8 +106,8 @@ _NUMBER = re.compile(r"(?<![\w#/.\-])(?:(" + _CURRENCY + r")\s?)?(-(?=[\d$€£�
 # A code: a run mixing letters and digits (W1234, PST-84118742, 1ZKKF59), a '#' id, an e-mail or a
 # long digit string (phone and tracking numbers).
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
-# (A file name keeps its extension: "protocol_deviation_0116.pdf" is one code.)
-CODE = _CODE = re.compile(r"#\w+|(?<![\w.])(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[^\W_](?:[\w-]*[^\W_])?"
+# (A file name keeps its extension: "protocol_deviation_0116.pdf" is one code; "1,300-second" is a number.)
+CODE = _CODE = re.compile(r"#\w+|(?<![\w.])(?<!\d,)(?=[\w-]*\d)(?=[\w-]*[^\W\d_])[^\W_](?:[\w-]*[^\W_])?"
                           r"(?:\.(?:pdf|docx?|xlsx?|csv|txt|json|xml|zip|png|jpe?g|gif|mp[34]|wav|html?|pptx?|md))?(?![\w])"
                           r"|(?<![\w.])\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?!\d)|(?<![\w.,])\d{9,}(?![\d\w])(?![.,]\d)")
 _OTHERS = re.compile(r"\b(?:other|others|rest|remaining|else|previous|earlier)\b")
@@ -152,6 +152,9 @@ _GAP_HEDGE = re.compile(r"^[\W_\s]*(?:(?:or|nor|either|maybe|possibly|perhaps|pr
                         r"alternatively)[\W_\s]*)+$|^\s*/\s*$")
 _OR_AFTER = re.compile(r"^[\s\"'\])(\[]{0,3}(?:,\s*)?(?:\b(?:or|either|maybe|possibly|perhaps|probably|otherwise)\b|"
                        r"/(?=\s*\w))")
+# In the message, "processing) or ORD-7582923 (returned": an "or" before another record's code joins records.
+_OR_AFTER_IN_MESSAGE = re.compile(r"^[\s\"'\])(\[]{0,3}(?:,\s*)?(?:\bor\b(?!\s+#?[^\W\d_]+[-_]?\d)|"
+                                  r"\b(?:either|maybe|possibly|perhaps|probably|otherwise)\b|/(?=\s*\w))")
 _OR_BEFORE = re.compile(r"(?:\b(?:or|either|maybe|possibly|perhaps|probably)|(?<=\w)\s*/)[\s\"'(\[]{0,3}$")
 _NEGATION = re.compile(
     r"\b(?:can ?not|can't|cant|could not|couldn't|couldnt|unable|not able|isn't able|am not able|"
@@ -737,6 +740,7 @@ class _Text:
         self.raw = raw
         self.t = _unquote(fold(layout_free(raw)), quotes)
         self.n = self.t   # the text negations are read in (see hide_from_negation)
+        self.message_from = len(self.t) + 1   # where a separate ``message`` starts (set by match_values)
         self.tok = [(m.group(0), m.start(), m.end()) for m in _WORD.finditer(self.t)]
         others, self.nums = _numbers_and_codes(self.t)
         self.dates = [o for o in others if o.kind == "date"]
@@ -846,7 +850,8 @@ class _Text:
         if _HEDGE.search(self.t[c0:max(c1, end)]):
             return True
         s0, s1 = self.sentence(start)
-        if _OR_AFTER.match(self.t[end:s1]) or _OR_BEFORE.search(self.t[s0:start]):
+        or_after = _OR_AFTER_IN_MESSAGE if start >= self.message_from else _OR_AFTER
+        if or_after.match(self.t[end:s1]) or _OR_BEFORE.search(self.t[s0:start]):
             return True
         for a, b in neighbours:
             if a >= end and a < s1 and _GAP_HEDGE.match(self.t[end:a]) and self.t[end:a].strip(" ,"):
@@ -935,7 +940,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     submitted = getattr(answer, "submission", None)
     message_from = len(text.t) + 1
     if submitted is not None and submitted.answer and submitted.message:
-        message_from = len(_Text(submitted.answer, cands.quotes).t)
+        message_from = text.message_from = len(_Text(submitted.answer, cands.quotes).t)
     exp = [_Expected(v, numeric) for v in expected]
     if not exp:
         return Match(True, "nothing requested")
@@ -1135,7 +1140,11 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                 competing.append(shown)   # "It is 05:00." beside an id: a second answer, whatever its kind
             continue
         (competing if text.bare(a, b, taken_all) and not text.apposition(a, taken_all) else extras).append(shown)
-    hedged = [text.t[a:b] for a, b in stated if text.hedged(a, b, spans_seen + [s for s in stated if s != (a, b)])]
+    # In the message, "processing) or ORD-7582923 (returned" joins two records: another record's code beside a
+    # value is no second guess of it.
+    guesses = [sp for sp in spans_seen if sp[0] < message_from or kinds.get(sp) != "code"
+               or _shape(text.t[sp[0]:sp[1]]) in answer_shapes]
+    hedged = [text.t[a:b] for a, b in stated if text.hedged(a, b, guesses + [s for s in stated if s != (a, b)])]
     strong = _STRONG_HEDGE.search(text.t)
     if strong:
         hedged.append(strong.group(0))   # "or maybe", "either … or", "could also be": a second guess anywhere
@@ -1392,8 +1401,11 @@ def match_refusal(answer: Any, reasons: Sequence[Sequence[Any]] = (), candidates
     last = Match(False, "no reason given")
     passed = None
     for alternative in reasons:
+        # In a partial refusal the done parts' new status ("reactivated VAR-1 (now active)") is theirs, not a
+        # rival reason; said of the refused record it is a claim, which ``claims`` reads above.
         m = match_values(answer, list(alternative), candidates, numeric=None, scoped=False, observed=observed,
-                         allowed=[v for v in everything if v not in alternative] + list(evidence or ()))
+                         allowed=[v for v in everything if v not in alternative] + list(evidence or ())
+                         + (list(results) if partial else []))
         if m.ok:
             passed = passed or alternative
             continue
