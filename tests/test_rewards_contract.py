@@ -520,3 +520,13 @@ def test_a_figure_with_a_unit_after_a_hyphen_is_one_number():
                        "1,300-second minimum for a retry.").words()
     assert answers.match_refusal(words, [["1255"]], results=["queued"], about=["RUN-169953426"], partial=True).ok
     assert answers.numbers("the 1,300-second minimum") == [1300.0]
+
+
+def test_measurements_in_the_message_are_not_counts():
+    words = Submission("done", "3", "Dropped TSK-241918 (8.0 h), TSK-274721 (16.0 h) and TSK-173865 (2.0 h); the "
+                       "project now has 3 wont-do tasks.").words()
+    assert answers.match_values(words, ["3"]).ok
+    assert not answers.match_values(Submission("done", "3", "Or 4 of them.").words(), ["3"]).ok
+    assert not answers.match_values(Submission("done", "3 (8.0 h), 16").words(), ["3"]).ok
+    # an answer that is itself a measurement keeps every other measurement a rival
+    assert not answers.match_values(Submission("done", "8.0 h", "TSK-1 took 16.0 h.").words(), ["8.0"]).ok

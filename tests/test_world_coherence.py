@@ -359,3 +359,24 @@ def test_workflow_prose_names_the_states_its_tools_accept():
             checked += 1
             assert named == set(verbs[0]["from"]), (name, clause, verbs[0]["from"])
     assert checked >= 6
+
+
+def test_lifecycle_prose_speaks_of_the_record_not_the_library_noun():
+    from agentworld_envs.synthesis.builder import cached_spec
+    from agentworld_envs.synthesis.schema import lifecycle_text
+
+    flows = env_registry.workflows()
+    assert lifecycle_text(flows["campaign"], "protocol").startswith("Protocols are drafted, scheduled")
+    assert "only captured registration fees can be refunded" in lifecycle_text(flows["payment"], "registration_fee")
+    nouns = {f["noun"] for f in flows.values() if f.get("noun")}
+    checked = 0
+    for name in ("irb-protocol-review", "vehicle-registration-renewals", "ddos-mitigation-service"):
+        spec, _ = cached_spec(name)
+        for line in spec["policy"].splitlines():
+            if " records: " not in line:
+                continue
+            subject, prose = line[2:].split(" records: ", 1)
+            first = prose.split(" are ")[0].split(" move")[0].split(" start")[0].split(" flow")[0].lower()
+            assert first not in nouns - {subject.lower() + "s", subject.lower()} or first.startswith(subject.lower()), line
+            checked += 1
+    assert checked >= 3

@@ -123,6 +123,11 @@ _BARE_FILLER = frozenset("it its s is was are were be been the a an and or also 
                          "alternatively etc plus note nb".split())
 _UNIT_CODE = re.compile(r"\d+-?(?:st|nd|rd|th|[a-z]{1,2}|days?|hours?|weeks?|months?|years?|minutes?|persons?|people|"
                         r"packs?|pieces?|items?|seats?|nights?)")
+#: Units a figure is measured in (a number with one is a measurement, not a count of records).
+_MEASURES = frozenset({"h", "hr", "hrs", "hour", "hours", "min", "mins", "minute", "minutes", "s", "sec", "secs",
+                       "second", "seconds", "day", "days", "week", "weeks", "month", "months", "year", "years",
+                       "kg", "g", "mg", "lb", "lbs", "oz", "km", "m", "cm", "mm", "mi", "ml", "l", "percent", "pct",
+                       "usd", "eur", "gbp", "dollars", "euros", "pounds", "points", "pts", "mb", "gb", "kb"})
 _UNITS = {"usd", "eur", "gbp", "dollar", "dollars", "euro", "euros", "pound", "pounds", "percent", "pct", "ml", "l",
           "kg", "g", "mg", "lb", "lbs", "oz", "km", "m", "cm", "mm", "mi", "h", "hr", "hrs", "min", "mins", "s", "sec",
           "or", "and", "to", "nor", "maybe", "possibly", "perhaps", "x", "per", "in", "total", "plus", "minus",
@@ -1052,6 +1057,9 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         kinds[c.start, c.end] = "code"
         spans_seen.append((c.start, c.end))
     # numbers
+    answer_part = text.t[:message_from]
+    answer_measured = bool(re.search(r"[$€£¥]|\d\s*(?:" + "|".join(sorted(_MEASURES, key=len, reverse=True)) + r")\b",
+                                     answer_part))
     count_words = {text.t[e:].split(None, 1)[0].strip(".,;:!?)") for s, e in stated
                    if exp_nums and re.match(r"\s+[a-z]", text.t[e:])} if exp_nums else set()
     for n in text.nums:
@@ -1065,10 +1073,13 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         if after and after.group(1) in _NOT_COUNTED:
             after = None   # "3 of them" counts; "16 it is …" (a run-on) does not
         before = re.search(r"([a-z#]+)\W{0,2}$", text.t[max(0, n.start - 24):n.start])
-        if n.integer and not n.currency and after and after.group(1) not in _UNITS and after.group(1) not in count_words:
-            continue   # a count of things: "the 3 payments", "2 of them"
+        if n.integer and not n.currency and after and after.group(1) not in _UNITS and after.group(1) not in count_words \
+                and not _OR_BEFORE.search(text.t[text.sentence(n.start)[0]:n.start]):
+            continue   # a count of things: "the 3 payments", "2 of them" (not "or 4 of them")
         if n.integer and before and (before.group(1) in cands.noun_words or before.group(1).endswith("#")):
             continue   # a record's id after its noun: "order 57", "#12"
+        if n.start >= message_from and (n.currency or after and after.group(1) in _MEASURES) and not answer_measured:
+            continue   # "TSK-2 (8.0 h)" to the user beside a count: a measurement of something else, no guess
         shown = _fmt(n.number)
         if "number" in slots:
             competing.append(shown)

@@ -20,7 +20,7 @@ from ..engine import datagen, state
 from ..engine.spec import content_hash, validate_spec
 from .naming import title
 from .policies import Rule, about_text, plan_rules
-from .schema import build_entities, data_recipe, schema_signature, tables_of
+from .schema import build_entities, lifecycle_text, data_recipe, schema_signature, tables_of
 from .toolcheck import NOW, check_tool
 from .toolgen import generate_tools
 
@@ -52,7 +52,7 @@ def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = (), now: str
     rules = []
     for ent in entities:
         if ent.workflow:
-            rules.append(f"- {title(ent.singular).capitalize()} records: {ent.workflow['description']}")
+            rules.append(f"- {title(ent.singular).capitalize()} records: {lifecycle_text(ent.workflow, ent.singular)}")
     rules += [f"- {text}" for text in dict.fromkeys(rule.text for rule in enforced)]
     rules += [
         "- Identify records by the codes, names or e-mails the user gives; look up internal ids with the tools, never guess them.",

@@ -9,13 +9,14 @@ dropped by a seeded coin per theme, which (with renames) gives each theme its ow
 from __future__ import annotations
 
 import random
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 import env_registry
 
 from . import semantics
-from .naming import plural
+from .naming import plural, title
 
 
 @dataclass
@@ -141,7 +142,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
             wf = workflows[wf_key]
             ent.workflow = wf
             cols.append({"name": "status", "type": "TEXT", "nullable": False, "enum": wf["states"],
-                         "description": wf["description"]})
+                         "description": lifecycle_text(wf, ent.singular)})
             ent.gens["status"] = {"gen": "choice", "values": wf["states"], "weights": wf["weights"]}
             cols.append({"name": "status_changed_at", "type": "TEXT"})
             ent.gens["status_changed_at"] = {"gen": "datetime", "days": [-90, 0]}
@@ -206,3 +207,15 @@ def schema_signature(tables: list[dict[str, Any]]) -> str:
     """Normalised table/column structure (names and types), for counting distinct schemas."""
     parts = sorted(f"{t['name']}({','.join(sorted(c['name'] + ':' + c['type'] for c in t['columns']))})" for t in tables)
     return ";".join(parts)
+
+
+def lifecycle_text(workflow: dict[str, Any], singular: str) -> str:
+    """A workflow's description said of this record: "Protocols are drafted, scheduled, launched …", not the
+    library's "Campaigns are drafted …" (its ``noun`` is replaced by the record's plural)."""
+    text = workflow["description"]
+    noun = workflow.get("noun")
+    if not noun:
+        return text
+    own = title(plural(singular))
+    return re.sub(rf"\b{re.escape(noun)}\b", lambda m: own.capitalize() if m.group(0)[0].isupper() else own, text,
+                  flags=re.IGNORECASE)
