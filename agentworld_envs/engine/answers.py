@@ -1093,8 +1093,13 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             if key in exp_keys or mentioned_key(key) or key in cands.keys():
                 continue
             for a, b in table.get(key, ()):
-                if _overlaps(covered, a, b) or _overlaps(spans_seen, a, b) or negated(a, b):
+                # a code inside the name ("Q2" of "Q2 stay booking") gives way to the whole name
+                inner = [sp for sp in spans_seen if a <= sp[0] and sp[1] <= b and kinds.get(sp) == "code"]
+                if _overlaps(covered, a, b) or _overlaps([sp for sp in spans_seen if sp not in inner], a, b) \
+                        or negated(a, b):
                     continue
+                further[:] = [f for f in further if (f[1], f[2]) not in inner]
+                spans_seen[:] = [sp for sp in spans_seen if sp not in inner]
                 further.append((shown, a, b))
                 kinds[a, b] = "name"
                 spans_seen.append((a, b))
