@@ -530,3 +530,11 @@ def test_measurements_in_the_message_are_not_counts():
     assert not answers.match_values(Submission("done", "3 (8.0 h), 16").words(), ["3"]).ok
     # an answer that is itself a measurement keeps every other measurement a rival
     assert not answers.match_values(Submission("done", "8.0 h", "TSK-1 took 16.0 h.").words(), ["8.0"]).ok
+
+
+def test_an_answer_reporting_other_records_names_hides_a_second_guess():
+    seen = answers.Observed([{"total": 2, "results": [{"id": 1, "title": "New Jennifer"},
+                                                      {"id": 2, "title": "Autumn asset tag"}]}])
+    assert answers.match_values("The answer is New Jennifer.", ["New Jennifer"], observed=seen).ok
+    assert not answers.match_values("The answer is New Jennifer. Other records show Autumn asset tag.",
+                                    ["New Jennifer"], observed=seen).ok

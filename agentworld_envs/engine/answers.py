@@ -1100,9 +1100,12 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                     continue
                 further[:] = [f for f in further if (f[1], f[2]) not in inner]
                 spans_seen[:] = [sp for sp in spans_seen if sp not in inner]
+                spans_seen.append((a, b))
+                if scoped and a < message_from and text.about_others(a):
+                    competing.append(shown)   # an answer that reports "other records show <name>": a second guess
+                    break
                 further.append((shown, a, b))
                 kinds[a, b] = "name"
-                spans_seen.append((a, b))
                 break
     # Category words (the env's enum values) and single words the results held, asserted on their own
     # ("magazine, inactive", "It is inactive."): another value listed beside the answer, so it competes.
