@@ -155,11 +155,11 @@ _STRONG_HEDGE = re.compile(r"\bor\s+(?:maybe|possibly|perhaps|probably|else|othe
                            r"\bor\s+(?:it\s+)?(?:could|might)\s+be\b|\bnot sure\b|\bunsure\b")
 _GAP_HEDGE = re.compile(r"^[\W_\s]*(?:(?:or|nor|either|maybe|possibly|perhaps|probably|else|likely|otherwise|also|"
                         r"alternatively)[\W_\s]*)+$|^\s*/\s*$")
-_OR_AFTER = re.compile(r"^[\s\"'\])(\[]{0,3}(?:,\s*)?(?:\b(?:or|either|maybe|possibly|perhaps|probably|otherwise)\b|"
-                       r"/(?=\s*\w))")
+_AFTER_VALUE = r"^[\s\"'\])(\[]{0,3}(?:,\s*)?"
+_HEDGE_AFTER = r"\b(?:either|maybe|possibly|perhaps|probably|otherwise)\b|/(?=\s*\w)"
+_OR_AFTER = re.compile(_AFTER_VALUE + r"(?:\bor\b|" + _HEDGE_AFTER + ")")
 # In the message, "processing) or ORD-7582923 (returned": an "or" before another record's code joins records.
-_OR_AFTER_IN_MESSAGE = re.compile(r"^[\s\"'\])(\[]{0,3}(?:,\s*)?(?:\bor\b(?!\s+#?[^\W\d_]+[-_]?\d)|"
-                                  r"\b(?:either|maybe|possibly|perhaps|probably|otherwise)\b|/(?=\s*\w))")
+_OR_AFTER_IN_MESSAGE = re.compile(_AFTER_VALUE + r"(?:\bor\b(?!\s+#?[^\W\d_]+[-_]?\d)|" + _HEDGE_AFTER + ")")
 _OR_BEFORE = re.compile(r"(?:\b(?:or|either|maybe|possibly|perhaps|probably)|(?<=\w)\s*/)[\s\"'(\[]{0,3}$")
 _NEGATION = re.compile(
     r"\b(?:can ?not|can't|cant|could not|couldn't|couldnt|unable|not able|isn't able|am not able|"
