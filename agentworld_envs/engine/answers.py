@@ -945,7 +945,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     submitted = getattr(answer, "submission", None)
     message_from = len(text.t) + 1
     if submitted is not None and submitted.answer and submitted.message:
-        message_from = text.message_from = len(_Text(submitted.answer, cands.quotes).t)
+        # the answer's length as _Text reads it (folded, layout-free): no second full parse of the answer
+        message_from = text.message_from = len(_unquote(fold(layout_free(submitted.answer)), cands.quotes))
     exp = [_Expected(v, numeric) for v in expected]
     if not exp:
         return Match(True, "nothing requested")

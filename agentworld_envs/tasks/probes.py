@@ -363,11 +363,11 @@ def _thousands(text: str) -> str | None:
     return f"{n:,.{decimals}f}"
 
 
-def _seen_codes(runner: Runner, task: dict[str, Any], body: list[dict[str, Any]]) -> list[str]:
+def _seen_codes(runner: Runner, task: dict[str, Any], body: list[dict[str, Any]], answer: str | None) -> list[str]:
     """Codes of records the reference's lookups returned (not of the answer's own field) that the instruction
     does not already name: what an agent naturally tells the user it looked at or acted on."""
     said = answers.value_key(task.get("instruction", ""))
-    asked = {answers.value_key(v) for v in answers.split_list(_body(task)[1].get("answer") or "")}
+    asked = {answers.value_key(v) for v in answers.split_list(answer or "")}
     rows = answers.result_rows(_observed(runner, body))
     # another value of the answer's own field competes with it (another SKU for a SKU): not a natural note
     slot = {k for _, row in rows for k, v in row.items() if isinstance(v, str) and answers.value_key(v) in asked}
@@ -388,7 +388,7 @@ def fairness_probes(task: dict[str, Any], runner: Runner | None = None) -> Itera
     # Natural messages: the records acted on named by their codes; a refused status restated as the rule's
     # condition; the parts that went through named instead of counted.
     if runner is not None and (value or message):
-        codes = _seen_codes(runner, task, body)
+        codes = _seen_codes(runner, task, body, value)
         if codes:
             note = f"I worked on {' and '.join(codes)}."
             yield "message_names_records", body + [_submit(_with(args, message=f"{message} {note}" if message else note))]
