@@ -99,6 +99,8 @@ class TrainConfig:
     """With env_workers ray: how many env-worker actors (each hosts many env instances)."""
     env_import_modules: list[str] = field(default_factory=lambda: ["agentworld_rl.toy_envs"])
     """Modules imported to register env ids (agentworld_envs is added automatically if importable)."""
+    build_jobs: int = 1
+    """Processes that build and filter the run's envs at start (>1 pays off when the cache lacks them)."""
     eval_suites: list[str] = field(default_factory=lambda: ["held-out"])
     """Evaluation suites run before and after training, one report row each: names from
     agentworld_rl.suites.SUITES (held-out; the real benchmarks bfcl and tau2, skipped without their
@@ -253,6 +255,7 @@ class TrainConfig:
         need(self.overlay_mode in ("add", "only"), "overlay_mode", "one of ['add', 'only']")
         need(self.env_workers in ("local", "async", "ray"), "env_workers", "one of ['local', 'async', 'ray']")
         need(self.ray_workers >= 1, "ray_workers", ">= 1")
+        need(self.build_jobs >= 1, "build_jobs", ">= 1")
         need(not (self.async_envs and self.env_workers == "ray"), "async_envs", "false with env_workers ray")
 
     def env_backend(self) -> str:
@@ -302,6 +305,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         steps=3, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
         sft_steps=10, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=48, eval_batch_size=48, output_dir="runs/smol-cpu",
+        build_jobs=2,  # an empty cache builds ~55 envs: both cores, while the model converts
         # plus 7 benchmark episodes (one per BFCL category / τ² domain, held-out split), at most 4 actions each
         # (skipped without the bfcl / tau2 extras): most of their prompts exceed SmolLM2's 2,048-token budget
         # here and stop at once with reward 0 (the GPU preset has room)
@@ -319,7 +323,7 @@ PRESETS: dict[str, dict[str, Any]] = {
         steps=60, learning_rate=2e-4, micro_batch_size=16, temperature=1.0, loss_type="dapo",
         dynamic_sampling_rounds=2, truncation_mask="overlong", importance_sampling="token_truncate",
         sft_steps=200, sft_learning_rate=1e-4, sft_batch_size=16, sft_micro_batch_size=4,
-        max_envs=96, max_tasks_per_env=4, max_eval_tasks=256, eval_batch_size=256, save_every=10,
+        max_envs=96, max_tasks_per_env=4, max_eval_tasks=256, eval_batch_size=256, save_every=10, build_jobs=8,
         output_dir="runs/smol-gpu",
         eval_suites=["held-out", "bfcl", "tau2"], eval_suite_tasks=0,   # the benchmarks' full held-out sets
     ),

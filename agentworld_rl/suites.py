@@ -46,11 +46,14 @@ def held_out(cfg) -> EvalSuite:
     at most ``max_eval_tasks`` tasks, filtered like the training tasks."""
     from .tasks import select_env_ids, task_pairs
 
-    if not (cfg.eval_env_ids or cfg.eval_split):
+    if not (cfg.eval_env_ids or cfg.eval_split) or not cfg.max_eval_tasks:
         return EvalSuite("held-out", [])
     ids = select_env_ids(cfg.eval_env_ids, cfg.l1, cfg.eval_split, cfg.max_envs, cfg.seed)
-    pairs = task_pairs(ids, cfg.max_turns, cfg.max_tasks_per_env, 0 if cfg.eval_env_ids else _eval_envs(cfg),
-                       cfg.max_solution_steps, cfg.env_kwargs(), task_split="test")
+    # Sampled envs: as many as it takes for max_eval_tasks tasks (envs with fewer tasks than
+    # max_tasks_per_env left after the filters are made up by more envs).
+    pairs = task_pairs(ids, cfg.max_turns, cfg.max_tasks_per_env, 0, cfg.max_solution_steps, cfg.env_kwargs(),
+                       task_split="test", max_pairs=0 if cfg.eval_env_ids else cfg.max_eval_tasks,
+                       jobs=cfg.build_jobs, import_modules=cfg.env_import_modules)
     random.Random(cfg.seed).shuffle(pairs)
     pairs = sorted(pairs[: cfg.max_eval_tasks], key=lambda p: (p["env_id"], p["task_id"]))
     where = ", ".join(cfg.eval_env_ids) if cfg.eval_env_ids else f"split {cfg.eval_split!r}"
@@ -85,14 +88,6 @@ def benchmark(cfg, name: str) -> EvalSuite:
     return EvalSuite(name, [{"env_id": e, "task_id": t} for e, t in pairs], env_kwargs=env_kwargs,
                      description=f"{len(pairs)} held-out tasks of {len({e for e, _ in pairs})} {name} envs",
                      import_modules=["agentworld_envs"])
-
-
-def _eval_envs(cfg) -> int:
-    """How many held-out envs to draw tasks from: enough for max_eval_tasks at max_tasks_per_env each."""
-    if not cfg.max_tasks_per_env:
-        return cfg.max_envs
-    need = -(-cfg.max_eval_tasks // cfg.max_tasks_per_env)
-    return max(cfg.max_envs, need + need // 4) if cfg.max_envs else 0  # slack: some envs have fewer tasks
 
 
 def name_problem(name: str) -> str | None:

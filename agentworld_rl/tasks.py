@@ -98,18 +98,46 @@ def env_tasks(env_id: str, max_turns: int | None = None, max_tasks: int = 0, max
 
 def task_pairs(env_ids: Sequence[str], max_turns: int | None = None, max_tasks_per_env: int = 0,
                max_envs: int = 0, max_solution_steps: int = 0, env_kwargs: dict | None = None,
-               task_split: str = "train") -> list[dict]:
-    """(env, task) pairs of the first ``max_envs`` envs (0 = all) that have at least one task."""
-    pairs, used = [], 0
-    for e in env_ids:
-        tasks = env_tasks(e, max_turns, max_tasks_per_env, max_solution_steps, env_kwargs, task_split)
-        if not tasks:  # envs without tasks contribute nothing
-            continue
-        pairs += [{"env_id": e, "task_id": t} for t in tasks]
-        used += 1
-        if max_envs and used >= max_envs:
-            break
+               task_split: str = "train", *, max_pairs: int = 0, jobs: int = 1,
+               import_modules: Sequence[str] = ()) -> list[dict]:
+    """(env, task) pairs of the first ``max_envs`` envs (0 = all) that have at least one task, or of
+    as many envs as it takes to reach ``max_pairs`` pairs (0 = no such target).
+
+    ``jobs`` > 1 builds and filters envs in that many worker processes (which import
+    ``import_modules`` to register the ids): an env the cache lacks takes seconds to build, its
+    filter milliseconds. Workers run ahead of the envs kept by at most ``jobs``; the result is the
+    same as with one process."""
+    pairs: list[dict] = []
+    used = 0
+    filtered = _filtered_tasks(env_ids, jobs, list(import_modules), max_turns, max_tasks_per_env,
+                               max_solution_steps, env_kwargs, task_split)
+    try:
+        for e, tasks in filtered:
+            if not tasks:  # envs without tasks contribute nothing
+                continue
+            pairs += [{"env_id": e, "task_id": t} for t in tasks]
+            used += 1
+            if (max_envs and used >= max_envs) or (max_pairs and len(pairs) >= max_pairs):
+                break
+    finally:
+        filtered.close()  # stops the workers still building envs nobody will use
     return pairs
+
+
+def _filtered_tasks(env_ids: Sequence[str], jobs: int, import_modules: list[str], *args):
+    if jobs <= 1 or len(env_ids) <= 1:
+        for e in env_ids:
+            yield e, env_tasks(e, *args)
+        return
+    from functools import partial
+
+    from agentworld_envs.util.procs import ordered_map
+    yield from zip(env_ids, ordered_map(partial(_env_tasks_in_worker, import_modules, args), env_ids, jobs))
+
+
+def _env_tasks_in_worker(import_modules: list[str], args: tuple, env_id: str) -> list[str]:
+    import_env_modules(import_modules)  # a worker process registers the ids itself
+    return env_tasks(env_id, *args)
 
 
 class TaskSampler:

@@ -183,7 +183,7 @@ def _load_tasks_and_model(cfg: TrainConfig):
     import_modules = import_env_modules(cfg.env_import_modules)
     train_ids = select_env_ids(cfg.env_ids, cfg.l1, cfg.split, cfg.max_envs, cfg.seed)
     train_pairs = task_pairs(train_ids, cfg.max_turns, cfg.max_tasks_per_env, cfg.max_envs, cfg.max_solution_steps,
-                             cfg.env_kwargs())
+                             cfg.env_kwargs(), jobs=cfg.build_jobs, import_modules=import_modules)
     if not train_pairs:
         raise TrainError(f"no training tasks left after filtering ({len(train_ids)} envs, "
                          f"max_solution_steps={cfg.max_solution_steps}, max_turns={cfg.max_turns})")
@@ -415,15 +415,42 @@ def evaluate_phase(run: Run, stage: str, label: str) -> dict[str, dict]:
         if saved is not None:
             return saved
     results = {}
-    for suite in run.suites:
-        with _suite_envs(run, suite), run.generation():
-            results[suite.name] = evaluate(run.engine, suite.pairs, seed=run.cfg.seed, dist=run.dist,
-                                           batch_size=run.cfg.eval_batch_size)
-        ev = results[suite.name]
-        run.accelerator.print(f"{suite.name} eval, {label}: success {describe(ev)} ({ev['seconds']:.0f} s)")
+    with _adapters_merged(run):
+        for suite in run.suites:
+            with _suite_envs(run, suite), run.generation():
+                results[suite.name] = evaluate(run.engine, suite.pairs, seed=run.cfg.seed, dist=run.dist,
+                                               batch_size=run.cfg.eval_batch_size)
+            ev = results[suite.name]
+            run.accelerator.print(f"{suite.name} eval, {label}: success {describe(ev)} ({ev['seconds']:.0f} s)")
     if run.dist.main:
         (run.out_dir / f"eval_{stage}.json").write_text(json.dumps(results, indent=1))
     return results
+
+
+@contextlib.contextmanager
+def _adapters_merged(run: Run):
+    """Evaluate a copy of the policy with its LoRA adapters merged into the weights: the same function
+    without the adapters' extra matmuls per layer, which cost a quarter to a third of a CPU prefill
+    (measured). Only where generation runs on the training model itself (the HF backend) and its
+    parameters are whole on this process (no FSDP / ZeRO-3 shards); otherwise evaluation is unchanged."""
+    from peft import PeftModel
+
+    from .generation import HFGenerator
+
+    policy = run.engine.model
+    state = run.accelerator.state
+    sharded = getattr(state, "fsdp_plugin", None) is not None or getattr(state, "deepspeed_plugin", None) is not None
+    if not isinstance(policy, PeftModel) or not isinstance(run.engine.generator, HFGenerator) or sharded:
+        yield
+        return
+    import copy
+    merged = copy.deepcopy(policy).merge_and_unload().eval()
+    run.engine.model = merged
+    try:
+        yield
+    finally:
+        run.engine.model = policy
+        del merged
 
 
 def _load_eval(run: Run, stage: str) -> dict | None:

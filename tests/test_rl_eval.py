@@ -103,3 +103,74 @@ def test_a_second_suite_is_one_more_report_row(tmp_path):
     assert after["lookup-3-turns"]["episodes"] == 2 and after["held-out"]["episodes"] == 4
     report = (tmp_path / "run" / "report.md").read_text()
     assert "| held-out | 4 |" in report and "| lookup-3-turns | 2 |" in report and "95 % CI" in report
+
+
+def test_task_pairs_built_in_workers_equal_one_process():
+    import agentworld_envs  # noqa: F401  (registers the catalogue ids here; the workers import it themselves)
+    from agentworld_rl.tasks import task_pairs
+    ids = ["agentworld_rl/toy-bandit-v0", "agentworld/retail-v0", LOOKUP, "agentworld_rl/toy-letters-v0"]
+    args = dict(max_turns=3, max_tasks_per_env=3, max_solution_steps=3, import_modules=["agentworld_rl.toy_envs"])
+    one = task_pairs(ids, **args)
+    assert task_pairs(ids, jobs=2, **args) == one
+    assert {p["env_id"] for p in one} == set(ids)
+    # max_pairs: envs are taken in order until there are enough pairs; max_envs still caps them
+    first_two = [p for p in one if p["env_id"] in ids[:2]]
+    assert task_pairs(ids, jobs=2, max_pairs=len(first_two) + 1, **args) == [p for p in one if p["env_id"] in ids[:3]]
+    assert task_pairs(ids, jobs=2, max_pairs=len(first_two), **args) == first_two
+    assert task_pairs(ids, jobs=2, max_envs=2, **args) == [p for p in one if p["env_id"] in ids[:2]]
+
+
+def test_held_out_suite_fills_max_eval_tasks_from_more_envs(monkeypatch):
+    from agentworld_rl import suites
+
+    rows = {"e1": ["a"], "e2": ["a", "b"], "e3": ["a"], "e4": ["a", "b"], "e5": ["a", "b"]}
+    monkeypatch.setattr("agentworld_rl.tasks.select_env_ids", lambda *a, **k: list(rows))
+    monkeypatch.setattr("agentworld_rl.tasks.env_tasks", lambda e, *a, **k: rows[e])
+    cfg = TrainConfig(model="tiny", eval_split="arena", max_envs=2, max_tasks_per_env=2, max_eval_tasks=5)
+    pairs = suites.held_out(cfg).pairs
+    assert len(pairs) == 5 and {p["env_id"] for p in pairs} <= {"e1", "e2", "e3", "e4"}
+    assert suites.held_out(TrainConfig(model="tiny", eval_split="arena", max_eval_tasks=0)).pairs == []
+
+
+class _Engine:
+    def __init__(self, generator):
+        self.generator = generator
+
+    @property
+    def model(self):
+        return self.generator.model
+
+    @model.setter
+    def model(self, model):
+        self.generator.sync_weights(model)
+
+
+def test_evaluation_with_merged_adapters_is_the_same_policy(tmp_path):
+    import types
+
+    import torch
+    from peft import LoraConfig, get_peft_model
+    from transformers import AutoModelForCausalLM
+
+    from agentworld_rl.generation import HFGenerator
+    from agentworld_rl.tiny_model import build_tiny_chat_model
+    from agentworld_rl.trainer import _adapters_merged
+    model = AutoModelForCausalLM.from_pretrained(build_tiny_chat_model(tmp_path / "m"))
+    policy = get_peft_model(model, LoraConfig(r=4, lora_alpha=8, target_modules="all-linear"))
+    with torch.no_grad():
+        for name, p in policy.named_parameters():
+            if "lora_B" in name:
+                p.normal_(0, 0.05)  # adapters that change the function, as after training
+    engine = _Engine(HFGenerator(policy, tokenizer=types.SimpleNamespace(pad_token_id=0, eos_token_id=1)))
+    run = types.SimpleNamespace(engine=engine, accelerator=types.SimpleNamespace(state=types.SimpleNamespace()))
+    ids = torch.randint(3, 200, (2, 12))
+    with torch.no_grad():
+        expected = policy(ids).logits
+        with policy.disable_adapter():
+            base = policy(ids).logits
+        with _adapters_merged(run):
+            assert engine.model is not policy and not any("lora" in n for n, _ in engine.model.named_parameters())
+            merged = engine.model(ids).logits
+    assert engine.model is policy  # restored: training goes on with the adapters
+    assert not torch.allclose(base, expected, atol=1e-3)
+    assert torch.allclose(merged, expected, atol=1e-5)

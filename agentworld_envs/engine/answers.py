@@ -47,6 +47,7 @@ or their codes, none of them refused) claims nothing; a completion status glosse
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import json
 import math
 import re
@@ -226,9 +227,13 @@ _TITLES = {"dr", "prof", "ing", "mr", "mrs", "ms", "mx", "mag", "dipl", "bsc", "
            "md", "jr", "sr", "dds", "rn", "esq", "ii", "iii", "iv"}
 
 
+@functools.lru_cache(maxsize=1 << 16)
 def fold(text: str) -> str:
     """Case-, width- and apostrophe-insensitive text (curly quotes and dashes made plain); lower-casing
-    keeps the length of the normalised text, so positions in it stay valid."""
+    keeps the length of the normalised text, so positions in it stay valid. Cached: the gate's probes
+    fold the same instruction, answer and record texts thousands of times per environment."""
+    if text.isascii():  # NFKC and the look-alikes leave ASCII alone; lower-casing it keeps the length
+        return text.replace("`", "'").lower()
     text = unicodedata.normalize("NFKC", text).translate(_APOSTROPHES).translate(_LOOKALIKES)
     return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
 
