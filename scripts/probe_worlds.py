@@ -20,6 +20,18 @@ Counts (each as "bad of checked"):
 * ``same_parent``     a row pointing at parent P and at a record R of P's that belongs to another P
 * ``prose_numbers``   numbers in the policy that no rule value or the date backs (recipe-built worlds; a
                       hand-built domain such as retail enforces its figures in Python)
+* ``prestart_outcome`` rows in a status before work starts (queued, pending, draft, new, requested, ...) that
+                      carry a later event's stamp (started, finished, sent, paid, ...) or an outcome (exit code)
+* ``draft_sent``      draft invoices past their due date, or with a sent/paid stamp or a paid amount
+* ``event_status``    attended/no-show/checked-in/done/picked-up rows whose appointment lies ahead; scheduled/
+                      upcoming/booked rows whose appointment has passed
+* ``event_clock``     event timestamps (created, checked in, started, acknowledged, resolved, ...) after now or
+                      before the row's own created_at
+* ``span_order``      same-row spans that end before they start (start/end, valid_from/valid_to, check_in/
+                      check_out), and a child's due date before its parent contract starts
+* ``transition_stamp`` a status-change tool that clears or overwrites the stamp of another status than the one
+                      it moves to (acknowledge clearing triggered_at)
+* ``email_name``      an e-mail whose local part shares no word with the name on the same row
 """
 
 from __future__ import annotations
@@ -260,6 +272,7 @@ def probe_env(name: str, tally: Tally) -> None:
                                  f"FROM {q(table)} WHERE status = ? AND {q(col)} IS NOT NULL AND status_changed_at IS "
                                  f"NOT NULL", (v, to)).fetchone()
         tally.add("rule_history", n - (ok or 0), n, f"{name}: {rule['text']} ({n - (ok or 0)} of {n} {to})")
+    probe_lifecycle(name, spec, conn, tally)
     # numbers in the policy prose (a hand-built domain's Python tools enforce figures no rule record states)
     if "generator" in spec.get("data", {}):
         conn.close()
@@ -271,6 +284,173 @@ def probe_env(name: str, tally: Tally) -> None:
     unbacked = [x for x in found if x not in backed and x not in (0.0, 1.0)]
     tally.add("prose_numbers", len(unbacked), len(found), f"{name}: {unbacked[:4]}")
     conn.close()
+
+
+PRESTART = {"queued", "pending", "waiting", "draft", "new", "requested", "not_started", "todo", "backlog"}
+LATER_STAMP = re.compile(r"(^|_)(started|finished|completed|ended|resolved|closed|delivered|shipped|paid|sent|"
+                         r"approved|rejected|decided|graded|resulted|processed|checked_in|checked_out|acknowledged|"
+                         r"mitigated|published|picked_up|dispatched|fulfilled|executed|ran)(_at|_on|_date)$")
+OUTCOME_COL = re.compile(r"^(exit_code|result|result_code|outcome|duration_seconds|duration_ms|output)$")
+DRAFT = {"draft", "not_sent", "unsent"}
+SENT_STAMP = re.compile(r"(^|_)(sent|paid|issued|delivered|emailed)(_at|_on|_date)$")
+ATTENDED = {"no_show", "checked_in", "completed", "picked_up", "done", "attended", "checked_out", "collected",
+            "in_progress", "seated"}
+UPCOMING = {"scheduled", "upcoming", "booked", "confirmed", "planned"}
+APPT_COL = re.compile(r"(^|_)(scheduled|appointment|pickup|visit|slot|session|start|starts|event|booking|reserved|"
+                      r"arrival|check_in|class|lesson|service)(_at|_on|_date|_time|_for)?$|^(scheduled|appointment|"
+                      r"pickup|visit|start|event|session|service)_(date|time|at|on|for|start)$")
+EVENT_STAMP = re.compile(r"(^|_)(created|checked_in|checked_out|started|acknowledged|resolved|triggered|closed|"
+                         r"completed|finished|submitted|sent|paid|received|reported|logged|recorded|uploaded|"
+                         r"posted|filed|fired|occurred|processed|cancelled|approved|rejected|opened|"
+                         r"published|delivered|picked_up|mitigated|hired|joined|registered)(_at|_on)$")
+SPAN_PAIRS = (("start", "end"), ("starts", "ends"), ("valid_from", "valid_to"), ("valid_from", "valid_until"),
+              ("check_in", "check_out"), ("period_start", "period_end"), ("start_date", "end_date"),
+              ("starts_at", "ends_at"), ("effective", "expires"), ("opens", "closes"), ("departs", "arrives"),
+              ("departure", "return"), ("move_in", "move_out"), ("coverage_start", "coverage_end"))
+PARENT_START = re.compile(r"^(start_date|starts_at|starts_on|valid_from|effective_date|move_in_date|lease_start|"
+                          r"coverage_start|period_start|start_on|effective_on|commencement_date)$")
+CHILD_DUE = re.compile(r"(^|_)(due)(_date|_on|_at)?$|^due_(date|on|at)$")
+NAME_FOR_EMAIL = (("email", ("full_name", "name", "contact_name")), ("work_email", ("full_name", "name")),
+                  ("contact_email", ("contact_name", "full_name", "name")))
+
+
+def _span_cols(cols: list[str]) -> list[tuple[str, str]]:
+    out = []
+    for a, b in SPAN_PAIRS:
+        for sa in ("", "_at", "_on", "_date", "_time"):
+            for sb in ("", "_at", "_on", "_date", "_time"):
+                if a + sa in cols and b + sb in cols and (a + sa, b + sb) not in out:
+                    out.append((a + sa, b + sb))
+    for c in cols:   # x_start / x_end
+        if c.endswith("_start") and c[:-6] + "_end" in cols:
+            out.append((c, c[:-6] + "_end"))
+    return out
+
+
+def _words(text: str) -> set[str]:
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
+    return {w for w in re.split(r"[^a-z]+", folded) if len(w) >= 2}
+
+
+def probe_lifecycle(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    now = spec["now"]
+    today = now[:10]
+    tables = [t["name"] for t in spec["tables"]]
+    for table in tables:
+        cols = columns(conn, table)
+        if "status" in cols:
+            states = {s for (s,) in conn.execute(f"SELECT DISTINCT status FROM {q(table)}")}
+            enum = next((c.get("enum") or [] for t in spec["tables"] if t["name"] == table for c in t["columns"]
+                         if c["name"] == "status"), [])
+            # Pre-start only while every status listed before it is too (a ticket 'pending' on the customer was opened).
+            lead = next((n for n, s in enumerate(enum) if s not in PRESTART), len(enum))
+            pre = sorted(PRESTART & states & set(enum[:lead])) if enum else sorted(PRESTART & states)
+            later = [c for c in cols if LATER_STAMP.search(c) or OUTCOME_COL.match(c)]
+            if pre and later:
+                marks = ", ".join("?" * len(pre))
+                cond = " OR ".join(f"{q(c)} IS NOT NULL" for c in later)
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM({cond}) FROM {q(table)} WHERE status IN ({marks})",
+                                      tuple(pre)).fetchone()
+                ex = conn.execute(f"SELECT id, status, {', '.join(q(c) for c in later)} FROM {q(table)} WHERE status "
+                                  f"IN ({marks}) AND ({cond}) LIMIT 1", tuple(pre)).fetchone()
+                tally.add("prestart_outcome", bad or 0, n, f"{name}: {table} {later} {ex}")
+            draft = sorted(DRAFT & states)
+            if draft:
+                marks = ", ".join("?" * len(draft))
+                conds = [f"{q(c)} IS NOT NULL" for c in cols if SENT_STAMP.search(c)]
+                conds += [f"{q(c)} > 0" for c in cols if c in ("amount_paid", "paid_amount")]
+                conds += [f"substr({q(c)}, 1, 10) < '{today}'" for c in date_columns(conn, table) if DUE_COL.search(c)]
+                billed = {"sent", "paid", "overdue", "partially_paid"} & states   # an invoice's lifecycle
+                if conds and billed:
+                    cond = " OR ".join(conds)
+                    n, bad = conn.execute(f"SELECT COUNT(*), SUM({cond}) FROM {q(table)} WHERE status IN ({marks})",
+                                          tuple(draft)).fetchone()
+                    ex = conn.execute(f"SELECT * FROM {q(table)} WHERE status IN ({marks}) AND ({cond}) LIMIT 1",
+                                      tuple(draft)).fetchone()
+                    tally.add("draft_sent", bad or 0, n, f"{name}: {table} {ex}")
+            dates = date_columns(conn, table)
+            for col in dates:
+                if not APPT_COL.search(col) or EXPIRY_COL.search(col) or DUE_COL.search(col):
+                    continue
+                for group, op in ((ATTENDED & states, "<="), (UPCOMING & states, ">")):
+                    if not group:
+                        continue
+                    marks = ", ".join("?" * len(group))
+                    n, ok = conn.execute(f"SELECT COUNT(*), SUM(substr({q(col)}, 1, 10) {op} ?) FROM {q(table)} WHERE "
+                                         f"status IN ({marks}) AND {q(col)} IS NOT NULL", (today, *sorted(group))).fetchone()
+                    ex = conn.execute(f"SELECT id, status, {q(col)} FROM {q(table)} WHERE status IN ({marks}) AND "
+                                      f"{q(col)} IS NOT NULL AND NOT (substr({q(col)}, 1, 10) {op} ?) LIMIT 1",
+                                      (*sorted(group), today)).fetchone()
+                    tally.add("event_status", n - (ok or 0), n, f"{name}: {table}.{col} {ex} vs {today}")
+        dates = date_columns(conn, table)
+        for col in dates:
+            if not EVENT_STAMP.search(col) or re.search(r"expected|estimated|scheduled|planned|next|due", col):
+                continue
+            n, bad = conn.execute(f"SELECT COUNT(*), SUM(CASE WHEN length({q(col)}) = 10 THEN {q(col)} > ? ELSE "
+                                  f"{q(col)} > ? END) FROM {q(table)} WHERE {q(col)} IS NOT NULL", (today, now)).fetchone()
+            tally.add("event_clock", bad or 0, n, f"{name}: {table}.{col} after {now}")
+            if col != "created_at" and "created_at" in dates:
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr({q(col)}, 1, length({q(col)})) < substr(created_at, 1, "
+                                      f"length({q(col)}))) FROM {q(table)} WHERE {q(col)} IS NOT NULL AND created_at IS "
+                                      f"NOT NULL").fetchone()
+                tally.add("event_clock", bad or 0, n, f"{name}: {table}.{col} before created_at")
+        for a, b in _span_cols(dates):
+            n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr({q(b)}, 1, 10) < substr({q(a)}, 1, 10)) FROM {q(table)} "
+                                  f"WHERE {q(a)} IS NOT NULL AND {q(b)} IS NOT NULL").fetchone()
+            tally.add("span_order", bad or 0, n, f"{name}: {table}.{b} before {a}")
+        for t in spec["tables"]:
+            if t["name"] != table:
+                continue
+            for c in t["columns"]:
+                parent = (c.get("references") or "").split(".")[0]
+                if not parent or parent == table:
+                    continue
+                pstart = [p for p in date_columns(conn, parent) if PARENT_START.match(p)]
+                for due in [d for d in dates if CHILD_DUE.search(d)]:
+                    for ps in pstart:
+                        n, bad = conn.execute(
+                            f"SELECT COUNT(*), SUM(substr(c.{q(due)}, 1, 10) < substr(p.{q(ps)}, 1, 10)) FROM {q(table)} c "
+                            f"JOIN {q(parent)} p ON p.id = c.{q(c['name'])} WHERE c.{q(due)} IS NOT NULL AND p.{q(ps)} "
+                            f"IS NOT NULL").fetchone()
+                        tally.add("span_order", bad or 0, n, f"{name}: {table}.{due} before {parent}.{ps}")
+        for email, names in NAME_FOR_EMAIL:
+            who = next((c for c in names if c in cols), None)
+            if email not in cols:
+                continue
+            if who is None and {"first_name", "last_name"} <= set(cols):
+                who = "first_name || ' ' || last_name"
+            if who is None:
+                continue
+            expr = who if " " in who else q(who)
+            rows = conn.execute(f"SELECT {expr}, {q(email)} FROM {q(table)} WHERE {q(email)} IS NOT NULL AND "
+                                f"({expr}) IS NOT NULL").fetchall()
+            # A name in another script (田中 さゆり) has no Latin words to compare.
+            rows = [(n, e) for n, e in rows if isinstance(e, str) and "@" in e and isinstance(n, str) and _words(n)]
+            bad = [(n, e) for n, e in rows if not any(w in e.split("@")[0].lower() for w in _words(n))]
+            tally.add("email_name", len(bad), len(rows), f"{name}: {table} {bad[:1]}")
+    for tool in spec.get("tools", []):
+        impl = tool.get("impl", {})
+        if impl.get("kind") != "transition":
+            continue
+        to = impl["to"]
+        for col, value in (impl.get("set") or {}).items():
+            stem = re.sub(r"_(at|on|date)$", "", col)
+            if stem == col or col == "status_changed_at" or stem == to:
+                continue
+            enum = next((c.get("enum") or [] for t in spec["tables"] if t["name"] == impl["table"]
+                         for c in t["columns"] if c["name"] == impl.get("column", "status")), [])
+            order = {s: n for n, s in enumerate(enum)}
+            if stem not in order or to not in order:
+                continue
+            # Clearing the stamp of a status the record moves on from (forward) erases history; so does writing
+            # another status's stamp. A clear that finds the stamp empty in every status it moves from is moot.
+            marks = ", ".join("?" * len(impl["from"]))
+            held = conn.execute(f"SELECT COUNT(*) FROM {q(impl['table'])} WHERE {q(impl.get('column', 'status'))} "
+                                f"IN ({marks}) AND {q(col)} IS NOT NULL", tuple(impl["from"])).fetchone()[0]
+            bad = value is not None or (order[stem] < order[to] and held > 0)
+            tally.add("transition_stamp", int(bad), 1, f"{name}: {tool['name']} sets {col}={value!r} moving to {to}")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -380,3 +380,91 @@ def test_lifecycle_prose_speaks_of_the_record_not_the_library_noun():
             assert first not in nouns - {subject.lower() + "s", subject.lower()} or first.startswith(subject.lower()), line
             checked += 1
     assert checked >= 3
+
+
+# ------------------------------------------------------- lifecycle, parents and addresses (issue 23, part 2)
+
+
+def _lifecycle_spec(rows, set_on_ack):
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE jobs (id, status, triggered_at, started_at, exit_code, status_changed_at)")
+    conn.executemany("INSERT INTO jobs VALUES (?, ?, ?, ?, ?, ?)", rows)
+    spec = {"tables": [{"name": "jobs", "columns": [{"name": "id"}, {"name": "status", "enum": [
+        "queued", "triggered", "running", "acknowledged", "passed"]}]}],
+            "tools": [{"name": "acknowledge_job", "impl": {"kind": "transition", "table": "jobs", "column": "status",
+                                                          "from": ["triggered"], "to": "acknowledged", "set": set_on_ack}},
+                      {"name": "trigger_job", "impl": {"kind": "transition", "table": "jobs", "column": "status",
+                                                      "from": ["queued"], "to": "triggered", "set": {}}},
+                      {"name": "run_job", "impl": {"kind": "transition", "table": "jobs", "column": "status",
+                                                  "from": ["acknowledged"], "to": "running", "set": {}}},
+                      {"name": "pass_job", "impl": {"kind": "transition", "table": "jobs", "column": "status",
+                                                   "from": ["running"], "to": "passed", "set": {}}},
+                      {"name": "retry_job", "impl": {"kind": "transition", "table": "jobs", "column": "status",
+                                                    "from": ["passed"], "to": "queued", "set": {"triggered_at": None}}}]}
+    return spec, conn
+
+
+def test_lint_prestart_stamp_and_transition_stamp():
+    from agentworld_envs.audit.lint import check_lifecycle
+
+    good = [(1, "queued", None, None, None, NOW), (2, "passed", "2026-05-01T10:00:00Z", "2026-05-01T11:00:00Z", 0, NOW)]
+    spec, conn = _lifecycle_spec(good, {"status_changed_at": "$now", "acknowledged_at": "$now"})
+    assert list(check_lifecycle(spec, conn)) == []      # a retry back to queued may clear what it undoes
+    spec, conn = _lifecycle_spec(good + [(3, "queued", None, "2026-05-01T11:00:00Z", 1, NOW)],   # queued, yet started
+                                 {"triggered_at": None})                                      # ack erases triggered_at
+    found = {(v.rule, v.where) for v in check_lifecycle(spec, conn)}
+    assert found == {("prestart_stamp", "jobs.started_at"), ("prestart_stamp", "jobs.exit_code"),
+                     ("transition_stamp", "acknowledge_job")}, found
+
+
+def test_stamps_of_a_status_left_forward_stay():
+    incident = env_registry.workflows()["incident"]
+    assert semantics.status_stamps(["triggered_at"], incident)["triggered_at"] == set(incident["states"])
+    pipeline = env_registry.workflows()["pipeline"]
+    assert semantics.unreached_columns(["started_at", "exit_code"], pipeline) == {
+        "started_at": {"queued"}, "exit_code": {"queued", "running"}}
+    assert semantics.prestart_states(env_registry.workflows()["ticket_triage"]) == {"new"}
+
+
+def test_lint_parent_start_and_email_name():
+    from agentworld_envs.audit.lint import check_email_names, check_parent_start
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript("CREATE TABLE leases (id, start_date); CREATE TABLE rent_payments (id, lease_id, due_date);"
+                       "CREATE TABLE tenants (id, full_name, email);"
+                       "INSERT INTO leases VALUES (1, '2026-03-01'); INSERT INTO rent_payments VALUES (1, 1, '2026-04-01');"
+                       "INSERT INTO tenants VALUES (1, 'Dr. María López', 'maria.lopez@example.com');")
+    spec = {"tables": [{"name": "leases", "columns": [{"name": "id"}, {"name": "start_date"}]},
+                       {"name": "rent_payments", "columns": [{"name": "lease_id", "references": "leases.id"}]},
+                       {"name": "tenants", "columns": [{"name": "id"}]}]}
+    assert list(check_parent_start(spec, conn)) == [] and list(check_email_names(spec, conn)) == []
+    conn.execute("INSERT INTO rent_payments VALUES (2, 1, '2026-02-01')")                    # due before the lease
+    conn.execute("INSERT INTO tenants VALUES (2, 'Maria Lopez', 'john.smith@example.com')")  # someone else's address
+    assert [v.rule for v in check_parent_start(spec, conn)] == ["parent_start"]
+    assert [v.detail[:1] for v in check_email_names(spec, conn)] == ["1"]
+
+
+def test_email_local_part_is_the_name():
+    import random
+
+    rng = random.Random(1)
+    assert datagen.name_words("Dipl.-Ing. Ljiljana Schaaf B.A.") == ["ljiljana", "schaaf"]
+    for _ in range(20):
+        local = datagen.email_local_part("Élise Bertrand du Imbert", rng)
+        assert "elise" in local or "imbert" in local
+
+
+def test_lifecycle_classes_are_clean_on_built_envs(built):
+    from agentworld_envs.audit.lint import check_email_names, check_lifecycle, check_parent_start
+
+    for name, spec in built.items():
+        conn = _conn(spec)
+        found = [*check_lifecycle(spec, conn), *check_parent_start(spec, conn), *check_email_names(spec, conn)]
+        assert found == [], (name, found[:3])
+    probe = _probe()
+    tally = probe.Tally()
+    for name in SAMPLE + ["noc-network-alarm-console", "server-patch-management", "crop-insurance-claims"]:
+        probe.probe_env(name, tally)
+    new = ("prestart_outcome", "draft_sent", "event_status", "event_clock", "span_order", "transition_stamp", "email_name")
+    assert {k: tally.bad[k] for k in new} == {k: 0 for k in new}, dict(tally.examples)
+    assert all(tally.checked[k] for k in ("prestart_outcome", "span_order", "email_name", "event_clock"))

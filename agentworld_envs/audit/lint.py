@@ -30,11 +30,17 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``policy_clock``    a policy that does not state the world's date
 ``foreign_vocab``   a value from another trade: a job title or record kind that is not the theme's
                     (Faker job titles, a renamed record's generic kinds without the theme's words)
+``prestart_stamp``  a record that has not got that far carrying a later event's stamp or an outcome (a
+                    queued job with a start time or an exit code, a draft with a sent date)
+``parent_start``    a due date before the start of the record it belongs to (rent due before the lease)
+``transition_stamp`` a status change that clears the stamp of an earlier status it moves on from, or
+                    writes another status's stamp (acknowledging an alarm erasing when it was triggered)
+``email_name``      an e-mail address that shares no word with the name on its row
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
 
-The world classes (``clock_status`` to ``foreign_vocab``) apply to specs whose data comes from a recipe; a
+The world classes (``clock_status`` to ``email_name``) apply to specs whose data comes from a recipe; a
 hand-built domain with a Python data generator (retail) owns its words and figures, as for vocabularies.
 
 The rules read the same semantic tables synthesis uses (:mod:`agentworld_envs.synthesis.semantics`)
@@ -59,7 +65,8 @@ from ..synthesis import semantics
 
 RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
-         "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab")
+         "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
+         "transition_stamp", "email_name")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -486,6 +493,77 @@ def check_foreign_vocab(spec: dict[str, Any], entities: dict[str, Any]) -> Itera
                                 f"a {ent.singular.replace('_', ' ')}'s kinds from the generic {ent.key} module")
 
 
+def check_lifecycle(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """Rows against their lifecycle: nothing stamped that the status has not reached
+    (``semantics.unreached_columns``), and status changes that keep the stamps of earlier statuses."""
+    for t in spec["tables"]:
+        table = t["name"]
+        wf = _workflow_of(spec, table)
+        if wf is None:
+            continue
+        cols = _columns(conn, table)
+        for col, states in semantics.unreached_columns(cols, wf).items():
+            marks = ", ".join("?" * len(states))
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(wf['column'])} IN ({marks}) AND {q(col)} IS NOT NULL",
+                             tuple(sorted(states))).fetchone()[0]
+            if n:
+                yield Violation("prestart_stamp", f"{table}.{col}", f"{n} rows in {'/'.join(sorted(states))} with {col} set")
+        stamps = semantics.status_stamps(cols, wf)
+        for tool in spec["tools"]:
+            impl = tool["impl"]
+            if impl.get("kind") != "transition" or impl.get("table") != table:
+                continue
+            for col, value in (impl.get("set") or {}).items():
+                if col not in stamps or col.rsplit("_", 1)[0] == impl["to"]:
+                    continue
+                if value is not None:
+                    yield Violation("transition_stamp", tool["name"], f"writes {col}, the stamp of another status")
+                elif impl["to"] in stamps[col]:
+                    yield Violation("transition_stamp", tool["name"], f"clears {col} moving on to {impl['to']}")
+
+
+def check_parent_start(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """A due date of a record is not before the start of the record it belongs to."""
+    for t in spec["tables"]:
+        table = t["name"]
+        dues = [c for c in _date_columns(conn, table, _columns(conn, table)) if semantics.clock_role(c) == "due"]
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not dues or not parent or parent == table:
+                continue
+            pcols = _columns(conn, parent)
+            for start in [p for p in _date_columns(conn, parent, pcols)
+                          if semantics.clock_role(p) == "start" and semantics.date_rank(p) == 1]:
+                for due in dues:
+                    n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                                     f"WHERE substr(c.{q(due)}, 1, 10) < substr(p.{q(start)}, 1, 10)").fetchone()[0]
+                    if n:
+                        yield Violation("parent_start", f"{table}.{due}", f"{n} rows due before their {parent}.{start}")
+
+
+def check_email_names(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """An address's local part shares a word with the name on its row (``datagen.name_words``)."""
+    from ..engine.datagen import name_words
+
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = _columns(conn, table)
+        for col in [c for c in cols if c == "email" or c.endswith("_email")]:
+            own = col[: -len("_email")] + "_name" if col.endswith("_email") else None
+            who = [c for c in (own, "full_name", "name", "contact_name") if c and c in cols][:1] \
+                or ([c for c in ("first_name", "last_name") if c in cols] if "last_name" in cols else [])
+            if not who:
+                continue
+            bad = 0
+            for row in conn.execute(f"SELECT {q(col)}, {', '.join(q(w) for w in who)} FROM {q(table)} "
+                                    f"WHERE typeof({q(col)}) = 'text'"):
+                words = name_words(" ".join(str(v) for v in row[1:] if v))
+                if words and "@" in row[0] and not any(w in row[0].split("@")[0].lower() for w in words):
+                    bad += 1
+            if bad:
+                yield Violation("email_name", f"{table}.{col}", f"{bad} addresses sharing no word with {' '.join(who)}")
+
+
 def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> list[Violation]:
     """The world classes for one built env (recipe-generated data only)."""
     if "generator" in spec.get("data", {}):
@@ -498,6 +576,9 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_rules(spec, conn)
     out += check_policy(spec)
     out += check_foreign_vocab(spec, entities)
+    out += check_lifecycle(spec, conn)
+    out += check_parent_start(spec, conn)
+    out += check_email_names(spec, conn)
     return out
 
 

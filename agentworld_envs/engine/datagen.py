@@ -106,6 +106,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return lambda i, row: None
         if "quota" in g or "same" in g:
             return _constrained_ref(g, rng, pool, existing)
+        if "not_after" in g:
+            return _started_ref(g, rng, pool, existing)
         return lambda i, row: rng.choice(pool)
     if kind == "code":
         make = _code_maker(rng, g["pattern"])
@@ -208,6 +210,41 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return 0.0 if state in g.get("none", ()) else min(round(due * rng.uniform(0, 0.9), 2), due)
 
         return draw_paid
+    if kind == "not_before":
+        # Not before a date of the record it belongs to (a rent payment is not due before its lease starts),
+        # on the same side of today as drawn where the two allow it.
+        inner, via, as_date = _compile(g["inner"], rng, now, locale, existing), g["via"], g.get("kind") == "date"
+        where, source, span = _id_index(existing, g["table"]), existing.get(f"{g['table']}.{g['field']}", []), g.get("span", 30)
+        today = now.replace(hour=0, minute=0, second=0)
+
+        def draw_not_before(i: int, row: dict[str, Any]) -> Any:
+            value = inner(i, row)
+            at = where.get(row.get(via))
+            base = source[at] if at is not None else None
+            if value is None or not base or value[:10] >= base[:10]:
+                return value
+            lo, when = parse_when(base[:10]) + _DAY, parse_when(value)
+            hi = lo + _DAY * span
+            if when < today and lo < today - _DAY:
+                hi = min(hi, today - _DAY)
+            elif when >= today + _DAY:
+                lo = max(lo, today + _DAY * 2)
+                hi = max(hi, lo + _DAY * span)
+            return _fmt(_between(rng, lo, hi), as_date)
+
+        return draw_not_before
+    if kind == "email_of":
+        inner, of = _compile(g["inner"], rng, now, locale, existing), list(g["of"])
+
+        def draw_email(i: int, row: dict[str, Any]) -> Any:
+            drawn = inner(i, row)
+            name = " ".join(str(row[c]) for c in of if row.get(c))
+            local = email_local_part(name, rng)
+            if not local or not isinstance(drawn, str) or "@" not in drawn:
+                return drawn
+            return f"{local}@{drawn.split('@', 1)[1]}"
+
+        return draw_email
     if kind == "lookup_row":
         of, as_date = g["of"], g.get("kind") == "date"
         return lambda i, row: row.get(of)[:10] if as_date and row.get(of) else row.get(of)
@@ -242,6 +279,10 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
         for key, parent in zip(existing[f"{table}.id"], existing[f"{table}.{same['via']}"]):
             by_parent.setdefault(parent, []).append(key)
     nullable = g.get("nullable", True)
+    started = g.get("not_after")
+    if started:
+        table = g["ref"].split(".")[0]
+        starts = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.{started['field']}", ())))
 
     def draw(i: int, row: dict[str, Any]) -> Any:
         options = pool
@@ -249,6 +290,10 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
             if row.get(same["column"]) is None:
                 return None if nullable else rng.choice(pool)
             options = by_parent.get(row.get(same["column"]), [])
+        if started and row.get(started["column"]):
+            # Only records already started by this row's date (see _started_ref), where there are any.
+            by = str(row[started["column"]])[:10]
+            options = [o for o in options if not starts.get(o) or str(starts[o])[:10] <= by] or options
         counted = quota and row.get(quota["column"]) in quota["in"]
         if counted:
             choice = None
@@ -267,6 +312,32 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
         if not options:
             return None if nullable else rng.choice(pool)
         return rng.choice(options)
+
+    return draw
+
+
+def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
+                 existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """A reference to a record that had started by a date of this row: ``"not_after": {"column": COL,
+    "field": START}`` (a rent payment due on COL belongs to a lease whose START is not later). Any record
+    where none qualifies."""
+    table, column, field = g["ref"].split(".")[0], g["not_after"]["column"], g["not_after"]["field"]
+    starts = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.{field}", ())))
+    ordered = sorted((str(v)[:10], k) for k, v in starts.items() if v)
+    dates = [d for d, _ in ordered]
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        by = row.get(column)
+        if not by:
+            return rng.choice(pool)
+        for _ in range(8):
+            pick = rng.choice(pool)
+            if not starts.get(pick) or str(starts[pick])[:10] <= by[:10]:
+                return pick
+        import bisect
+
+        n = bisect.bisect_right(dates, by[:10])
+        return ordered[rng.randrange(n)][1] if n else rng.choice(pool)
 
     return draw
 
@@ -373,6 +444,33 @@ def mime_type(file_name: Any) -> str | None:
     if not isinstance(file_name, str) or "." not in file_name:
         return None
     return MIME_TYPES.get(file_name.rsplit(".", 1)[1].lower(), "application/octet-stream")
+
+
+#: Honorifics and suffixes a name carries that its e-mail address does not.
+_NAME_TITLES = frozenset({"mr", "mrs", "ms", "miss", "mx", "dr", "prof", "sir", "jr", "sr", "ii", "iii", "iv", "md",
+                          "dds", "dvm", "phd", "esq", "rev", "herr", "frau", "sra", "mme", "mlle", "m", "dott",
+                          "ing", "dipl", "ba", "ma", "bsc", "msc", "mba", "llb", "the"})
+
+
+def name_words(name: str) -> list[str]:
+    """A person's or company's name as lower-case ASCII words, without titles (for e-mail local parts)."""
+    import unicodedata
+
+    folded = unicodedata.normalize("NFKD", name).encode("ascii", "ignore").decode().lower()
+    words = [w for w in "".join(c if c.isalnum() else " " for c in folded).split() if w not in _NAME_TITLES and len(w) > 1]
+    return [w for w in words if w.isalpha()] or words
+
+
+def email_local_part(name: str, rng: random.Random) -> str:
+    """An address's local part made from the name on the same row: ``maria.lopez``, ``mlopez``, ``maria_lopez``."""
+    words = name_words(name)
+    if not words:
+        return ""
+    first, last = words[0], words[-1]
+    if first == last:
+        return first
+    shapes = (f"{first}.{last}", f"{first[0]}{last}", f"{first}_{last}", f"{first}{last}", f"{first}.{last}{rng.randint(1, 99)}")
+    return rng.choice(shapes)
 
 
 def parse_when(value: str) -> dt.datetime:

@@ -42,7 +42,8 @@ LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000
           "words": 50, "days": 36500, "pattern": 32, "template": 500, "pool": 4096, "choices": 1000}
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
-                        "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row"})
+                        "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
+                        "not_before"})
 
 
 @functools.cache
@@ -388,7 +389,7 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
         table, _, column = str(ref).partition(".")
         if column not in columns_of.get(table, []):
             raise bad("ref", f"unknown column {ref!r}")
-        for key in ("quota", "same"):
+        for key in ("quota", "same", "not_after"):
             if key in g and (not isinstance(g[key], dict) or g[key].get("column") not in earlier):
                 raise bad(f"{key}.column", "must name an earlier column of the row")
         if "same" in g and g["same"].get("via") not in columns_of.get(table, []):
@@ -451,7 +452,7 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                     raise bad(f"cases.{key}", "must be a generator")
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
-    elif kind in ("clock", "changed", "at_most", "paid", "lookup", "lookup_row"):
+    elif kind in ("clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of", "not_before"):
         _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
@@ -466,8 +467,8 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     """Generators that keep a row coherent (``clock``, ``changed``, ``at_most``, ``paid``, ``lookup``,
     ``lookup_row``): every column they read is an earlier column of the row."""
     kind = g["gen"]
-    reads = [g[k] for k in ("of", "column", "via", "floor") if k in g]
-    reads += list(g.get("after", []))
+    reads = [g[k] for k in ("of", "column", "via", "floor") if k in g and not isinstance(g[k], list)]
+    reads += list(g.get("after", [])) + (g["of"] if isinstance(g.get("of"), list) else [])
     for window in (g.get("windows") or {}).values():
         if not isinstance(window, dict):
             raise bad("windows", "must map a status to {'before': column, 'hours': n} or {'after': column, 'days': n}")
@@ -475,7 +476,7 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     for col in reads:
         if col not in earlier:
             raise bad("gen", f"{kind!r} reads {str(col)[:40]!r}, which is not an earlier column of the row")
-    if kind == "lookup" and g.get("field") not in columns_of.get(g.get("table"), []):
+    if kind in ("lookup", "not_before") and g.get("field") not in columns_of.get(g.get("table"), []):
         raise bad("field", f"unknown column {g.get('table')!r}.{g.get('field')!r}")
     for key in ("inner", "else"):
         if key in g:

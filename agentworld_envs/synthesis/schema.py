@@ -161,7 +161,36 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
             if gen.get("unique") and gen["gen"] in ("choice", "pick"):
                 ent.rows = min(ent.rows, len(gen["values"]))
     link_same_parents(entities)
+    link_parent_dates(entities)
     return entities
+
+
+def link_parent_dates(entities: list[Entity]) -> None:
+    """A record's due dates do not come before the start of the record it belongs to: no rent is due
+    before its lease starts, no premium before its policy takes effect."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        changed = False
+        for fk, parent in ent.refs.items():
+            starts = [c for c, g in by_table[parent].gens.items()
+                      if semantics.clock_role(c) == "start" and semantics.date_rank(c) == 1 and semantics._date_kind(g)]
+            if not starts or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
+                continue
+            dues = [c for c, g in ent.gens.items() if semantics.clock_role(c) == "due" and semantics._date_kind(g)
+                    and g.get("gen") != "not_before" and fk not in semantics.sources(g)]
+            if dues and ent.gens[fk].get("gen") == "ref" and not {"quota", "same", "not_after"} & set(ent.gens[fk]):
+                # The record is drawn among those already started by its due date, which keeps the due date's
+                # side of today (an overdue payment belongs to a lease that has started).
+                ent.gens[fk] = {**ent.gens[fk], "not_after": {"column": dues[0], "field": starts[0]}}
+                changed = True
+                continue
+            for col in dues:
+                gen = ent.gens[col]
+                ent.gens[col] = semantics.wrap(gen, gen="not_before", via=fk, table=parent, field=starts[0],
+                                               kind=semantics._date_kind(gen))
+                changed = True
+        if changed:
+            ent.gens = semantics.dependency_order(ent.gens)
 
 
 #: Roles of records that own others: a row that names one of them and one of its records names its own.

@@ -221,17 +221,40 @@ def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
     return out
 
 
+def lifecycle_rank(workflow: dict[str, Any]) -> dict[str, int]:
+    """Each status's distance from the first one (the lifecycle's start) along the transitions."""
+    states = list(workflow["states"])
+    rank = {states[0]: 0} if states else {}
+    todo = states[:1]
+    while todo:
+        state = todo.pop(0)
+        for tr in workflow["transitions"]:
+            if state in tr["from"] and tr["to"] not in rank:
+                rank[tr["to"]] = rank[state] + 1
+                todo.append(tr["to"])
+    return rank
+
+
+def forward_moves(workflow: dict[str, Any]) -> dict[str, set[str]]:
+    """``{status: statuses one move ahead}``, without the moves back to an earlier status."""
+    rank = lifecycle_rank(workflow)
+    nexts: dict[str, set[str]] = {s: set() for s in workflow["states"]}
+    for tr in workflow["transitions"]:
+        for f in tr["from"]:
+            if rank.get(tr["to"], 0) >= rank.get(f, 0):
+                nexts.setdefault(f, set()).add(tr["to"])
+    return nexts
+
+
 def status_stamps(columns: list[str], workflow: dict[str, Any]) -> dict[str, set[str]]:
     """``{timestamp column: statuses in which it is set}`` (``delivered_at`` ↔ status delivered).
 
     A record has the timestamp once it has reached that status: in the status itself or any status
-    reachable from it. When the status lies on a cycle (reopen), only the status itself.
+    reachable from it by moving forward. A move back to an earlier status (retry, reopen, retrigger) is
+    no way forward: an acknowledged alarm was triggered, and keeps when. When the status lies on a cycle
+    of forward moves, only the status itself.
     """
-    states = workflow["states"]
-    nexts: dict[str, set[str]] = {s: set() for s in states}
-    for tr in workflow["transitions"]:
-        for f in tr["from"]:
-            nexts.setdefault(f, set()).add(tr["to"])
+    states, nexts = workflow["states"], forward_moves(workflow)
     out: dict[str, set[str]] = {}
     for col in columns:
         stem = re.sub(r"_(at|on|date)$", "", col)
@@ -246,6 +269,65 @@ def status_stamps(columns: list[str], workflow: dict[str, Any]) -> dict[str, set
         out[col] = {stem} if stem in reach else {stem} | reach
     return out
 
+
+
+#: Statuses of a record whose work has not started (when every status before them has not either).
+PRESTART_STATES = frozenset({"queued", "pending", "waiting", "draft", "new", "requested", "backlog", "todo",
+                             "not_started", "scheduled", "rescheduled", "label_created", "planned"})
+#: Statuses of a record at work that has not finished.
+UNFINISHED_STATES = frozenset({"running", "in_progress", "processing", "checked_in", "in_transit", "boarding",
+                               "out_for_delivery"})
+_STARTED_WORDS = ("started", "began", "commenced", "checked_in", "picked_up", "dispatched", "executed", "acknowledged",
+                  "sent")
+#: What a draft has not been yet.
+_DRAFT_WORDS = ("submitted", "issued", "sent", "signed", "filed")
+_FINISHED_WORDS = ("finished", "completed", "ended", "resolved", "closed", "delivered", "paid", "approved", "rejected",
+                   "decided", "graded", "resulted", "processed", "checked_out", "mitigated", "published", "fulfilled",
+                   "settled", "returned")
+#: Columns holding what came of finished work.
+OUTCOME_COLUMNS = frozenset({"exit_code", "result", "result_code", "outcome", "duration_seconds", "duration_ms",
+                             "winner_id", "billable_minutes", "final_score"})
+
+
+def _event_word(column: str, words: tuple[str, ...]) -> bool:
+    stem = re.sub(r"_(at|on|date)$", "", column)
+    return stem != column and any(stem == w or stem.endswith("_" + w) or stem.startswith(w + "_") for w in words)
+
+
+def prestart_states(workflow: dict[str, Any]) -> set[str]:
+    """The statuses a record sits in before its work starts: from the first status, the pre-start ones
+    reached without passing any other (a ticket 'pending' on the customer has been opened)."""
+    states = list(workflow["states"])
+    if not states or states[0] not in PRESTART_STATES:
+        return set()
+    out, todo = {states[0]}, [states[0]]
+    while todo:
+        state = todo.pop()
+        for tr in workflow["transitions"]:
+            if state in tr["from"] and tr["to"] in PRESTART_STATES and tr["to"] not in out:
+                out.add(tr["to"])
+                todo.append(tr["to"])
+    return out
+
+
+def unreached_columns(columns: list[str], workflow: dict[str, Any]) -> dict[str, set[str]]:
+    """``{column: statuses in which it is empty}``: the stamps of events that come after the work starts
+    (``started_at``, ``finished_at``, ``sent_on``) and the outcome of finished work (``exit_code``), empty
+    while the record has not got that far. A status's own timestamp (``status_stamps``) is not one."""
+    before = prestart_states(workflow)
+    working = before | (UNFINISHED_STATES & set(workflow["states"]))
+    stamped = status_stamps(columns, workflow)
+    out: dict[str, set[str]] = {}
+    for col in columns:
+        if col in stamped or col == "status_changed_at":
+            continue
+        if _event_word(col, _STARTED_WORDS) and before:
+            out[col] = before
+        elif _event_word(col, _DRAFT_WORDS) and "draft" in before:
+            out[col] = {"draft"}
+        elif (_event_word(col, _FINISHED_WORDS) or col in OUTCOME_COLUMNS) and working:
+            out[col] = working
+    return out
 
 # ----------------------------------------------------------------------------------- value ranges
 
@@ -362,7 +444,7 @@ _DATE_GENS = ("date", "datetime")
 def _date_kind(gen: dict[str, Any]) -> str | None:
     if gen.get("gen") in _DATE_GENS:
         return gen["gen"]
-    if gen.get("gen") in ("after", "clock"):
+    if gen.get("gen") in ("after", "clock", "not_before"):
         return gen.get("kind") or "datetime"
     if gen.get("gen") in ("when", "by"):
         return _date_kind(gen.get("then") or gen.get("default") or {})
@@ -426,6 +508,15 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 gens[col] = {"gen": "by", "column": "name", "default": gens[col],
                              "cases": {n: {"gen": "float", "min": SERIES[n][1], "max": SERIES[n][2], "decimals": 1}
                                        for n in known}}
+    # An address is its holder's: Maria Lopez writes from maria.lopez@..., not john.smith@...
+    for col in [c for c in gens if c == "email" or c.endswith("_email")]:
+        if gens[col].get("gen") != "faker" or "email" not in gens[col].get("provider", ""):
+            continue
+        own = col[: -len("_email")] + "_name" if col.endswith("_email") else None
+        names = [c for c in (own, "full_name", "name", "contact_name") if c and c in gens]
+        who = names[:1] or ([c for c in ("first_name", "last_name") if c in gens] if "last_name" in gens else [])
+        if who:
+            gens[col] = wrap(gens[col], gen="email_of", of=who)
     # Totals add up: an order's total is its subtotal plus tax and shipping; a line is quantity x price.
     for total, parts in TOTALS:
         present = [p for p in parts if p in gens]
@@ -471,6 +562,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 gap = {"gap": 4} if clock_role(col) == "start" or col in floors.values() else {}
                 gens[col] = wrap(inner, gen="clock", column="status", past=past, future=future,
                                  kind=_date_kind(inner), **({"floor": floor} if floor else {}), **gap)
+        for col, empty in unreached_columns(list(gens), ent.workflow).items():
+            # A queued job has not started, a running one has no exit code yet.
+            if nullable.get(col, True) and gens[col].get("gen") != "when":
+                inner = {k: v for k, v in gens[col].items() if k != "null_p"}
+                keep = [s for s in ent.workflow["states"] if s not in empty]
+                gens[col] = {"gen": "when", "column": "status", "in": keep, "then": inner,
+                             **({"null_p": gens[col]["null_p"]} if "null_p" in gens[col] else {})}
         if "status_changed_at" in gens:
             # The status changed after the record was made (and after it started or ended, where that has
             # happened), never after now.
@@ -526,7 +624,7 @@ def sources(gen: dict[str, Any]) -> set[str]:
     for k in ("of", "after"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
-    for k in ("same", "quota"):
+    for k in ("same", "quota", "not_after"):
         if isinstance(gen.get(k), dict):
             out.add(gen[k]["column"])
     for window in (gen.get("windows") or {}).values():

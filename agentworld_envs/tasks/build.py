@@ -20,7 +20,7 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "14"   # 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
+GEN_VERSION = "15"   # 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
 HARD_TARGET = 4
