@@ -290,9 +290,12 @@ PRESETS: dict[str, dict[str, Any]] = {
     # tasks, SFT, rollouts), so prompts are compact: the task without the service policy (so no trap
     # tasks, which need its rules), only the tool the reference solution uses plus submit, no
     # descriptions (300-480 SmolLM2 tokens). Tasks solvable in one lookup + submit; an SFT warm start
-    # on reference trajectories (prompt and tool results prefilled without gradient); 3 GRPO steps of
-    # 2 prompts x 8 samples (larger groups: fewer groups with no reward variance); greedy held-out
-    # evaluation of all 48 tasks in one batch before SFT, after SFT and after GRPO. max_new_tokens 60:
+    # on reference trajectories (prompt and tool results prefilled without gradient; 8 steps: the loss is
+    # near zero by then); 2 GRPO steps of 2 prompts x 8 samples (larger groups: fewer groups with no reward
+    # variance); greedy held-out evaluation of all 48 tasks in one batch before SFT, after SFT and after
+    # GRPO (a decode step reads every weight, ~0.15 s here whatever the batch, so one batch of 48 is
+    # cheapest). Those three evaluations are two thirds of the run; with the install, the main job has
+    # to fit 15 minutes, which is what caps SFT and GRPO steps here. max_new_tokens 60:
     # the longest reference call of these tasks is 58 SmolLM2 tokens. micro_batch_size 4: a micro-batch
     # of 8 of these sequences took the update past 17 GiB of memory (measured; killed). learning_rate
     # 1e-4: one 4-episode update at 5e-4 took held-out success from 4/24 to 0/24 (measured).
@@ -302,14 +305,14 @@ PRESETS: dict[str, dict[str, Any]] = {
         model="smollm2-135m", torch_threads=-1, mixed_precision="no", use_lora=True, lora_r=16, lora_alpha=32,
         batch_size=2, group_size=8, max_turns=2, max_new_tokens=60, max_context_tokens=2048, max_tools=1,
         max_solution_steps=2, tool_descriptions=False, show_policy=False,
-        steps=3, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
-        sft_steps=10, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
+        steps=2, learning_rate=1e-4, micro_batch_size=4, temperature=1.0,
+        sft_steps=8, sft_learning_rate=3e-4, sft_batch_size=2, sft_micro_batch_size=1, sft_context_grad=False,
         max_envs=20, max_tasks_per_env=2, max_eval_tasks=48, eval_batch_size=48, output_dir="runs/smol-cpu",
         build_jobs=2,  # an empty cache builds ~55 envs: both cores, while the model converts
-        # plus 7 benchmark episodes (one per BFCL category / τ² domain, held-out split), at most 4 actions each
+        # plus 7 benchmark episodes (one per BFCL category / τ² domain, held-out split), at most 2 actions each
         # (skipped without the bfcl / tau2 extras): most of their prompts exceed SmolLM2's 2,048-token budget
         # here and stop at once with reward 0 (the GPU preset has room)
-        eval_suites=["held-out", "bfcl", "tau2"], eval_suite_tasks=1, eval_suite_max_turns=4,
+        eval_suites=["held-out", "bfcl", "tau2"], eval_suite_tasks=1, eval_suite_max_turns=2,
     ),
     # The recipe at full scale for one GPU (not measured here: no GPU was lent; see agentworld_rl/README.md):
     # vLLM rollouts (the vllm extra), batch 16 x group 8 with dynamic sampling (up to 2 refill rounds for
