@@ -807,7 +807,8 @@ def _report(cfg: TrainConfig, summary: dict, evals: dict) -> str:
                 verdict = "outside" if g[1] > 0 or g[2] < 0 else "inside"
                 lines += [f"GRPO's gain on {first} over {start}: {g[0]:+.3f} (95 % CI {g[1]:+.3f} to {g[2]:+.3f}; "
                           f"zero is {'not ' if verdict == 'outside' else ''}inside the interval).", ""]
-    timings = [f"eval {stage} {ev.get('seconds', 0):.0f}" for stage, evs in evals.items() for ev in evs.values()]
+    timings = [f"{suite} eval {stage} {ev.get('seconds', 0):.0f}" for stage, evs in evals.items()
+               for suite, ev in evs.items()]
     if timings:
         lines += ["Seconds: " + ", ".join(timings) + (f", SFT {summary['sft']['seconds']:.0f}" if "sft" in summary
                                                       else "") + f", GRPO {summary.get('grpo_seconds', 0):.0f}", ""]
