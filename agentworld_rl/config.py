@@ -290,8 +290,8 @@ PRESETS: dict[str, dict[str, Any]] = {
     # tasks, SFT, rollouts), so prompts are compact: the task without the service policy (so no trap
     # tasks, which need its rules), only the tool the reference solution uses plus submit, no
     # descriptions (300-480 SmolLM2 tokens). Tasks solvable in one lookup + submit; an SFT warm start
-    # on reference trajectories (prompt and tool results prefilled without gradient; 8 steps: the loss is
-    # near zero by then); 2 GRPO steps of 2 prompts x 8 samples (larger groups: fewer groups with no reward
+    # on reference trajectories (prompt and tool results prefilled without gradient; 8 steps take the loss
+    # from ~0.7 to ~0.1); 2 GRPO steps of 2 prompts x 8 samples (larger groups: fewer groups with no reward
     # variance); greedy held-out evaluation of all 48 tasks in one batch before SFT, after SFT and after
     # GRPO (a decode step reads every weight, ~0.15 s here whatever the batch, so one batch of 48 is
     # cheapest). Those three evaluations are two thirds of the run; with the install, the main job has
