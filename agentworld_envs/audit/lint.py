@@ -549,9 +549,7 @@ def check_email_names(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterabl
         table = t["name"]
         cols = _columns(conn, table)
         for col in [c for c in cols if c == "email" or c.endswith("_email")]:
-            own = col[: -len("_email")] + "_name" if col.endswith("_email") else None
-            who = [c for c in (own, "full_name", "name", "contact_name") if c and c in cols][:1] \
-                or ([c for c in ("first_name", "last_name") if c in cols] if "last_name" in cols else [])
+            who = semantics.email_holder(col, cols)
             if not who:
                 continue
             bad = 0

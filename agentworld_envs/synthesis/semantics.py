@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+from collections.abc import Iterable
 from typing import Any
 
 import env_registry
@@ -219,6 +220,15 @@ def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
         prev = next(c for c, r in before if r == top)
         out.append((prev, col, rank == 2 and top == 1))
     return out
+
+
+def email_holder(column: str, columns: Iterable[str]) -> list[str]:
+    """The name columns of the row an e-mail column belongs to: ``billing_email`` → ``billing_name``, else
+    the row's full name, name or contact name, else its first and last names ([] when it has none)."""
+    cols = set(columns)
+    own = column[: -len("_email")] + "_name" if column.endswith("_email") else None
+    names = [c for c in (own, "full_name", "name", "contact_name") if c and c in cols]
+    return names[:1] or ([c for c in ("first_name", "last_name") if c in cols] if "last_name" in cols else [])
 
 
 def lifecycle_rank(workflow: dict[str, Any]) -> dict[str, int]:
@@ -512,9 +522,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     for col in [c for c in gens if c == "email" or c.endswith("_email")]:
         if gens[col].get("gen") != "faker" or "email" not in gens[col].get("provider", ""):
             continue
-        own = col[: -len("_email")] + "_name" if col.endswith("_email") else None
-        names = [c for c in (own, "full_name", "name", "contact_name") if c and c in gens]
-        who = names[:1] or ([c for c in ("first_name", "last_name") if c in gens] if "last_name" in gens else [])
+        who = email_holder(col, gens)
         if who:
             gens[col] = wrap(gens[col], gen="email_of", of=who)
     # Totals add up: an order's total is its subtotal plus tax and shipping; a line is quantity x price.
