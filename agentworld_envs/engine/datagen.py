@@ -20,6 +20,7 @@ instead name a registered Python generator (``"generator": "retail"``).
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
 import functools
 import random
@@ -280,9 +281,7 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
             by_parent.setdefault(parent, []).append(key)
     nullable = g.get("nullable", True)
     started = g.get("not_after")
-    if started:
-        table = g["ref"].split(".")[0]
-        starts = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.{started['field']}", ())))
+    starts = _start_dates(g, existing) if started else {}
 
     def draw(i: int, row: dict[str, Any]) -> Any:
         options = pool
@@ -292,8 +291,8 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
             options = by_parent.get(row.get(same["column"]), [])
         if started and row.get(started["column"]):
             # Only records already started by this row's date (see _started_ref), where there are any.
-            by = str(row[started["column"]])[:10]
-            options = [o for o in options if not starts.get(o) or str(starts[o])[:10] <= by] or options
+            by = str(row[started["column"]])
+            options = [o for o in options if _started_by(starts, o, by)] or options
         counted = quota and row.get(quota["column"]) in quota["in"]
         if counted:
             choice = None
@@ -321,8 +320,8 @@ def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
     """A reference to a record that had started by a date of this row: ``"not_after": {"column": COL,
     "field": START}`` (a rent payment due on COL belongs to a lease whose START is not later). Any record
     where none qualifies."""
-    table, column, field = g["ref"].split(".")[0], g["not_after"]["column"], g["not_after"]["field"]
-    starts = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.{field}", ())))
+    column = g["not_after"]["column"]
+    starts = _start_dates(g, existing)
     ordered = sorted((str(v)[:10], k) for k, v in starts.items() if v)
     dates = [d for d, _ in ordered]
 
@@ -332,14 +331,23 @@ def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
             return rng.choice(pool)
         for _ in range(8):
             pick = rng.choice(pool)
-            if not starts.get(pick) or str(starts[pick])[:10] <= by[:10]:
+            if _started_by(starts, pick, by):
                 return pick
-        import bisect
-
         n = bisect.bisect_right(dates, by[:10])
         return ordered[rng.randrange(n)][1] if n else rng.choice(pool)
 
     return draw
+
+
+def _start_dates(g: dict[str, Any], existing: dict[str, list[Any]]) -> dict[Any, Any]:
+    """``"not_after"``'s start date of every record the reference may name, by id."""
+    table = g["ref"].split(".")[0]
+    return dict(zip(existing[f"{table}.id"], existing.get(f"{table}.{g['not_after']['field']}", ())))
+
+
+def _started_by(starts: dict[Any, Any], key: Any, by: str) -> bool:
+    """Whether record ``key`` has no start date or had started by the date ``by`` (days compared)."""
+    return not starts.get(key) or str(starts[key])[:10] <= by[:10]
 
 
 def _id_index(existing: dict[str, list[Any]], table: str) -> dict[Any, int]:

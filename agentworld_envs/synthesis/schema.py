@@ -173,10 +173,10 @@ def link_parent_dates(entities: list[Entity]) -> None:
         changed = False
         for fk, parent in ent.refs.items():
             starts = [c for c, g in by_table[parent].gens.items()
-                      if semantics.clock_role(c) == "start" and semantics.date_rank(c) == 1 and semantics._date_kind(g)]
+                      if semantics.clock_role(c) == "start" and semantics.date_rank(c) == 1 and semantics.date_kind(g)]
             if not starts or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
                 continue
-            dues = [c for c, g in ent.gens.items() if semantics.clock_role(c) == "due" and semantics._date_kind(g)
+            dues = [c for c, g in ent.gens.items() if semantics.clock_role(c) == "due" and semantics.date_kind(g)
                     and g.get("gen") != "not_before" and fk not in semantics.sources(g)]
             if dues and ent.gens[fk].get("gen") == "ref" and not {"quota", "same", "not_after"} & set(ent.gens[fk]):
                 # The record is drawn among those already started by its due date, which keeps the due date's
@@ -187,7 +187,7 @@ def link_parent_dates(entities: list[Entity]) -> None:
             for col in dues:
                 gen = ent.gens[col]
                 ent.gens[col] = semantics.wrap(gen, gen="not_before", via=fk, table=parent, field=starts[0],
-                                               kind=semantics._date_kind(gen))
+                                               kind=semantics.date_kind(gen))
                 changed = True
         if changed:
             ent.gens = semantics.dependency_order(ent.gens)

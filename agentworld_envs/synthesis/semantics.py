@@ -451,13 +451,13 @@ def text_kind(column: str) -> str:
 _DATE_GENS = ("date", "datetime")
 
 
-def _date_kind(gen: dict[str, Any]) -> str | None:
+def date_kind(gen: dict[str, Any]) -> str | None:
     if gen.get("gen") in _DATE_GENS:
         return gen["gen"]
     if gen.get("gen") in ("after", "clock", "not_before"):
         return gen.get("kind") or "datetime"
     if gen.get("gen") in ("when", "by"):
-        return _date_kind(gen.get("then") or gen.get("default") or {})
+        return date_kind(gen.get("then") or gen.get("default") or {})
     if gen.get("gen") == "faker" and gen.get("provider") == "date_of_birth":
         return "date"
     return None
@@ -533,7 +533,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     if {"quantity", "unit_price", "line_total"} <= set(gens):
         gens["line_total"] = {"gen": "product", "of": ["quantity", "unit_price"]}
     # Dates in a record's order: each later date drawn after the one before it.
-    dates = [c for c, g in gens.items() if _date_kind(g) and c != "status_changed_at" and "birth" not in c]
+    dates = [c for c, g in gens.items() if date_kind(g) and c != "status_changed_at" and "birth" not in c]
     clocked = bool(ent.workflow and ent.workflow.get("clock"))
     for c in dates:
         # A record cannot have been made (or filed, joined, posted) in the future; where its status dates
@@ -547,8 +547,8 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         old = gens[later]
         lo, hi = old.get("days", [-365, 0])
         span = max(1, min(int(hi - lo) or 1, 120))
-        start = (1 if _date_kind(old) == "date" else 1 / 24) if strict else 0
-        gens[later] = {"gen": "after", "of": earlier, "kind": _date_kind(old), "days": [start, max(start, span)],
+        start = (1 if date_kind(old) == "date" else 1 / 24) if strict else 0
+        gens[later] = {"gen": "after", "of": earlier, "kind": date_kind(old), "days": [start, max(start, span)],
                        "else_days": [lo, hi], "not_after_now": is_past_column(later) or hi <= 0,
                        **({"null_p": old["null_p"]} if "null_p" in old else {})}
     if ent.workflow:
@@ -569,7 +569,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 # A date that has passed leaves a few days for the dates that follow it.
                 gap = {"gap": 4} if clock_role(col) == "start" or col in floors.values() else {}
                 gens[col] = wrap(inner, gen="clock", column="status", past=past, future=future,
-                                 kind=_date_kind(inner), **({"floor": floor} if floor else {}), **gap)
+                                 kind=date_kind(inner), **({"floor": floor} if floor else {}), **gap)
         for col, empty in unreached_columns(list(gens), ent.workflow).items():
             # A queued job has not started, a running one has no exit code yet.
             if nullable.get(col, True) and gens[col].get("gen") != "when":
@@ -592,11 +592,11 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                     # "scheduled_at" is when a scheduled record is due to happen, not when it was scheduled.
                     floor = then.get("of") if then.get("gen") == "after" else None
                     then = {"gen": "clock", "inner": then, "column": "status", "past": past, "future": future,
-                            "kind": _date_kind(then) or "datetime", **({"floor": floor} if floor else {})}
+                            "kind": date_kind(then) or "datetime", **({"floor": floor} if floor else {})}
                 elif "status_changed_at" in gens and not read and date_rank(col) != 0:
                     # Reaching the status is when the status last changed.
                     then = {"gen": "by", "column": "status", "default": then, "cases": {stem: {
-                        "gen": "lookup_row", "of": "status_changed_at", "kind": _date_kind(then) or "datetime"}}}
+                        "gen": "lookup_row", "of": "status_changed_at", "kind": date_kind(then) or "datetime"}}}
                 gens[col] = {"gen": "when", "column": "status", "in": sorted(states), "then": then}
         paid = ent.workflow.get("paid")
         for paid_col, due_col in PAID:
@@ -608,7 +608,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         for col in dates:
             if clock_role(col) == "end":
                 gens[col] = wrap(gens[col], gen="clock", column="is_active", past=[], future=[1],
-                                 kind=_date_kind(gens[col]))
+                                 kind=date_kind(gens[col]))
     for used, cap in CAPS:
         if used in gens and cap in gens and gens[used].get("gen") != "at_most":
             gens[used] = wrap(gens[used], gen="at_most", of=cap)
