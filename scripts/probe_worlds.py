@@ -27,6 +27,8 @@ Counts (each as "bad of checked"):
                       upcoming/booked rows whose appointment has passed
 * ``event_clock``     event timestamps (created, checked in, started, acknowledged, resolved, ...) after now or
                       before the row's own created_at
+* ``changed_early``   a status that changed before the record was made or before what it answers to happened
+                      (an alert acknowledged before it was triggered), once that date has passed
 * ``span_order``      same-row spans that end before they start (start/end, valid_from/valid_to, check_in/
                       check_out), and a child's due date before its parent contract starts
 * ``transition_stamp`` a status-change tool that clears or overwrites the stamp of another status than the one
@@ -72,6 +74,10 @@ USED_CAP = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("time
             ("attendee_count", "capacity"), ("used", "quota"), ("used", "limit"))
 TOTAL_PARTS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")), ("line_total", None))
 
+
+#: Dates of a record's making or of what happened to it: its status can only move after them.
+MADE_OR_HAPPENED = re.compile(r"(created|triggered|submitted|requested|opened|placed|received|observed|detected|"
+                              r"collected|reported|filed|logged|raised|booked|ordered|initiated)_(at|on|date)")
 
 def load(name: str) -> tuple[dict[str, Any], sqlite3.Connection]:
     from agentworld_envs.catalogue import catalog
@@ -396,6 +402,12 @@ def probe_lifecycle(name: str, spec: dict[str, Any], conn: sqlite3.Connection, t
                                       f"length({q(col)}))) FROM {q(table)} WHERE {q(col)} IS NOT NULL AND created_at IS "
                                       f"NOT NULL").fetchone()
                 tally.add("event_clock", bad or 0, n, f"{name}: {table}.{col} before created_at")
+        if "status_changed_at" in dates:
+            for col in [d for d in dates if MADE_OR_HAPPENED.fullmatch(d)]:
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr(status_changed_at, 1, 10) < substr({q(col)}, 1, 10)) "
+                                      f"FROM {q(table)} WHERE {q(col)} IS NOT NULL AND status_changed_at IS NOT NULL "
+                                      f"AND substr({q(col)}, 1, 10) <= ?", (today,)).fetchone()
+                tally.add("changed_early", bad or 0, n, f"{name}: {table}.status_changed_at before {col}")
         for a, b in _span_cols(dates):
             n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr({q(b)}, 1, 10) < substr({q(a)}, 1, 10)) FROM {q(table)} "
                                   f"WHERE {q(a)} IS NOT NULL AND {q(b)} IS NOT NULL").fetchone()

@@ -248,6 +248,18 @@ def test_incidental_counts_and_ids_are_not_competitors():
     # a count answer: another count of the same things competes
     assert not answers.match_values("3 orders. 4 orders.", ["3"], answers.Candidates(), numeric=True).ok
     assert answers.match_values("You have 3 orders, 2 of them delivered.", ["3"], answers.Candidates(), numeric=True).ok
+    # a list of the ids of the records worked on runs on from its noun; numbers that are no handled record's id
+    # (or with no episode to tell) still compete
+    done = answers.Observed([{"id": i, "status": "in_review"} for i in (19, 62, 39, 56, 31)])
+    msg = "Submitted 5 call scripts (ids 19, 62, 39, 56 and 31) for review; their total field count is 146."
+    assert answers.match_values(Submission("done", "146", msg).words(), ["146"], observed=done, numeric=True).ok
+    for bad, seen in ((msg, None), ("Their total is 146 (ids 19, 62, 150).", done), ("ids 150, 152: 146", done),
+                      ("146 (ids 19, 62), or 150.", done)):
+        assert not answers.match_values(Submission("done", "146", bad).words(), ["146"], observed=seen,
+                                        numeric=True).ok, bad
+    # a DOI or path names a record, it is no number
+    doi = "Archived tables 10.5953/ds.608617 and 10.1234/ab.99; their total size is 2,247,159.30 MB."
+    assert answers.match_values(Submission("done", "2247159.3", doi).words(), ["2247159.30"], numeric=True).ok
 
 
 @pytest.mark.parametrize("layout", ["- {v}", "* {v}", "1. {v}", "**{v}**", "`{v}`", "**Answer:** {v}", "### {v}", "> {v}",

@@ -248,3 +248,54 @@ def test_rule_batch_is_decided_by_each_records_figure_not_its_status(bundles):
             assert runner.run(t, t["solution"][:-1] + [{"name": "submit", "arguments": rule_only}]).score == 0.0
     finally:
         runner.close()
+
+
+@pytest.mark.parametrize("name", ["fine-dining-reservation-book", "lecture-room-booking"])
+def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
+    """hard window_sweep: the records to change lie more than N days before/after today, or have two dates
+    more than N days apart (no date is written in the request), some also above a figure's bound; the answer totals what the change leaves. The
+    reference passes; one write short, one write too many (a sibling the change also allows) or a total
+    off by five cents fails; the greedy baseline fails."""
+    import re
+
+    from agentworld_envs.tasks.build import generate_tasks
+    from agentworld_envs.tasks.hard import _clock_side
+
+    b = bundles[name]
+    tasks, _ = generate_tasks(b.spec, b.golden, seed="window", prefix="ws", target=2,
+                              families=["hard_window"], max_attempts=8)
+    assert tasks and all(t["knobs"]["shape"] == "window_sweep" for t in tasks)
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in tasks:
+            text = t["instruction"]
+            assert re.search(r"more than \d+ (calendar )?days (before today|after today|after its )", text), text
+            assert not re.search(r"\d{4}-\d\d-\d\d", text), text     # the boundary date is worked out, not given
+            assert _calls(t) >= MIN_CALLS and play(runner, t)["greedy"]
+            sol = t["solution"]
+            assert runner.run(t, sol).score == 1.0
+            writes = [i for i, s in enumerate(sol) if s["name"] != "submit" and b.tools[s["name"]].writes]
+            assert len(writes) >= 2
+            assert runner.run(t, sol[:writes[0]] + sol[writes[0] + 1:]).score < 1.0
+            # one more record the same change allows, outside the window or under the bound
+            tool = b.spec["tools"][[x["name"] for x in b.spec["tools"]].index(sol[writes[0]]["name"])]
+            impl, key = tool["impl"], tool["impl"]["key"]["param"]
+            done = {sol[i]["arguments"][key] for i in writes}
+            marks = ", ".join("?" * len(impl["from"]))
+            other = runner.initial.execute(
+                f'SELECT id FROM "{impl["table"]}" WHERE "{impl["column"]}" IN ({marks}) ORDER BY id',
+                tuple(impl["from"])).fetchall()
+            extra = next(r[0] for r in other if r[0] not in done)
+            more = sol[:-1] + [{"name": tool["name"], "arguments": {**sol[writes[0]]["arguments"], key: extra}}, sol[-1]]
+            assert runner.run(t, more).score < 1.0
+            answer = float(sol[-1]["arguments"]["answer"])
+            off = {**sol[-1]["arguments"], "answer": f"{answer + 0.05:.2f}" if "." in sol[-1]["arguments"]["answer"]
+                   else str(int(answer) + 1)}
+            off.pop("message", None)
+            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}]).score == 0.0
+            # a window never moves a record to a status on the wrong side of today
+            side = [c for c in ("reserved_for", "starts_at") if _clock_side(b.spec, impl["table"], c, impl["to"])]
+            if "after today" in text and side:
+                assert _clock_side(b.spec, impl["table"], side[0], impl["to"]) != "past"
+    finally:
+        runner.close()

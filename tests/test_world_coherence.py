@@ -468,3 +468,92 @@ def test_lifecycle_classes_are_clean_on_built_envs(built):
     new = ("prestart_outcome", "draft_sent", "event_status", "event_clock", "span_order", "transition_stamp", "email_name")
     assert {k: tally.bad[k] for k in new} == {k: 0 for k in new}, dict(tally.examples)
     assert all(tally.checked[k] for k in ("prestart_outcome", "span_order", "email_name", "event_clock"))
+
+
+def test_lint_a_status_changed_before_what_happened_to_the_record():
+    """date_order: a status moves after the record was made and after what happened to it (an alert is
+    acknowledged after it was triggered), once those dates have passed; a due date may come later (a review
+    decided early), and a date still ahead says nothing."""
+    from agentworld_envs.audit.lint import check_data
+
+    spec = {"now": NOW, "tools": [], "tables": [{"name": "alerts", "columns": [
+        {"name": n, "type": "INTEGER" if n == "id" else "TEXT"}
+        for n in ("id", "created_at", "triggered_at", "decision_due", "status", "status_changed_at")]}]}
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE alerts (id INTEGER PRIMARY KEY, created_at TEXT, triggered_at TEXT, decision_due TEXT, "
+                 "status TEXT, status_changed_at TEXT)")
+    rows = [(1, "2026-05-01T10:00:00Z", "2026-05-02T10:00:00Z", "2026-06-30", "open", "2026-05-03T10:00:00Z"),
+            (2, "2026-05-01T10:00:00Z", "2026-05-02T10:00:00Z", "2026-05-20", "decided", "2026-05-10T10:00:00Z"),
+            (3, "2026-05-01T10:00:00Z", "2026-07-02T10:00:00Z", "2026-07-20", "open", "2026-05-10T10:00:00Z")]
+    conn.executemany("INSERT INTO alerts VALUES (?, ?, ?, ?, ?, ?)", rows)
+
+    def found(conn):
+        return [v for v in check_data(spec, conn) if v.rule == "date_order"]
+
+    assert found(conn) == []
+    conn.execute("INSERT INTO alerts VALUES (4, '2026-05-01T10:00:00Z', '2026-05-20T10:00:00Z', NULL, 'acknowledged', "
+                 "'2026-05-04T10:00:00Z')")                       # acknowledged before it was triggered
+    conn.execute("INSERT INTO alerts VALUES (5, '2026-05-09T10:00:00Z', NULL, NULL, 'acknowledged', "
+                 "'2026-05-04T10:00:00Z')")                       # changed before it was made
+    assert {(v.where, v.detail) for v in found(conn)} == {
+        ("alerts.status_changed_at", "1 rows whose status changed before triggered_at"),
+        ("alerts.status_changed_at", "1 rows whose status changed before created_at")}
+
+
+def test_one_tax_rate_per_world():
+    """A world charges one rate on the subtotal (generated so, and linted: a planted 42 % row is caught)."""
+    from agentworld_envs.audit.lint import check_arithmetic
+
+    spec, _ = synthesize(env_registry.theme("custom-cake-studio-orders"))
+    conn = _conn(spec)
+    table = next(t["name"] for t in spec["tables"] if {"tax_amount", "subtotal"} <= {c["name"] for c in t["columns"]})
+    rates = {round(a / b, 3) for a, b in conn.execute(f'SELECT tax_amount, subtotal FROM "{table}" WHERE subtotal >= 10')}
+    assert len(rates) == 1 and rates <= {round(r, 3) for r in semantics.TAX_RATES}
+    assert not [v for v in check_arithmetic(spec, conn, {}) if v.where.endswith("tax_amount")]
+    conn.execute(f'UPDATE "{table}" SET tax_amount = round(subtotal * 0.42, 2) WHERE id = 1')
+    assert [v.where for v in check_arithmetic(spec, conn, {})] == [f"{table}.tax_amount"]
+
+
+def test_paying_in_full_settles_and_a_reasoned_status_has_its_reason():
+    """The tool that marks a payment paid sets what was paid to what was due (the seeded history already
+    does); a record that reached its status through a change that takes a reason carries one; a stamp of
+    a status passed on the way (an alert triggered, then acknowledged) lies between its making and its
+    last change."""
+    from agentworld_envs.tasks.runner import Runner
+
+    spec, _ = synthesize(env_registry.theme("auto-loan-servicing"))
+    conn = _conn(spec)
+    paid = [t for t in spec["tools"] if t.get("impl", {}).get("set", {}).get("amount_paid") == "$row:amount_due"]
+    assert paid
+    tool = paid[0]
+    table, key = tool["impl"]["table"], tool["impl"]["key"]["param"]
+    marks = ", ".join("?" * len(tool["impl"]["from"]))
+    rid, due, before = conn.execute(f'SELECT id, amount_due, amount_paid FROM "{table}" WHERE status IN ({marks}) '
+                                    f'AND amount_paid < amount_due LIMIT 1', tuple(tool["impl"]["from"])).fetchone()
+    runner = Runner(spec, state.build_database(spec))
+    try:
+        runner.drop_prefix()
+        after = runner.call(tool["name"], {key: rid})["updated"]
+    finally:
+        runner.close()
+    assert before < due and after["amount_paid"] == due and after["status"] == tool["impl"]["to"]
+
+    checked = 0
+    for name in ("fine-dining-reservation-book", "email-deliverability-ip-warmup"):
+        spec, _ = synthesize(env_registry.theme(name))
+        conn = _conn(spec)
+        for t in spec["tables"]:
+            cols = {c["name"] for c in t["columns"]}
+            reasoned = {x["impl"]["to"] for x in spec["tools"] if x.get("impl", {}).get("table") == t["name"]
+                        and "reason" in x["parameters"].get("required", [])}
+            if "status_reason" in cols and reasoned:
+                marks = ", ".join("?" * len(reasoned))
+                assert conn.execute(f'SELECT COUNT(*) FROM "{t["name"]}" WHERE status IN ({marks}) AND status_reason IS NULL',
+                                    tuple(reasoned)).fetchone()[0] == 0, t["name"]
+            if {"triggered_at", "status_changed_at"} <= cols:
+                made = " OR triggered_at < created_at" if "created_at" in cols else ""
+                checked += 1
+                bad = conn.execute(f'SELECT COUNT(*) FROM "{t["name"]}" WHERE triggered_at IS NOT NULL AND '
+                                   f'(triggered_at > status_changed_at{made})').fetchone()[0]
+                assert bad == 0, t["name"]
+    assert checked

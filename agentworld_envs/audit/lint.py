@@ -194,9 +194,22 @@ def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[
             if n:
                 yield Violation("date_order", f"{table}.{later}", f"{n} rows with {later} before {earlier}")
         wf = _workflow_of(spec, table)
+        stamps = semantics.status_stamps(cols, wf) if wf else {}
+        if "status_changed_at" in cols:
+            # a status moves after every date of the record that has passed: no alert acknowledged before it
+            # was triggered, no interview under way before its day
+            now = spec["now"]
+            for col in dates:
+                if col == "status_changed_at" or not semantics.happens_before_change(col):
+                    continue
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(col)} IS NOT NULL AND status_changed_at IS NOT NULL "
+                                 f"AND substr({q(col)}, 1, 10) <= ? AND substr(status_changed_at, 1, 10) < substr({q(col)}, 1, 10)",
+                                 (now[:10],)).fetchone()[0]
+                if n:
+                    yield Violation("date_order", f"{table}.status_changed_at", f"{n} rows whose status changed before {col}")
         if wf:
             st = wf["column"]
-            for col, states in semantics.status_stamps(cols, wf).items():
+            for col, states in stamps.items():
                 marks = ", ".join("?" * len(states))
                 missing = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(st)} = ? AND {q(col)} IS NULL",
                                        (col.rsplit("_", 1)[0],)).fetchone()[0]
@@ -381,7 +394,7 @@ def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[s
 
 
 def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
-    """Used amounts within their caps; paid amounts that fit the record's status."""
+    """Used amounts within their caps; paid amounts that fit the record's status; one tax rate per world."""
     for t in spec["tables"]:
         table = t["name"]
         cols = set(_columns(conn, table))
@@ -408,6 +421,12 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 if n:
                     yield Violation("over_cap", f"{table}.{paid}", f"{n} rows {what}")
             break
+        if {"tax_amount", "subtotal"} <= cols:
+            # one rate for the whole world, and never more tax than the goods cost
+            lo, hi, n = conn.execute(f"SELECT MIN(tax_amount / subtotal), MAX(tax_amount / subtotal), COUNT(*) FROM "
+                                     f"{q(table)} WHERE subtotal >= 10 AND tax_amount IS NOT NULL").fetchone()
+            if n and (hi - lo > 0.01 or hi > 0.3):
+                yield Violation("over_cap", f"{table}.tax_amount", f"tax from {lo:.1%} to {hi:.1%} of the subtotal")
 
 
 def check_same_parent(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:

@@ -100,10 +100,10 @@ YEARLESS = 4
 _WEEKDAY_NAME = re.compile(r"\b(monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b")
 _TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?\b)?(?![\d:])")
 # A number: optional attached sign, an optional currency symbol or code, digits with optional
-# thousands groups and decimals; not inside a word, code or date.
+# thousands groups and decimals; not inside a word, code, date or path ("10.5953/ds.608617", a DOI).
 _CURRENCY = r"(?:[$€£¥]|usd|eur|gbp|us\$)"
 _NUMBER = re.compile(r"(?<![\w#/.\-])(?:(" + _CURRENCY + r")\s?)?(-(?=[\d$€£¥]))?(?:(" + _CURRENCY + r")\s?)?"
-                     r"((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?![\d,]\d)(?!\.\d)(?![\w-]*\d)")
+                     r"((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?![\d,]\d)(?!\.\d)(?![\w-]*\d)(?!/\w)")
 # A code: a run mixing letters and digits (W1234, PST-84118742, 1ZKKF59), a '#' id, an e-mail or a
 # long digit string (phone and tracking numbers).
 _EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
@@ -117,6 +117,10 @@ _FUNCTION_WORDS = frozenset("i it is a an the in on at to of and or no not off o
                             "our you your he she his her they them their this that all any".split())
 _CURRENCIES = frozenset("usd eur gbp jpy cad aud chf cny inr mxn brl sek nok dkk nzd sgd hkd zar krw pln czk huf "
                         "try ils aed sar".split())
+#: Words a record's id follows ("ids 19, 62", "no. 7"), besides the env's own nouns.
+_ID_WORDS = frozenset({"id", "ids", "no", "nos", "number", "numbers"})
+#: What separates the ids of one list: "19, 62 and 39", "19/62", "19 & 62".
+_ID_LIST = re.compile(r"\s*(?:,|/|&|,?\s+and|,?\s+or)\s*")
 #: Words after a number that do not make it a count of things ("16 it is …", "5 and 6").
 _NOT_COUNTED = frozenset("it is was are were i this that the a an and or but so we you he she they its nor".split())
 _BARE_FILLER = frozenset("it its s is was are were be been the a an and or also now currently still already status state "
@@ -475,6 +479,7 @@ class Observed:
         self._names: dict[str, str] | None = None
         self._rows: list[dict[str, Any]] | None = None
         self._handled: frozenset[str] | None = None
+        self._ids: frozenset[int] | None = None
 
     def rows(self) -> list[dict[str, Any]]:
         """Every record (JSON object, at any depth) the results held."""
@@ -490,6 +495,13 @@ class Observed:
                 value_key(v) for single, row in result_rows(self._results) if single
                 for k, v in row.items() if isinstance(v, str) and _IDENTITY.search(k) and value_key(v))
         return self._handled
+
+    def ids(self) -> frozenset[int]:
+        """The internal ids of records a result returned one at a time (read or written individually)."""
+        if self._ids is None:
+            self._ids = frozenset(row["id"] for single, row in result_rows(self._results)
+                                  if single and isinstance(row.get("id"), int) and not isinstance(row["id"], bool))
+        return self._ids
 
     def has_record(self, record: dict[str, Any]) -> bool:
         """Did some result hold a record with every field of ``record`` (values compared as values are)?"""
@@ -1068,6 +1080,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                                      answer_part))
     count_words = {text.t[e:].split(None, 1)[0].strip(".,;:!?)") for s, e in stated
                    if exp_nums and re.match(r"\s+[a-z]", text.t[e:])} if exp_nums else set()
+    id_end = 0   # where the last record id named in the text ends (a list of ids runs on from it)
     for n in text.nums:
         if n.number is None or _overlaps(covered, n.start, n.end) or mentioned_number(n.number):
             continue
@@ -1082,8 +1095,16 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         if n.integer and not n.currency and after and after.group(1) not in _UNITS and after.group(1) not in count_words \
                 and not _OR_BEFORE.search(text.t[text.sentence(n.start)[0]:n.start]):
             continue   # a count of things: "the 3 payments", "2 of them" (not "or 4 of them")
-        if n.integer and before and (before.group(1) in cands.noun_words or before.group(1).endswith("#")):
-            continue   # a record's id after its noun: "order 57", "#12"
+        # ids after "ids" or in a list run on from one are ids only where the episode handled those records:
+        # "ids 150, 152" cannot smuggle in other guesses
+        handled_id = n.integer and observed is not None and int(n.number) in observed.ids()
+        if n.integer and before and (before.group(1) in cands.noun_words or before.group(1).endswith("#")
+                                     or before.group(1) in _ID_WORDS and handled_id):
+            id_end = n.end
+            continue   # a record's id after its noun: "order 57", "#12", "ids 19"
+        if handled_id and id_end and _ID_LIST.fullmatch(text.t[id_end:n.start]):
+            id_end = n.end
+            continue   # the rest of a list of ids: "scripts 19, 62 and 39"
         if n.start >= message_from and (n.currency or after and after.group(1) in _MEASURES) and not answer_measured:
             continue   # "TSK-2 (8.0 h)" to the user beside a count: a measurement of something else, no guess
         shown = _fmt(n.number)

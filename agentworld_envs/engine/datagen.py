@@ -138,6 +138,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
     if kind == "after":
         of, lo, hi = g["of"], *g.get("days", [0, 30])
         lo_s, hi_s, cap = int(lo * 86400), int(hi * 86400), g.get("not_after_now", False)
+        floors = list(g.get("at_least", ()))
         fallback = _compile({"gen": g.get("kind", "datetime"), "days": g.get("else_days", [-365, 0])}, rng, now, locale, existing)
 
         def draw_after(i: int, row: dict[str, Any]) -> Any:
@@ -146,6 +147,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
                 return fallback(i, row)
             start = parse_when(base)
             when = start + dt.timedelta(seconds=rng.randint(lo_s, hi_s))
+            # never before the row's own earlier dates (``at_least``): triggered after it was created
+            when = max([when, *(parse_when(row[c]) for c in floors if row.get(c) and parse_when(row[c]) <= start)])
             if cap and when > now:
                 # Never after now, unless the date it follows is still ahead (order first).
                 when = start + (now - start) * rng.random() if start <= now else when
@@ -164,14 +167,14 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
     if kind == "text":
         return text_drawer(g, rng)
     if kind in ("sum", "product"):
-        of = list(g["of"])
+        of, factor = list(g["of"]), g.get("factor", 1)
 
         def combine(i: int, row: dict[str, Any]) -> Any:
             vals = [row.get(c) or 0 for c in of]
             out = vals[0]
             for v in vals[1:]:
                 out = out + v if kind == "sum" else out * v
-            return round(out, 2)
+            return round(out * factor, 2) if kind == "product" else round(out, 2)
 
         return combine
     if kind == "mime_of":
@@ -425,8 +428,8 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> 
             rule = base_col = None
         # A lead time is counted back from its date, so that date does not bound the change from below.
         marks = [parse_when(row[c]) for c in after if row.get(c) and not (rule and "before" in rule and c == base_col)]
-        lo = max([m for m in marks if m <= hi_now], default=now - dt.timedelta(days=90))
-        hi = hi_now
+        lo = max([m for m in marks if m <= now], default=now - dt.timedelta(days=90))
+        hi = max(hi_now, lo)   # a record made in the last minute changed no earlier than it was made
         if rule:
             base = parse_when(row[base_col])
             if "before" in rule:
@@ -434,7 +437,13 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> 
             else:
                 lo = max(lo, base)
                 hi = min(hi, base + dt.timedelta(days=rule["days"]) - dt.timedelta(minutes=1))
-            lo = min(lo, hi)
+            if lo > hi:
+                # what the row records as having happened lies past the rule's window (a request cancelled
+                # within 30 days of ordering, collected later): it happened no later than the change
+                for c in after:
+                    if row.get(c) and c != base_col and hi < parse_when(row[c]) <= now:
+                        row[c] = _fmt(hi, len(row[c]) == 10)
+                lo = hi
         return _fmt(_between(rng, lo, hi), False)
 
     return draw

@@ -36,7 +36,9 @@ def verb_phrase(verb: str, obj: str) -> str:
 
 
 _IRREGULAR = {"send": "sent", "hold": "held", "pay": "paid", "give": "given", "make": "made", "bring": "brought",
-              "set": "set", "put": "put", "run": "run", "freeze": "frozen", "begin": "begun", "take": "taken"}
+              "set": "set", "put": "put", "run": "run", "freeze": "frozen", "begin": "begun", "take": "taken",
+              "withdraw": "withdrawn", "draw": "drawn", "write": "written", "choose": "chosen", "undo": "undone",
+              "redo": "redone", "rewrite": "rewritten", "sell": "sold", "lend": "lent", "spend": "spent"}
 
 
 def participle(verb: str) -> str:

@@ -433,9 +433,15 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                     pair(key, -LIMITS["days"], LIMITS["days"])
             if g.get("kind", "datetime") not in ("date", "datetime"):
                 raise bad("kind", "must be 'date' or 'datetime'")
+            floors = g.get("at_least", [])
+            if not isinstance(floors, list) or any(c not in earlier for c in floors):
+                raise bad("at_least", "must list earlier columns of the row")
     elif kind in ("sum", "product"):
         if not (isinstance(g.get("of"), list) and g["of"] and all(c in earlier for c in g["of"])):
             raise bad("of", "must list earlier columns of the row")
+        if "factor" in g and (kind != "product" or isinstance(g["factor"], bool)
+                              or not isinstance(g["factor"], (int, float)) or not 0 <= g["factor"] <= 1000):
+            raise bad("factor", "a product's factor is a number from 0 to 1000")
     elif kind in ("when", "by"):
         if g.get("column") not in earlier:
             raise bad("column", "must name an earlier column of the row")

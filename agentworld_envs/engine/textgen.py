@@ -12,7 +12,7 @@ import random
 from collections.abc import Callable
 from typing import Any
 
-TEXT_KINDS = ("title", "description", "note", "reason", "message", "file")
+TEXT_KINDS = ("title", "description", "note", "reason", "justification", "message", "file")
 
 QUALIFIERS = ("Annual", "Spring", "Summer", "Autumn", "Winter", "Q1", "Q2", "Q3", "Q4", "North", "South", "East",
               "West", "Central", "Riverside", "Downtown", "Harbor", "Hillside", "Lakeside", "Parkview", "Main",
@@ -37,6 +37,10 @@ NOTES = (
 )
 REASONS = ("Requested by the customer", "Duplicate entry", "Entered in error", "Budget change",
            "Schedule conflict", "No longer needed", "Replaced by a newer record", "Policy update")
+#: Why a request was made (a purchase, an exception, a renewal): never why one was closed.
+JUSTIFICATIONS = ("Needed for the upcoming project", "Needed for day-to-day work", "Part of this year's approved plan",
+                  "Required to stay compliant", "Asked for by the team lead", "Covers the expected growth in demand",
+                  "Supports a signed contract")
 MESSAGES = (
     "Hi, just checking in on the {subject}. Let me know if you need anything else.",
     "Thanks for the update on the {subject}; I will review it today.",
@@ -61,6 +65,8 @@ def text_drawer(g: dict[str, Any], rng: random.Random) -> Callable[[int, dict[st
         return lambda i, row: rng.choice(NOTES)
     if kind == "reason":
         return lambda i, row: rng.choice(REASONS)
+    if kind == "justification":
+        return lambda i, row: rng.choice(JUSTIFICATIONS)
     if kind == "message":
         return lambda i, row: rng.choice(MESSAGES).format(subject=subject)
     if kind == "file":

@@ -148,7 +148,10 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
             ent.gens["status_changed_at"] = {"gen": "datetime", "days": [-90, 0]}
             if any(t.get("reason") for t in wf["transitions"]):
                 cols.append({"name": "status_reason", "type": "TEXT"})
-                ent.gens["status_reason"] = {"gen": "const", "value": None}
+                # a record that reached its status through a change that takes a reason has one
+                reasoned = sorted({t["to"] for t in wf["transitions"] if t.get("reason")})
+                ent.gens["status_reason"] = {"gen": "when", "column": "status", "in": reasoned,
+                                             "then": {"gen": "text", "kind": "reason"}}
         ent.columns = cols
         semantics.apply_value_semantics(theme, ent)
         base = int(ent.module.get("rows", 200))

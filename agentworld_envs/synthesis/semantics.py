@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import functools
 import re
+import zlib
 from collections.abc import Iterable
 from typing import Any
 
@@ -190,6 +191,19 @@ def date_rank(column: str) -> int | None:
                 if best is None or len(w) > best[0]:
                     best = (len(w), rank)
     return None if best is None else best[1]
+
+
+#: Things that happen to a record, besides its making, that its status answers to (an alert is triggered,
+#: then acknowledged; a sample is collected, then tested).
+_HAPPENED_WORDS = ("triggered", "observed", "detected", "raised", "logged", "recorded", "collected", "occurred",
+                   "tagged", "reported", "incurred")
+
+
+def happens_before_change(column: str) -> bool:
+    """Whether a record's status can only move after this date, once it has passed: it was made (created,
+    requested, submitted) or something happened to it (triggered, collected). Not a due, start or end
+    date: a review may be decided before it is due."""
+    return clock_role(column) is None and (date_rank(column) == 0 or any(w in column.split("_") for w in _HAPPENED_WORDS))
 
 
 def is_past_column(column: str) -> bool:
@@ -429,7 +443,8 @@ def clock_constraints(workflow: dict[str, Any] | None, column: str) -> tuple[lis
 #: Free-text columns and the template kind that writes them.
 _TEXT_KIND_WORDS = (
     ("message", ("body", "message", "body_text", "gift_message", "merchant_reply", "cover_letter")),
-    ("reason", ("reason", "justification", "failure_message", "deprecation_message")),
+    ("reason", ("reason", "failure_message", "deprecation_message")),
+    ("justification", ("justification", "business_justification", "rationale")),
     ("description", ("description", "summary", "contents_description", "records_description", "agenda",
                      "hypothesis", "purpose", "goals", "criteria", "changelog", "bio", "preferences",
                      "instructions", "delivery_instructions", "dropoff_instructions", "special_requests",
@@ -461,6 +476,15 @@ def date_kind(gen: dict[str, Any]) -> str | None:
     if gen.get("gen") == "faker" and gen.get("provider") == "date_of_birth":
         return "date"
     return None
+
+
+#: Sales-tax and VAT rates a business may charge; each world draws one from its name.
+TAX_RATES = (0.05, 0.06, 0.07, 0.08, 0.0825, 0.1, 0.2)
+
+
+def tax_rate(theme: dict[str, Any]) -> float:
+    """The one tax rate a world charges (stable for the theme: its name picks it)."""
+    return TAX_RATES[zlib.crc32(str(theme.get("slug") or theme.get("title", "")).encode()) % len(TAX_RATES)]
 
 
 def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
@@ -525,6 +549,15 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         who = email_holder(col, gens)
         if who:
             gens[col] = wrap(gens[col], gen="email_of", of=who)
+    # Tax is the world's one rate on the subtotal (a shop does not charge 1.4 % on one order and 42 % on the
+    # next, nor more tax than the goods cost).
+    if "tax_amount" in gens and "subtotal" in gens:
+        rate = tax_rate(theme)
+        if "tax_rate" in gens:
+            gens["tax_rate"] = {"gen": "const", "value": rate}
+            gens["tax_amount"] = {"gen": "product", "of": ["subtotal", "tax_rate"]}
+        else:
+            gens["tax_amount"] = {"gen": "product", "of": ["subtotal"], "factor": rate}
     # Totals add up: an order's total is its subtotal plus tax and shipping; a line is quantity x price.
     for total, parts in TOTALS:
         present = [p for p in parts if p in gens]
@@ -577,11 +610,6 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 keep = [s for s in ent.workflow["states"] if s not in empty]
                 gens[col] = {"gen": "when", "column": "status", "in": keep, "then": inner,
                              **({"null_p": gens[col]["null_p"]} if "null_p" in gens[col] else {})}
-        if "status_changed_at" in gens:
-            # The status changed after the record was made (and after it started or ended, where that has
-            # happened), never after now.
-            after = [c for c in dates if c not in stamps and (date_rank(c) is not None or clock_role(c))]
-            gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after}
         for col, states in stamps.items():
             if nullable.get(col, True):
                 then = {k: v for k, v in gens[col].items() if k != "null_p"}
@@ -594,10 +622,22 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                     then = {"gen": "clock", "inner": then, "column": "status", "past": past, "future": future,
                             "kind": date_kind(then) or "datetime", **({"floor": floor} if floor else {})}
                 elif "status_changed_at" in gens and not read and date_rank(col) != 0:
-                    # Reaching the status is when the status last changed.
-                    then = {"gen": "by", "column": "status", "default": then, "cases": {stem: {
-                        "gen": "lookup_row", "of": "status_changed_at", "kind": date_kind(then) or "datetime"}}}
+                    # Reaching the status is when the status last changed; a status passed through on the way
+                    # was reached before that (an alert triggered, then acknowledged), after the record's making.
+                    kind = date_kind(then) or "datetime"
+                    made = [c for c in dates if date_rank(c) == 0 and c not in stamps]
+                    earlier = {"gen": "after", "of": "status_changed_at", "days": [-30, 0], "kind": kind,
+                               **({"at_least": made} if made else {})}
+                    then = {"gen": "by", "column": "status", "default": earlier, "cases": {stem: {
+                        "gen": "lookup_row", "of": "status_changed_at", "kind": kind}}}
                 gens[col] = {"gen": "when", "column": "status", "in": sorted(states), "then": then}
+        if "status_changed_at" in gens:
+            # The status changed after the record was made, after what happened to it (an alert triggered,
+            # a case opened) and after it started or ended, where that has happened; never after now. A
+            # status's own stamp that is read off the change is left out (it follows the change).
+            after = [c for c in dates if "status_changed_at" not in sources(gens[c])
+                     and (c not in stamps and (date_rank(c) is not None or clock_role(c)) or happens_before_change(c))]
+            gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after}
         paid = ent.workflow.get("paid")
         for paid_col, due_col in PAID:
             if paid and paid_col in gens and due_col in gens:
@@ -629,7 +669,7 @@ def wrap(inner: dict[str, Any], **outer: Any) -> dict[str, Any]:
 def sources(gen: dict[str, Any]) -> set[str]:
     """The columns of the same row a generator reads."""
     out = {gen[k] for k in ("of", "column", "via", "floor") if isinstance(gen.get(k), str)}
-    for k in ("of", "after"):
+    for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
     for k in ("same", "quota", "not_after"):

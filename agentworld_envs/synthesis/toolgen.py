@@ -11,7 +11,7 @@ from typing import Any
 from ..engine.language import indefinite, verb_phrase
 from .naming import create_verb, title
 from .schema import Entity
-from .semantics import status_stamps
+from .semantics import PAID, status_stamps
 
 _JSON_TYPES = {"INTEGER": "integer", "REAL": "number", "TEXT": "string", "BOOLEAN": "boolean"}
 _SKIP_ON_CREATE = {"id", "status", "status_changed_at", "status_reason"}
@@ -158,6 +158,13 @@ def entity_tools(ent: Entity, entities: list[Entity], service: str) -> list[dict
                     tset[col] = "$today" if col.endswith(("_on", "_date")) else "$now"
                 elif tr["to"] not in reached and nullable:
                     tset[col] = None
+            paid = ent.workflow.get("paid") or {}
+            if tr["to"] in paid.get("full", ()):
+                # paying in full settles the amount: a paid invoice owes nothing more
+                names = {c["name"] for c in ent.columns}
+                settled = next(((p_, d) for p_, d in PAID if p_ in names and d in names), None)
+                if settled:
+                    tset[settled[0]] = f"$row:{settled[1]}"
             treq = [id_param]
             if tr.get("reason"):
                 tprops["reason"] = {"type": "string", "minLength": 3, "description": "Why (recorded on the record)"}

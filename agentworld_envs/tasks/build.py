@@ -20,11 +20,14 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "15"   # 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
+GEN_VERSION = "17"   # 17: window_sweep spans (two dates of a record N days apart), sums never across currencies, a hard program does not stand in for the standard one; 16: hard window_sweep shape (date windows relative to today, a figure's bound, a total), tried first; 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
 HARD_TARGET = 4
-HARD_FAMILIES = ["hard_cross", "hard_chain", "hard_hidden", "hard_batch", "hard_rule_batch"]
+#: Tries a hard shape gets before the round robin reaches it: the shapes whose decisions the tools do not
+#: make for the agent (a window worked out from today's date, a figure's bound) go first.
+HARD_HEAD_START = {"hard_window": 1}
+HARD_FAMILIES = ["hard_window", "hard_cross", "hard_chain", "hard_hidden", "hard_batch", "hard_rule_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
             "graph_any", "prog_bulk", "graph_mixed", "graph_write",
@@ -39,7 +42,7 @@ SHAPES = {"graph_read": "lookup", "graph_write": "write", "graph_any": "lookup_o
           "time_window": "time_window", "time_window_trap": "time_window", "multi_constraint": "multi_constraint",
           "compare_act": "compare_then_act", "create_record": "create_record", "quota": "quota", "quota_trap": "quota",
           "hard_cross": "cross_sweep", "hard_chain": "chain_sweep", "hard_hidden": "hidden_sweep",
-          "hard_batch": "hidden_batch", "hard_rule_batch": "rule_batch"}
+          "hard_batch": "hidden_batch", "hard_rule_batch": "rule_batch", "hard_window": "window_sweep"}
 #: Compound requests: how two parts are joined (the second part's first letter is lowered where it reads on).
 JOIN_TWO = ["{} Also, {}", "{} And {}", "{} After that, {}", "{}\n{}", "{} Separately, {}"]
 
@@ -93,11 +96,17 @@ def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
         return [hard.hidden_batch(gen)], "graph"
     if family == "hard_rule_batch":
         return [hard.rule_batch(gen)], "graph"
+    if family == "hard_window":
+        return [hard.window_sweep(gen)], "programmatic"
     raise ValueError(family)
 
 
+#: Openings whose capital stays when a sentence is joined on ("Hi, I'd like …", never "Hi, i'd like …").
+_FIRST_PERSON = ("I ", "I'm ", "I'd ", "I've ", "I'll ")
+
+
 def _lower_first(text: str) -> str:
-    return text if text.startswith(("I ", "I'm ")) or text[1:2].isupper() else text[0].lower() + text[1:]
+    return text if text.startswith(_FIRST_PERSON) or text[1:2].isupper() else text[0].lower() + text[1:]
 
 
 def _join(gen: Generator, texts: list[str]) -> str:
@@ -149,7 +158,7 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
     solution = steps + [{"name": "submit", "arguments": {} if answer_text is None else {"answer": answer_text}}]
     body = _join(gen, texts)
     hello = gen.rng.choice(HELLOS) if "\n" not in body else ""
-    if hello.endswith(", ") and body[:1].isupper() and not body[1:2].isupper() and not body.startswith(("I ", "I'm ")):
+    if hello.endswith(", ") and body[:1].isupper() and not body[1:2].isupper() and not body.startswith(_FIRST_PERSON):
         body = body[0].lower() + body[1:]   # "Hi, please …", not "Hi, Please …"
     instruction = hello + body + gen.rng.choice(BYES)
     if llm.enabled():
@@ -262,15 +271,18 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
     if hard_fams and fams is not hard_fams:
         hard_goal = min(HARD_TARGET, max(1, target // 3))
         tries: Counter[str] = Counter()
-        for attempt in range(4 * hard_goal + 3):
+        # a filter (focus tools, a difficulty floor) rejects most candidates: give the shapes more tries
+        for attempt in range((4 * hard_goal + 3) * (3 if accept is not None else 1)):
             if len(kept) >= hard_goal:
                 break
             # round robin over the shapes: a varied tier, not the one shape that always fits
-            family = min(hard_fams, key=lambda f: (tries[f], (hard_fams.index(f) - offset) % len(hard_fams)))
+            family = min(hard_fams, key=lambda f: (tries[f] - HARD_HEAD_START.get(f, 0),
+                                                   (hard_fams.index(f) - offset) % len(hard_fams)))
             tries[family] += 1
             attempt_one(900 + attempt, family)
     for attempt in range(max_attempts + (len(prog) * 2 if prog else 0)):
-        has_prog = any(t["kind"] == "programmatic" for t in kept)
+        # a hard-tier program does not stand in for the standard one every env gets
+        has_prog = any(t["kind"] == "programmatic" and t["knobs"]["tier"] != "hard" for t in kept)
         if len(kept) >= target and (has_prog or not prog or attempt >= max_attempts):
             break
         if attempt >= max_attempts and (has_prog or not prog):

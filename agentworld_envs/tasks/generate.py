@@ -19,7 +19,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, Iterable
 
 from ..engine.language import (average_of, field_question, field_value, flag_words, in_state, indefinite, set_flag_phrase,
                         value_words, verb_phrase)
@@ -108,6 +108,14 @@ class Generator:
     def row_now(self, table: str, rid: int) -> dict[str, Any]:
         cur = self.r.conn.execute(f'SELECT * FROM "{table}" WHERE id = ?', (rid,))
         return dict(zip([d[0] for d in cur.description], cur.fetchone()))
+
+    def summable(self, c: TableInfo, cols: Iterable[str]) -> list[str]:
+        """The numeric columns of ``cols`` whose values add up across ``c``'s records: amounts of money are
+        left out where the records hold more than one currency (a total of USD and EUR means nothing)."""
+        cur = next((k for k in c.cols if k == "currency" or k.endswith("_currency")), None)
+        mixed = cur is not None and self.conn.execute(
+            f'SELECT COUNT(DISTINCT "{cur}") FROM "{c.name}"').fetchone()[0] > 1
+        return [k for k in cols if not (mixed and c.cols[k]["type"] == "REAL")]
 
     def anchors(self) -> list[TableInfo]:
         return [t for t in self.m.tables.values() if t.finders]
@@ -363,7 +371,8 @@ class Generator:
             c = self.m.tables[ct]
             if c.count:
                 opts.append((c, fk, c.count, c.count_params, None))
-            for col, (tool, params) in c.sums.items():
+            for col in self.summable(c, c.sums):
+                tool, params = c.sums[col]
                 opts.append((c, fk, tool, params, col))
         if not opts:
             raise Skip("no child aggregate")
@@ -696,7 +705,8 @@ class Generator:
         if not opts:
             return self.p_table_aggregate()
         p, c, fk = self.rng.choice(opts)
-        nums = [k for k, v in c.cols.items() if v["type"] in ("REAL", "INTEGER") and k not in c.fks and k != "id"]
+        nums = self.summable(c, [k for k, v in c.cols.items() if v["type"] in ("REAL", "INTEGER") and k not in c.fks
+                                 and k != "id"])
         funcs = ["count"] + (["sum", "avg"] if nums else []) + (["argmax"] if nums and c.label else [])
         func = self.rng.choice(funcs)
         col = self.rng.choice(nums) if func != "count" else None
@@ -816,7 +826,8 @@ class Generator:
             raise Skip("no suitable value")
         v = self.rng.choice(values)
         rows, steps = self.page(c, {param: v})
-        nums = [k for k, x in c.cols.items() if x["type"] in ("REAL", "INTEGER") and k not in c.fks and k != "id"]
+        nums = self.summable(c, [k for k, x in c.cols.items() if x["type"] in ("REAL", "INTEGER") and k not in c.fks
+                                 and k != "id"])
         if nums and self.rng.random() < 0.5:
             num = self.rng.choice(nums)
             ans = fmt_value(round(float(sum(r[num] for r in rows if r[num] is not None)), 2))

@@ -16,6 +16,13 @@ span two entities, writes and a final aggregate read whose answer depends on the
   (the answer explains the refusals).
 * **hidden_batch** — a list of records named by their codes to change in one go, some of which the
   policy forbids: each is looked up, the allowed ones changed, the rest refused with their status.
+* **window_sweep** — change the records (the children of a parent the request describes by its
+  fields, or every record in one status) whose date lies more than N days before or after today, or
+  whose two dates lie more than N days apart, and, where they have a figure, whose figure is above a
+  bound; then total a figure (or count) over what the change leaves. No date is written out: the
+  agent works the boundary out from the world's date in the policy, or per record. Siblings the
+  change allows sit a day inside the window (or exactly N days apart) and exactly on the figure's
+  bound, each missing one condition only.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
   against the policy's rule, decides; the status gives nothing away.
@@ -27,16 +34,17 @@ reference is checked against :data:`MIN_CALLS` here, so a kept hard task never h
 from __future__ import annotations
 
 import re
-from typing import Any
+from datetime import date, timedelta
+from typing import Any, Callable
 
 from ..engine.language import field_value, in_state, number, participle, value_words, verb_phrase
 from ..engine.rules import Rule
-from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value
+from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value, total_of
 from .model import TableInfo, words
 
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
 MIN_CALLS = 8
-SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch")
+SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch", "window_sweep")
 #: Rule kinds a record's own figure breaks (quotas count other records: not a batch's business).
 RECORD_RULES = ("threshold", "min_lead_time", "max_age")
 
@@ -418,3 +426,265 @@ def rule_batch(gen: Generator) -> Part:
         return Part(steps, text, refusal=refusal, refusal_check=check, writes=True, structure="conditional",
                     rule=rule["text"])
     raise Skip("no business rule that splits a batch")
+
+
+def _day(value: Any) -> date | None:
+    return date.fromisoformat(value[:10]) if isinstance(value, str) and DATE.match(value) else None
+
+
+def _date_noun(col: str) -> str:
+    """A date column as a noun: "due_date" → "due date", "completed_at" → "completed date", "starts_at" →
+    "start date"."""
+    base = words(col)
+    for suffix in (" at", " on", " time"):
+        if base.endswith(suffix):
+            base = base[: -len(suffix)]
+            break
+    if base.split(" ")[-1] in ("starts", "ends", "begins", "opens", "closes"):
+        base = base[:-1]
+    return base if base.endswith(("date", "day")) else f"{base} date"
+
+
+def _clock_side(spec: dict[str, Any], table: str, column: str, status: str) -> str | None:
+    """Which side of today the world keeps ``column`` on for records in ``status`` ("past", "future"), from
+    the column's ``clock`` generator; None where the world's clock says nothing."""
+    todo = [((spec.get("data") or {}).get("tables", {}).get(table) or {}).get("columns", {}).get(column)]
+    while todo:
+        gen = todo.pop()
+        if not isinstance(gen, dict):
+            continue
+        if gen.get("gen") == "clock":
+            return "past" if status in gen.get("past", ()) else "future" if status in gen.get("future", ()) else None
+        todo += [v for v in gen.values() if isinstance(v, dict)]
+    return None
+
+
+def _windows(gen: Generator, c: TableInfo, to: str, kids: list[dict[str, Any]], today: date
+             ) -> list[tuple[Callable[[dict[str, Any]], bool], str, str]]:
+    """Date conditions relative to today that split ``kids``: (test, phrase, column). The boundary day holds
+    no child (so "more than N days" reads the same by calendar days or by hours), a child sits one day
+    inside it, and one just past it. A window never sends records to a status on the wrong side of today
+    (no no-show for a dinner next month)."""
+    out = []
+    for col, spec in c.cols.items():
+        if spec["type"] != "TEXT" or col in SKIP_READ or col in c.fks:
+            continue
+        side = _clock_side(gen.m.spec, c.name, col, to)
+        days = [_day(k.get(col)) for k in kids]
+        if any(d is None for d in days):
+            continue
+        distinct = sorted(set(days))   # type: ignore[type-var]
+        for lo, hi in zip(distinct, distinct[1:]):
+            if (hi - lo).days < 2:
+                continue
+            if hi < today and side != "future":      # past: targets lie before the boundary, a sibling a day after it
+                bound = hi - timedelta(days=1)
+                n = (today - bound).days
+
+                def test(k: dict[str, Any], col: str = col, bound: date = bound) -> bool:
+                    return _day(k[col]) < bound   # type: ignore[operator]
+                out.append((test, f"whose {_date_noun(col)} is more than {n} days before today", col))
+            elif lo > today and side != "past":      # future: targets lie after the boundary, a sibling a day before it
+                bound = lo + timedelta(days=1)
+                n = (bound - today).days
+
+                def test(k: dict[str, Any], col: str = col, bound: date = bound) -> bool:
+                    return _day(k[col]) > bound   # type: ignore[operator]
+                out.append((test, f"whose {_date_noun(col)} is more than {n} days after today", col))
+    return out
+
+
+#: Figures that do not add up across records (a total of versions or of percentages means nothing): they
+#: may bound a window, but the answer then counts the records instead.
+_NOT_ADDITIVE = re.compile(r"version|year|age|rank|position|priority|rating|score|sequence|number|threshold|target|"
+                           r"percent|pct|ratio|rate|latitude|longitude|temperature|temp_|level|grade|floor|_no$")
+
+
+def _values(col: str) -> str:
+    """ "amount values", but "observed values" (never "observed value values")."""
+    w = words(col)
+    return w + "s" if w.endswith("value") else w if w.endswith("values") else f"{w} values"
+
+
+def _spans(c: TableInfo, kids: list[dict[str, Any]]) -> list[tuple[Callable[[dict[str, Any]], bool], str, str]]:
+    """Conditions on the days between two dates of the same record ("whose end date is more than 9 days after
+    its start date"), for date pairs the record's life orders: (test, phrase, later column). Each record
+    needs its own subtraction. One record is exactly N days apart and others within two days of N on both
+    sides."""
+    from ..synthesis.semantics import ordered_pairs
+
+    dates = [col for col, spec in c.cols.items() if spec["type"] == "TEXT" and col not in SKIP_READ and col not in c.fks
+             and all(_day(k.get(col)) for k in kids)]
+    out = []
+    for a, b, _ in ordered_pairs(dates):
+        gaps = [(_day(k[b]) - _day(k[a])).days for k in kids]   # type: ignore[operator]
+        # a record exactly N days apart is the distractor on the bound; where a time of day could tip it
+        # either way, the request counts calendar days
+        plain = all(len(str(k[col])) == 10 for k in kids for col in (a, b))
+        for n in sorted(set(g for g in gaps if g > 1)):
+            if n not in gaps or not {n - 1, n - 2} & set(gaps) or not {n + 1, n + 2} & set(gaps) \
+                    or sum(g > n for g in gaps) < 4 or sum(g <= n for g in gaps) < 4:
+                continue
+
+            def test(k: dict[str, Any], a: str = a, b: str = b, n: int = n) -> bool:
+                return (_day(k[b]) - _day(k[a])).days > n   # type: ignore[operator]
+            days = f"{n} days" if plain else f"{n} calendar days"
+            out.append((test, f"whose {_date_noun(b)} is more than {days} after its {_date_noun(a)}", b))
+    return out
+
+
+def _figures(c: TableInfo) -> list[str]:
+    return [k for k, spec in c.cols.items() if spec["type"] in ("REAL", "INTEGER") and k not in c.fks
+            and k not in SKIP_READ and not spec.get("enum") and not k.startswith(("is_", "has_"))]
+
+
+def window_sweep(gen: Generator) -> Part:
+    """A sweep decided by dates the agent works out: see the module docstring."""
+    combos = [(p, gen.m.tables[ct], fk, tr) for p in gen.anchors() for ct, fk in p.children
+              if gen.m.tables[ct].search and fk in gen.m.tables[ct].search_params for tr in gen.m.tables[ct].transitions]
+    tables = [(t, tr) for t in gen.m.tables.values() for tr in t.transitions
+              if t.search and tr["impl"]["column"] in t.search_params
+              and set(gen.m.tools[t.search]["parameters"].get("required", ())) <= {t.search_params[tr["impl"]["column"]]}]
+    if not combos and not tables:
+        raise Skip("no changeable records to sweep")
+    gen.rng.shuffle(combos)
+    gen.rng.shuffle(tables)
+    today = date.fromisoformat(gen.m.spec["now"][:10])
+    for p, c, fk, tr in combos[:4]:          # the children of one parent, in whatever status
+        parents = [r[0] for r in gen.conn.execute(
+            f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 HAVING COUNT(*) BETWEEN 6 AND 60 ORDER BY 1')]
+        gen.rng.shuffle(parents)
+        for pid in parents[:4]:
+            kids = gen.m.rows(gen.conn, c.name, f'"{fk}" = ?', (pid,))
+            got = _window_conditions(gen, c, tr, kids, today)
+            if got is not None:
+                return _window_part(gen, c, tr, got, parent=(p, fk, pid))
+    for c, tr in tables[:4]:                  # every record of a table in one status the change allows
+        st = tr["impl"]["column"]
+        for s in gen.rng.sample(list(tr["impl"]["from"]), len(tr["impl"]["from"])):
+            n = gen.conn.execute(f'SELECT COUNT(*) FROM "{c.name}" WHERE "{st}" = ?', (s,)).fetchone()[0]
+            if not 12 <= n <= 150:
+                continue
+            kids = gen.m.rows(gen.conn, c.name, f'"{st}" = ?', (s,))
+            got = _window_conditions(gen, c, tr, kids, today)
+            if got is not None:
+                return _window_part(gen, c, tr, got, status=s)
+    raise Skip("no records that split on a date window")
+
+
+def _window_conditions(gen: Generator, c: TableInfo, tr: dict[str, Any], kids: list[dict[str, Any]], today: date
+                       ) -> tuple[list[dict[str, Any]], str, str | None] | None:
+    """(records the conditions pick, the conditions in words, the figure column) or None."""
+    # spans first: a subtraction per record is harder to get right than one boundary date for all of them
+    spans, windows = _spans(c, kids), _windows(gen, c, tr["impl"]["to"], kids, today)
+    gen.rng.shuffle(spans)
+    gen.rng.shuffle(windows)
+    windows = spans[:4] + windows
+    figures = _figures(c)
+    gen.rng.shuffle(figures)
+    for test, phrase, _ in windows[:8]:
+        for fig in [*figures[:3], None]:
+            got = _window_fit(gen, tr, kids, test, fig)
+            if got is not None:
+                match, bound = got
+                cond = f"{phrase} and whose {words(fig)} is above {fmt_value(bound)}" if fig else phrase
+                additive = [f for f in gen.summable(c, ([fig] if fig else []) + figures) if not _NOT_ADDITIVE.search(f)]
+                return match, cond, additive[0] if additive else None
+    return None
+
+
+def _window_fit(gen: Generator, tr: dict[str, Any], kids: list[dict[str, Any]], test: Callable[[dict[str, Any]], bool],
+                fig: str | None) -> tuple[list[dict[str, Any]], Any] | None:
+    """The children the conditions pick and the figure's bound, where the split leaves plausible
+    distractors (siblings the change allows that miss one condition), else None."""
+    st, allowed = tr["impl"]["column"], tr["impl"]["from"]
+    open_ = [k for k in kids if k[st] in allowed]
+    inside = [k for k in kids if test(k)]
+    if fig is None:
+        match, bound = inside, None
+        if not any(not test(k) for k in open_):
+            return None
+    else:
+        vals = sorted({k[fig] for k in inside if k[st] in allowed and k[fig] is not None
+                       and not (isinstance(k[fig], float) and k[fig] != round(k[fig], 2))})
+        if len(vals) < 3:
+            return None
+        want = gen.rng.randint(4, 8)
+        if len(vals) <= want:
+            return None
+        bound = vals[-want - 1]
+        match = [k for k in inside if k[fig] is not None and k[fig] > bound]
+        # one sibling the change allows is in the window but sits exactly on the figure's bound, one has
+        # the figure but lies outside the window
+        if not any(k[fig] == bound for k in inside if k[st] in allowed):
+            return None
+        if not any(not test(k) and k[fig] is not None and k[fig] > bound for k in open_):
+            return None
+    if not 4 <= len(match) <= 10 or any(k[st] not in allowed or not gen.rules_allow(tr, k["id"]) for k in match):
+        return None
+    return match, bound
+
+
+def _window_part(gen: Generator, c: TableInfo, tr: dict[str, Any], got: tuple[list[dict[str, Any]], str, str | None],
+                 parent: tuple[TableInfo, str, int] | None = None, status: str | None = None) -> Part:
+    match, cond, fig = got
+    st, to = tr["impl"]["column"], tr["impl"]["to"]
+    gen.visited.clear()
+    if parent is not None:
+        p, fk, pid = parent
+        prow = gen.m.rows(gen.conn, p.name, "id = ?", (pid,))[0]
+        if prow.get(p.label) is None:
+            raise Skip("parent has no label")
+        steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
+        rows, calls = gen.page(c, {c.search_params[fk]: pid})
+        scope = f"{c.singular} of {pdesc}"
+    else:
+        rows, calls = gen.page(c, {c.search_params[st]: status})
+        steps, pdesc = [], ""
+        scope = in_state(str(status), c.singular)
+    steps += calls
+    chosen = {k["id"] for k in match}
+    last_args: dict[str, Any] = {}
+    for r in rows:                       # the program: test each record against the window and the bound
+        if r["id"] in chosen:
+            last_args = gen.transition_args(tr, r["id"])
+            gen.run(tr["name"], **last_args)
+            steps.append(call(tr["name"], **last_args))
+    state = value_words(to)
+    done = participle(gen.verb(tr, c))
+    if parent is not None and fig is not None:
+        p, fk, pid = parent
+        args = {c.search_params[fk]: pid}
+        if st in c.search_params:
+            args[c.search_params[st]] = to
+        after, more = gen.page(c, args)
+        steps += more
+        vals = [r[fig] for r in after if r[st] == to and r[fig] is not None]
+        ask = gen.rng.choice([f"the {total_of(fig)} of all its {state} {c.plural}, counting any that were already {state}",
+                              f"what the {words(fig)} of every {state} {c.singular} it has adds up to, those {state} before "
+                              f"included"])
+    elif parent is not None:
+        p, fk, pid = parent
+        confirm = _confirm(gen, c, fk, pid, st, to)
+        if confirm is None:
+            raise Skip("nothing confirms the writes")
+        steps.append(confirm[0])
+        vals = [1] * confirm[1]
+        ask = f"how many of its {c.plural} are {state} now, counting any that already were"
+    elif fig is not None:
+        vals = [k[fig] for k in match if k[fig] is not None]
+        ask = gen.rng.choice([f"the {total_of(fig)} of those {c.plural}",
+                              f"what the {_values(fig)} of the {c.plural} that were {done} add up to"])
+    else:
+        vals = [1] * len(match)
+        ask = f"how many {c.plural} that came to"
+    total = round(float(sum(vals)), 2) if fig is not None and c.cols[fig]["type"] == "REAL" else int(sum(vals))
+    _enough(steps)
+    gen.hidden += 1
+    act = _act(gen, tr, c, f"every {scope} {cond}")
+    text = gen.rng.choice([
+        f"{act[0].upper() + act[1:]}.{_reason(last_args)} Then tell me {ask}.",
+        f"I'd like you to {act}.{_reason(last_args)} Afterwards, let me know {ask}.",
+        f"Please {act}.{_reason(last_args)} When you are done, report {ask}.",
+    ])
+    return Part(steps, text, answer=("numeric", fmt_value(total)), writes=True, structure="conditional")
