@@ -321,9 +321,9 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
 def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
                  existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
     """A reference to a record that had started by a date of this row: ``"not_after": {"column": COL,
-    "field": START}`` (a rent payment due on COL belongs to a lease whose START is not later). Any record
-    where none qualifies."""
-    column = g["not_after"]["column"]
+    "field": START}`` (a rent payment due on COL belongs to a lease whose START is not later). Where none
+    qualifies: no record if the reference may be empty, else the one that started first."""
+    column, nullable = g["not_after"]["column"], bool(g.get("null_p"))
     starts = _start_dates(g, existing)
     ordered = sorted((str(v)[:10], k) for k, v in starts.items() if v)
     dates = [d for d, _ in ordered]
@@ -337,7 +337,10 @@ def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
             if _started_by(starts, pick, by):
                 return pick
         n = bisect.bisect_right(dates, by[:10])
-        return ordered[rng.randrange(n)][1] if n else rng.choice(pool)
+        if n:
+            return ordered[rng.randrange(n)][1]
+        # none had started by then: no link where the row may have none, else the first to start
+        return None if nullable or not ordered else ordered[0][1]
 
     return draw
 
@@ -414,11 +417,13 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> 
     """When a record reached its current status: after the dates it follows, never after now.
 
     ``{"gen": "changed", "after": [COL, ...], "column": "status", "windows": {STATE: {"before": COL,
-    "hours": H} | {"after": COL, "days": D}}}``: the ``windows`` are the history of the business rules
-    (a session cancelled at least 48 hours before it departs; an order returned within 30 days of being
-    placed), so no row sits in a status its rule forbids reaching.
+    "hours": H} | {"after": COL, "days": D}}, "pull": [COL, ...]}``: the ``windows`` are the history of
+    the business rules (a session cancelled at least 48 hours before it departs; an order returned within
+    30 days of being placed), so no row sits in a status its rule forbids reaching; a ``pull`` date (of
+    something that happened to the record) the window leaves after the change is moved back to it.
     """
     after, column, windows = list(g.get("after", ())), g.get("column", "status"), g.get("windows", {})
+    pull = [c for c in g.get("pull", ()) if c in after]   # dates of what happened, which the change may bound
     hi_now = now - dt.timedelta(minutes=1)
 
     def draw(i: int, row: dict[str, Any]) -> Any:
@@ -440,7 +445,7 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> 
             if lo > hi:
                 # what the row records as having happened lies past the rule's window (a request cancelled
                 # within 30 days of ordering, collected later): it happened no later than the change
-                for c in after:
+                for c in pull:
                     if row.get(c) and c != base_col and hi < parse_when(row[c]) <= now:
                         row[c] = _fmt(hi, len(row[c]) == 10)
                 lo = hi

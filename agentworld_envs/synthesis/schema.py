@@ -172,19 +172,30 @@ def link_parent_dates(entities: list[Entity]) -> None:
     """A record's due dates do not come before the start of the record it belongs to: no rent is due
     before its lease starts, no premium before its policy takes effect."""
     by_table = {e.table: e for e in entities}
+
+    def starts_of(parent: str) -> list[str]:
+        return [c for c, g in by_table[parent].gens.items()
+                if semantics.clock_role(c) == "start" and semantics.date_rank(c) == 1 and semantics.date_kind(g)]
+
     for ent in entities:
         changed = False
         for fk, parent in ent.refs.items():
-            starts = [c for c, g in by_table[parent].gens.items()
-                      if semantics.clock_role(c) == "start" and semantics.date_rank(c) == 1 and semantics.date_kind(g)]
+            starts = starts_of(parent)
             if not starts or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
                 continue
+            # never a loop: a due date is floored through a key only where that key is not drawn from it
             dues = [c for c, g in ent.gens.items() if semantics.clock_role(c) == "due" and semantics.date_kind(g)
-                    and g.get("gen") != "not_before" and fk not in semantics.sources(g)]
-            if dues and ent.gens[fk].get("gen") == "ref" and not {"quota", "same", "not_after"} & set(ent.gens[fk]):
+                    and fk not in _reads(ent.gens, c) and c not in _reads(ent.gens, fk)]
+            # a key another dated parent is looked up through (a rent payment's resident, through its lease)
+            # is drawn first, so the due date can follow both parents
+            read_through = any(fk in semantics.sources(g) and c in ent.refs and starts_of(ent.refs[c])
+                               for c, g in ent.gens.items() if c != fk)
+            chosen = [c for c in dues if ent.gens[c].get("gen") != "not_before"]
+            if chosen and not read_through and ent.gens[fk].get("gen") == "ref" \
+                    and not {"quota", "same", "not_after"} & set(ent.gens[fk]):
                 # The record is drawn among those already started by its due date, which keeps the due date's
                 # side of today (an overdue payment belongs to a lease that has started).
-                ent.gens[fk] = {**ent.gens[fk], "not_after": {"column": dues[0], "field": starts[0]}}
+                ent.gens[fk] = {**ent.gens[fk], "not_after": {"column": chosen[0], "field": starts[0]}}
                 changed = True
                 continue
             for col in dues:
@@ -194,6 +205,18 @@ def link_parent_dates(entities: list[Entity]) -> None:
                 changed = True
         if changed:
             ent.gens = semantics.dependency_order(ent.gens)
+
+
+def _reads(gens: dict[str, dict[str, Any]], col: str) -> set[str]:
+    """Every column of the row that ``col``'s generator reads, directly or through the columns it reads."""
+    seen: set[str] = set()
+    todo = list(semantics.sources(gens.get(col, {})))
+    while todo:
+        c = todo.pop()
+        if c not in seen and c in gens:
+            seen.add(c)
+            todo += semantics.sources(gens[c])
+    return seen
 
 
 #: Roles of records that own others: a row that names one of them and one of its records names its own.

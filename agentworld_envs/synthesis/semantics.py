@@ -637,7 +637,9 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             # status's own stamp that is read off the change is left out (it follows the change).
             after = [c for c in dates if "status_changed_at" not in sources(gens[c])
                      and (c not in stamps and (date_rank(c) is not None or clock_role(c)) or happens_before_change(c))]
-            gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after}
+            pull = [c for c in after if happens_before_change(c)]
+            gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after,
+                                         **({"pull": pull} if pull else {})}
         paid = ent.workflow.get("paid")
         for paid_col, due_col in PAID:
             if paid and paid_col in gens and due_col in gens:

@@ -797,7 +797,7 @@ class Generator:
                             steps.append(call(tr["name"], **args))
                     to = tr["impl"]["to"]
                     why = f" (reason: {steps[-1]['arguments']['reason']})" if "reason" in steps[-1]["arguments"] else ""
-                    text += f", and {self.act(tr, c, f'all of those {words(s)} {c.plural}')}{why}"
+                    text += f", and {self.act(tr, c, f'all of those {in_state(s, c.plural)}')}{why}"
                 args = {"table": c.name, "fk": fk, "parent_table": p.name, "parent_label_col": p.label, "column": st,
                         "status": s}
                 if to:
