@@ -557,3 +557,23 @@ def test_paying_in_full_settles_and_a_reasoned_status_has_its_reason():
                                    f'(triggered_at > status_changed_at{made})').fetchone()[0]
                 assert bad == 0, t["name"]
     assert checked
+
+
+def test_a_required_reference_with_no_record_of_its_parent_names_one_of_no_parent():
+    """A fixture's away team must be one of its league's teams; where the league has none and the column
+    may not be empty, the team drawn belongs to no league rather than to another one."""
+    conn = _generate(
+        [{"name": "leagues", "columns": [{"name": "id", "primary_key": True}, {"name": "x"}]},
+         {"name": "teams", "columns": [{"name": "id", "primary_key": True}, {"name": "league_id", "references": "leagues.id"}]},
+         {"name": "fixtures", "columns": [{"name": "id", "primary_key": True}, {"name": "league_id", "references": "leagues.id"},
+                                          {"name": "away_id", "references": "teams.id"}]}],
+        {"leagues": {"rows": 10, "columns": {"x": {"gen": "int", "min": 0, "max": 1}}},
+         "teams": {"rows": 12, "columns": {"league_id": {"gen": "ref", "ref": "leagues.id", "null_p": 0.3}}},
+         "fixtures": {"rows": 200, "columns": {
+             "league_id": {"gen": "ref", "ref": "leagues.id"},
+             "away_id": {"gen": "ref", "ref": "teams.id", "same": {"column": "league_id", "via": "league_id"},
+                         "nullable": False}}}})
+    one = lambda sql: conn.execute(sql).fetchone()[0]  # noqa: E731
+    assert one("SELECT COUNT(*) FROM fixtures f WHERE NOT EXISTS (SELECT 1 FROM teams t WHERE t.league_id = f.league_id)") > 0
+    assert one("SELECT COUNT(*) FROM fixtures f JOIN teams t ON t.id = f.away_id WHERE t.league_id != f.league_id") == 0
+    assert one("SELECT COUNT(*) FROM fixtures WHERE away_id IS NULL") == 0

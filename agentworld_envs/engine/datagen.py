@@ -312,7 +312,11 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
                 return choice
             return None if nullable else rng.choice(pool)
         if not options:
-            return None if nullable else rng.choice(pool)
+            if nullable:
+                return None
+            # no record of the same parent, and one must be named: one that belongs to no parent does not
+            # belong to another
+            return rng.choice(by_parent.get(None) or pool)
         return rng.choice(options)
 
     return draw
