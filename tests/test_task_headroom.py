@@ -34,6 +34,16 @@ def _rules(violations):
     return {v.rule for v in violations}
 
 
+def _shape_tasks(b, family, shape, attempts):
+    """Two fresh tasks of one hard family on bundle ``b``, all of that shape."""
+    from agentworld_envs.tasks.build import generate_tasks
+
+    tasks, _ = generate_tasks(b.spec, b.golden, seed=shape, prefix="t", target=2, families=[family],
+                              max_attempts=attempts)
+    assert tasks and all(t["knobs"]["shape"] == shape for t in tasks)
+    return tasks
+
+
 # ---------------------------------------------------------------------------- the hard tier
 
 
@@ -221,12 +231,8 @@ def test_gate_keeps_hard_tasks_honest(bundles):
 def test_rule_batch_is_decided_by_each_records_figure_not_its_status(bundles):
     """hard rule_batch: every listed record is in a status the change allows; one breaks a business rule,
     and only its own figure (looked up) makes the refusal."""
-    from agentworld_envs.tasks.build import generate_tasks
-
     b = bundles["wine-club-subscriptions"]
-    tasks, _ = generate_tasks(b.spec, b.golden, seed="rule-batch", prefix="rb", target=2,
-                              families=["hard_rule_batch"], max_attempts=6)
-    assert tasks and all(t["knobs"]["shape"] == "rule_batch" for t in tasks)
+    tasks = _shape_tasks(b, "hard_rule_batch", "rule_batch", attempts=6)
     runner = Runner(b.spec, b.golden, b.tools)
     try:
         for t in tasks:
@@ -258,13 +264,10 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
     off by five cents fails; the greedy baseline fails."""
     import re
 
-    from agentworld_envs.tasks.build import generate_tasks
-    from agentworld_envs.tasks.hard import _clock_side
+    from agentworld_envs.tasks.hard import clock_side
 
     b = bundles[name]
-    tasks, _ = generate_tasks(b.spec, b.golden, seed="window", prefix="ws", target=2,
-                              families=["hard_window"], max_attempts=8)
-    assert tasks and all(t["knobs"]["shape"] == "window_sweep" for t in tasks)
+    tasks = _shape_tasks(b, "hard_window", "window_sweep", attempts=8)
     runner = Runner(b.spec, b.golden, b.tools)
     try:
         for t in tasks:
@@ -293,9 +296,15 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
                    else str(int(answer) + 1)}
             off.pop("message", None)
             assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}]).score == 0.0
-            # a window never moves a record to a status on the wrong side of today
-            side = [c for c in ("reserved_for", "starts_at") if _clock_side(b.spec, impl["table"], c, impl["to"])]
-            if "after today" in text and side:
-                assert _clock_side(b.spec, impl["table"], side[0], impl["to"]) != "past"
+            # a window never moves a record to a status on the wrong side of today (no no-show next month)
+            today = b.spec["now"][:10]
+            cols = [c["name"] for t_ in b.spec["tables"] if t_["name"] == impl["table"] for c in t_["columns"]]
+            for col in cols:
+                side = clock_side(b.spec, impl["table"], col, impl["to"])
+                if side is None:
+                    continue
+                days = [runner.initial.execute(f'SELECT substr("{col}", 1, 10) FROM "{impl["table"]}" WHERE id = ?',
+                                               (rid,)).fetchone()[0] for rid in done]
+                assert all(d is None or (d <= today if side == "past" else d > today) for d in days), (col, side)
     finally:
         runner.close()

@@ -445,7 +445,7 @@ def _date_noun(col: str) -> str:
     return base if base.endswith(("date", "day")) else f"{base} date"
 
 
-def _clock_side(spec: dict[str, Any], table: str, column: str, status: str) -> str | None:
+def clock_side(spec: dict[str, Any], table: str, column: str, status: str) -> str | None:
     """Which side of today the world keeps ``column`` on for records in ``status`` ("past", "future"), from
     the column's ``clock`` generator; None where the world's clock says nothing."""
     todo = [((spec.get("data") or {}).get("tables", {}).get(table) or {}).get("columns", {}).get(column)]
@@ -469,7 +469,7 @@ def _windows(gen: Generator, c: TableInfo, to: str, kids: list[dict[str, Any]], 
     for col, spec in c.cols.items():
         if spec["type"] != "TEXT" or col in SKIP_READ or col in c.fks:
             continue
-        side = _clock_side(gen.m.spec, c.name, col, to)
+        side = clock_side(gen.m.spec, c.name, col, to)
         days = [_day(k.get(col)) for k in kids]
         if any(d is None for d in days):
             continue
