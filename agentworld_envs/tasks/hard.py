@@ -39,6 +39,7 @@ from typing import Any, Callable
 
 from ..engine.language import field_value, in_state, number, participle, value_words, verb_phrase
 from ..engine.rules import Rule
+from ..synthesis.semantics import ordered_pairs
 from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value, total_of
 from .model import TableInfo, words
 
@@ -511,8 +512,6 @@ def _spans(c: TableInfo, kids: list[dict[str, Any]]) -> list[tuple[Callable[[dic
     its start date"), for date pairs the record's life orders: (test, phrase, later column). Each record
     needs its own subtraction. One record is exactly N days apart and others within two days of N on both
     sides."""
-    from ..synthesis.semantics import ordered_pairs
-
     dates = [col for col, spec in c.cols.items() if spec["type"] == "TEXT" and col not in SKIP_READ and col not in c.fks
              and all(_day(k.get(col)) for k in kids)]
     out = []
@@ -640,7 +639,7 @@ def _window_part(gen: Generator, c: TableInfo, tr: dict[str, Any], got: tuple[li
         scope = f"{c.singular} of {pdesc}"
     else:
         rows, calls = gen.page(c, {c.search_params[st]: status})
-        steps, pdesc = [], ""
+        steps = []
         scope = in_state(str(status), c.singular)
     steps += calls
     chosen = {k["id"] for k in match}
@@ -651,28 +650,27 @@ def _window_part(gen: Generator, c: TableInfo, tr: dict[str, Any], got: tuple[li
             gen.run(tr["name"], **last_args)
             steps.append(call(tr["name"], **last_args))
     state = value_words(to)
-    done = participle(gen.verb(tr, c))
-    if parent is not None and fig is not None:
-        p, fk, pid = parent
-        args = {c.search_params[fk]: pid}
-        if st in c.search_params:
-            args[c.search_params[st]] = to
-        after, more = gen.page(c, args)
-        steps += more
-        vals = [r[fig] for r in after if r[st] == to and r[fig] is not None]
-        ask = gen.rng.choice([f"the {total_of(fig)} of all its {state} {c.plural}, counting any that were already {state}",
-                              f"what the {words(fig)} of every {state} {c.singular} it has adds up to, those {state} before "
-                              f"included"])
-    elif parent is not None:
-        p, fk, pid = parent
-        confirm = _confirm(gen, c, fk, pid, st, to)
-        if confirm is None:
-            raise Skip("nothing confirms the writes")
-        steps.append(confirm[0])
-        vals = [1] * confirm[1]
-        ask = f"how many of its {c.plural} are {state} now, counting any that already were"
-    elif fig is not None:
+    if parent is not None:               # what the parent holds now, those already there included
+        if fig is not None:
+            args = {c.search_params[fk]: pid}
+            if st in c.search_params:
+                args[c.search_params[st]] = to
+            after, more = gen.page(c, args)
+            steps += more
+            vals = [r[fig] for r in after if r[st] == to and r[fig] is not None]
+            ask = gen.rng.choice([f"the {total_of(fig)} of all its {state} {c.plural}, counting any that were already "
+                                  f"{state}", f"what the {words(fig)} of every {state} {c.singular} it has adds up to, "
+                                  f"those {state} before included"])
+        else:
+            confirm = _confirm(gen, c, fk, pid, st, to)
+            if confirm is None:
+                raise Skip("nothing confirms the writes")
+            steps.append(confirm[0])
+            vals = [1] * confirm[1]
+            ask = f"how many of its {c.plural} are {state} now, counting any that already were"
+    elif fig is not None:                # what the change itself touched
         vals = [k[fig] for k in match if k[fig] is not None]
+        done = participle(gen.verb(tr, c))
         ask = gen.rng.choice([f"the {total_of(fig)} of those {c.plural}",
                               f"what the {_values(fig)} of the {c.plural} that were {done} add up to"])
     else:
