@@ -23,6 +23,11 @@ span two entities, writes and a final aggregate read whose answer depends on the
   agent works the boundary out from the world's date in the policy, or per record. Siblings the
   change allows sit a day inside the window (or exactly N days apart) and exactly on the figure's
   bound, each missing one condition only.
+* **adjust_sweep** — a price rise in two tiers: the figure (a price, a fee, a salary) of every record of a
+  parent that one condition picks goes up by one percentage or another according to a second condition
+  (a field, a flag, a date window relative to today), rounded to the cent and never past a cap; then a
+  total. The update tool takes any figure, so nothing but the agent's own reading and arithmetic decides;
+  siblings the first condition leaves out stay as they are.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
   against the policy's rule, decides; the status gives nothing away.
@@ -35,9 +40,10 @@ from __future__ import annotations
 
 import re
 from datetime import date, timedelta
+from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import Any, Callable
 
-from ..engine.language import field_value, in_state, number, participle, value_words, verb_phrase
+from ..engine.language import field_value, flag_words, in_state, indefinite, number, participle, value_words, verb_phrase
 from ..engine.rules import Rule
 from ..synthesis.semantics import ordered_pairs
 from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value, total_of
@@ -45,7 +51,7 @@ from .model import TableInfo, words
 
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
 MIN_CALLS = 8
-SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch", "window_sweep")
+SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch", "window_sweep", "adjust_sweep")
 #: Rule kinds a record's own figure breaks (quotas count other records: not a batch's business).
 RECORD_RULES = ("threshold", "min_lead_time", "max_age")
 
@@ -686,3 +692,246 @@ def _window_part(gen: Generator, c: TableInfo, tr: dict[str, Any], got: tuple[li
         f"Please {act}.{_reason(last_args)} When you are done, report {ask}.",
     ])
     return Part(steps, text, answer=("numeric", fmt_value(total)), writes=True, structure="conditional")
+
+
+#: Figures a price rise applies to: prices, fees, salaries, budgets, rents, premiums, limits. Never a paid
+#: amount, a total of parts, a balance, one end of a range, or a rate that is itself a percentage.
+_RAISABLE = re.compile(r"price|salary|fee|budget|rent|premium|fare|tuition|cost|copay|deductible|limit|coverage|bid|"
+                       r"(?:nightly|daily|hourly|weekly|base)_rate|wage|stipend|allowance")
+_NOT_RAISABLE = re.compile(r"^(?:total|min|max|minimum|maximum)_|_(?:min|max|paid|total|balance)$|percent|pct|ratio|override")
+PERCENTS = (Decimal("2"), Decimal("2.5"), Decimal("3"), Decimal("3.5"), Decimal("4"), Decimal("4.5"),
+            Decimal("5"), Decimal("6"), Decimal("7"), Decimal("7.5"), Decimal("8"), Decimal("12.5"))
+_CENT = Decimal("0.01")
+
+
+def raised(value: float, percent: Decimal) -> Decimal:
+    """``value`` raised by ``percent`` and rounded to the cent, half a cent up (exact: no float on the way)."""
+    return (Decimal(str(value)) * (100 + percent) / 100).quantize(_CENT, rounding=ROUND_HALF_UP)
+
+
+def _nice_between(lo: Decimal, hi: Decimal) -> Decimal | None:
+    """The roundest number strictly between ``lo`` and ``hi`` (a cap a person would set: 150,000, not
+    149,873.21), or None where they are less than a cent apart."""
+    for step in ("10000", "5000", "1000", "500", "100", "50", "10", "5", "1", "0.5", "0.1", "0.01"):
+        s = Decimal(step)
+        x = (lo / s).to_integral_value(rounding=ROUND_FLOOR) * s + s
+        if lo < x < hi:
+            return x
+    return None
+
+
+def _raise_cap(olds: list[Decimal], news: list[Decimal], rng: Any) -> Decimal | None:
+    """A cap above every current figure that one or two raised figures would pass (and none touches)."""
+    desc = sorted(news, reverse=True)
+    for k in rng.sample([1, 2], 2):
+        if len(desc) <= k:
+            continue
+        lo, hi = max(max(olds), desc[k]), desc[k - 1]
+        cap = _nice_between(lo, hi)
+        if cap is not None and cap not in news:
+            return cap
+    return None
+
+
+#: Text columns that name or describe one record: two records sharing a value there is chance, not a group.
+_FREE_TEXT = re.compile(r"name|title|description|note|comment|address|email|phone|url|summary|message|text|body|code")
+
+
+def _splits(gen: Generator, c: TableInfo, rows: list[dict[str, Any]], skip: set[str], today: date
+            ) -> list[tuple[Callable[[dict[str, Any]], bool], str, str]]:
+    """Conditions on a record's own fields that split ``rows`` (test, "whose … " phrase, column): an enum,
+    a flag or a short text few records share, or a date window relative to today."""
+    out = []
+    for col, spec in c.cols.items():
+        if col in skip or col in SKIP_READ or col in c.fks or spec.get("unique"):
+            continue
+        vals = [r.get(col) for r in rows]
+        if any(v is None for v in vals):
+            continue
+        if spec["type"] == "BOOLEAN" or set(vals) <= {0, 1} and col.startswith(("is_", "has_")):
+            for v in sorted(set(vals)):
+                def test(r: dict[str, Any], col: str = col, v: Any = v) -> bool:
+                    return r[col] == v
+                flag = flag_words(col, bool(v))
+                # "{be}" agrees with its noun: "every room that is accessible", "those that are accessible"
+                out.append((test, f"that {{be}} {flag}" if col.startswith("is_") else flag if col.startswith("has_")
+                            else f"whose {words(col)} is {'yes' if v else 'no'}", col))
+        elif spec["type"] == "TEXT" and not DATE.match(str(vals[0])) and all(len(str(v)) <= 30 for v in vals) \
+                and (spec.get("enum") or len(set(vals)) <= 5 and not _FREE_TEXT.search(col)):
+            for v in sorted(set(vals)):
+                def test(r: dict[str, Any], col: str = col, v: Any = v) -> bool:
+                    return r[col] == v
+                shown = value_words(v) if spec.get("enum") else f'"{v}"'
+                out.append((test, f"whose {words(col)} is {shown}", col))
+    # a window on a date the world keeps by the record's status (an event's start) would raise the price of
+    # what is over; dates of no clock (hired, listed, joined) read as seniority
+    out += [w for w in _windows(gen, c, "", rows, today) if w[2] not in skip and not _clocked(gen.m.spec, c.name, w[2])]
+    return out
+
+
+def _clocked(spec: dict[str, Any], table: str, column: str) -> bool:
+    """Whether the world draws ``column`` from its clock (the record's status decides its side of today)."""
+    todo = [((spec.get("data") or {}).get("tables", {}).get(table) or {}).get("columns", {}).get(column)]
+    while todo:
+        g = todo.pop()
+        if isinstance(g, dict):
+            if g.get("gen") == "clock":
+                return True
+            todo += [v for v in g.values() if isinstance(v, (dict, list))]
+        elif isinstance(g, list):
+            todo += g
+    return False
+
+
+def adjust_sweep(gen: Generator) -> Part:
+    """A price rise in two tiers over the records of a parent the request describes (or of one category):
+    every record a condition picks is raised by one percentage or another according to a second condition,
+    rounded to the cent, never past a cap; then the new total. Each write carries a figure the agent works
+    out itself, and the update tool accepts any figure: only the agent's own reading and arithmetic decide."""
+    combos = []
+    for c in gen.m.tables.values():
+        up = c.update
+        if not c.search or up is None:
+            continue
+        for col, value in up["impl"].get("set", {}).items():
+            spec = c.cols.get(col, {})
+            if (spec.get("type") == "REAL" and value == f"$param:{col}" and _RAISABLE.search(col)
+                    and not _NOT_RAISABLE.search(col) and col not in c.fks and gen.summable(c, [col]) == [col]):
+                combos.append((c, col))
+    if not combos:
+        raise Skip("no figure a price rise applies to")
+    gen.rng.shuffle(combos)
+    today = date.fromisoformat(gen.m.spec["now"][:10])
+    for c, fig in combos[:4]:
+        for scope in _adjust_scopes(gen, c, fig)[:6]:
+            kids = gen.m.rows(gen.conn, c.name, scope[0], scope[1])
+            if any(k[fig] is None or Decimal(str(k[fig])) != Decimal(str(k[fig])).quantize(_CENT) for k in kids):
+                continue
+            got = _adjust_plan(gen, c, fig, kids, today, skip=set(scope[2]))
+            if got is not None:
+                return _adjust_part(gen, c, fig, scope[2], got)
+    raise Skip("no records that split into two tiers")
+
+
+def _adjust_scopes(gen: Generator, c: TableInfo, fig: str) -> list[tuple[str, tuple, dict[str, Any]]]:
+    """Groups of 6 to 40 records a request can name: (where, params, {column: value} the search filters on).
+    The children of one parent first (shuffled), then the records of one category or status, then the whole
+    table where it is that small."""
+    out: list[tuple[str, tuple, dict[str, Any]]] = []
+    required = set(gen.m.tools[c.search]["parameters"].get("required", ()))   # type: ignore[index]
+    for fk, parent in c.fks.items():
+        p = gen.m.tables.get(parent)
+        if p is None or parent == c.name or not p.finders or fk not in c.search_params \
+                or not required <= {c.search_params[fk]}:
+            continue
+        ids = [r[0] for r in gen.conn.execute(
+            f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 HAVING COUNT(*) BETWEEN 6 AND 40 '
+            f'AND MIN("{fig}") > 0 ORDER BY 1')]
+        out += [(f'"{fk}" = ?', (pid,), {fk: pid}) for pid in gen.rng.sample(ids, min(len(ids), 4))]
+    for col, param in c.search_params.items():
+        spec = c.cols.get(col, {})
+        if not spec.get("enum") or not required <= {param}:
+            continue
+        for v, in gen.conn.execute(f'SELECT "{col}" FROM "{c.name}" GROUP BY 1 HAVING COUNT(*) BETWEEN 6 AND 40 '
+                                   f'AND MIN("{fig}") > 0 ORDER BY 1'):
+            out.append((f'"{col}" = ?', (v,), {col: v}))
+    if not required and gen.conn.execute(f'SELECT COUNT(*) BETWEEN 6 AND 40 AND MIN("{fig}") > 0 FROM "{c.name}"'
+                                         ).fetchone()[0]:
+        out.append(("1", (), {}))
+    return out
+
+
+def _adjust_plan(gen: Generator, c: TableInfo, fig: str, kids: list[dict[str, Any]], today: date,
+                 skip: set[str]) -> Any:
+    """(who phrase, who, tier phrase, tier, percents, cap, new figures by id) or None."""
+    # who: a condition that leaves siblings out (or everyone, where there are few enough)
+    whos = [w for w in _splits(gen, c, kids, {fig, *skip}, today) if 6 <= sum(w[0](k) for k in kids) <= 10]
+    gen.rng.shuffle(whos)
+    if 6 <= len(kids) <= 10:
+        whos.append((lambda k: True, "", ""))
+    for who_test, who_phrase, who_col in whos[:4]:
+        scope = [k for k in kids if who_test(k)]
+        # a record's status picks who is raised, never by how much (no dearer cancelled events)
+        tiers = [t for t in _splits(gen, c, scope, {fig, who_col, *skip, *(tr["impl"]["column"] for tr in c.transitions)},
+                                    today)
+                 if 2 <= sum(t[0](k) for k in scope) <= len(scope) - 2]
+        gen.rng.shuffle(tiers)
+        for tier_test, tier_phrase, _ in tiers[:3]:
+            hi, lo = sorted(gen.rng.sample(PERCENTS, 2), reverse=True)
+            if gen.rng.random() < 0.5:
+                hi, lo = lo, hi
+            news = {k["id"]: raised(k[fig], hi if tier_test(k) else lo) for k in scope}
+            olds = [Decimal(str(k[fig])) for k in scope]
+            cap = _raise_cap(olds, list(news.values()), gen.rng)
+            if cap is None:
+                continue
+            news = {i: min(v, cap) for i, v in news.items()}
+            return who_phrase, scope, tier_phrase, (hi, lo), cap, news
+    return None
+
+
+def _pct(p: Decimal) -> str:
+    return f"{p.normalize():f}%"
+
+
+def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], plan: Any) -> Part:
+    who_phrase, scope, tier_phrase, (first, other), cap, news = plan
+    up = c.update
+    assert up is not None
+    key = up["impl"]["key"]["param"]
+    gen.visited.clear()
+    steps: list[dict[str, Any]] = []
+    if not where:
+        group, everyone = f"every {c.singular}", f"all {c.plural}"
+    else:
+        (col, v), = where.items()
+        if col in c.fks:
+            p = gen.m.tables[c.fks[col]]
+            prow = gen.m.rows(gen.conn, p.name, "id = ?", (v,))[0]
+            if prow.get(p.label) is None:
+                raise Skip("parent has no label")
+            steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
+            group, everyone = f"every {c.singular} of {pdesc}", f"all the {c.plural} of that {p.singular}"
+        elif col == c.status_col():
+            group, everyone = f"every {in_state(str(v), c.singular)}", f"all {in_state(str(v), c.plural)}"
+        else:
+            group, everyone = (f"every {c.singular} with {field_value(col, v)}",
+                               f"all {c.plural} with {field_value(col, v)}")
+    rows, calls = gen.page(c, {c.search_params[k]: v for k, v in where.items()})
+    steps += calls
+    for r in rows:                       # the program: each picked record gets its tier's rise, capped
+        if r["id"] in news:
+            args = {key: r["id"], fig: float(news[r["id"]])}
+            gen.run(up["name"], **args)
+            steps.append(call(up["name"], **args))
+    f = words(fig)
+    summed = c.sums.get(fig)
+    if summed and set(where) <= set(summed[1]) and gen.rng.random() < 0.6:   # the whole group, read back
+        args = {summed[1][k]: v for k, v in where.items()}
+        steps.append(call(summed[0], **args))
+        total = Decimal(str(gen.run(summed[0], **args)["value"] or 0)).quantize(_CENT)
+        ask = gen.rng.choice([f"the {total_of(fig)} of {everyone} now, those this change leaves alone included",
+                              f"what the {f} figures of {everyone} add up to after the change, unchanged ones "
+                              f"included"])
+    else:
+        total = sum(news.values(), Decimal(0))
+        ask = gen.rng.choice([f"the new {total_of(fig)} of the {c.plural} you changed",
+                              f"what the new {f} figures of the {c.plural} you raised add up to"])
+    _enough(steps)
+    gen.hidden += 1
+    who = group + (f" {who_phrase.replace('{be}', 'is')}" if who_phrase else "")
+    tiers = gen.rng.choice([
+        f"by {_pct(first)} for those {tier_phrase.replace('{be}', 'are')} and by {_pct(other)} for the rest",
+        f"by {_pct(first)} where the {c.singular} is one {tier_phrase.replace('{be}', 'is')}, otherwise by {_pct(other)}",
+    ])
+    rounding = "Round each new figure to the cent (half a cent rounds up)"
+    capped = gen.rng.choice([f"no {f} may end above {fmt_value(float(cap))}: one that would is set to exactly "
+                             f"{fmt_value(float(cap))}",
+                             f"cap the result at {fmt_value(float(cap))} ({indefinite(f)} that would pass it becomes "
+                             f"{fmt_value(float(cap))})"])
+    text = gen.rng.choice([
+        f"Raise the {f} of {who} {tiers}. {rounding}, and {capped}. Then tell me {ask}.",
+        f"We are putting up the {f} of {who}: {tiers}. {rounding}; {capped}. Afterwards, let me know {ask}.",
+        f"Please increase the {f} of {who} {tiers}. {rounding}, and {capped}. When you are done, report {ask}.",
+    ])
+    return Part(steps, text, answer=("numeric", fmt_value(float(total))), writes=True, structure="conditional")
