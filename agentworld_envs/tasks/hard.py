@@ -818,7 +818,7 @@ def _adjust_scopes(gen: Generator, c: TableInfo, fig: str) -> list[tuple[str, tu
     The children of one parent first (shuffled), then the records of one category or status, then the whole
     table where it is that small."""
     out: list[tuple[str, tuple, dict[str, Any]]] = []
-    required = set(gen.m.tools[c.search]["parameters"].get("required", ()))   # type: ignore[index]
+    required = set(gen.m.tools[str(c.search)]["parameters"].get("required", ()))
     for fk, parent in c.fks.items():
         p = gen.m.tables.get(parent)
         if p is None or parent == c.name or not p.finders or fk not in c.search_params \
@@ -888,7 +888,7 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         if col in c.fks:
             p = gen.m.tables[c.fks[col]]
             prow = gen.m.rows(gen.conn, p.name, "id = ?", (v,))[0]
-            if prow.get(p.label) is None:
+            if p.label is None or prow.get(p.label) is None:
                 raise Skip("parent has no label")
             steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
             group, everyone = f"every {c.singular} of {pdesc}", f"all the {c.plural} of that {p.singular}"
