@@ -813,6 +813,11 @@ def adjust_sweep(gen: Generator) -> Part:
     raise Skip("no records that split into two tiers")
 
 
+#: Statuses of records whose business is over: a price rise on them means nothing.
+_OVER = re.compile(r"done|complete|cancel|close|archiv|expire|retire|terminat|refund|void|reject|withdraw|delete|"
+                   r"ended|finish|churn|lapse|fulfil|deliver|settled|paid|discontinu|inactive|obsolete|sold")
+
+
 def _adjust_scopes(gen: Generator, c: TableInfo, fig: str) -> list[tuple[str, tuple, dict[str, Any]]]:
     """Groups of 6 to 40 records a request can name: (where, params, {column: value} the search filters on).
     The children of one parent first (shuffled), then the records of one category or status, then the whole
@@ -832,9 +837,11 @@ def _adjust_scopes(gen: Generator, c: TableInfo, fig: str) -> list[tuple[str, tu
         spec = c.cols.get(col, {})
         if not spec.get("enum") or not required <= {param}:
             continue
+        over = col == c.status_col()
         for v, in gen.conn.execute(f'SELECT "{col}" FROM "{c.name}" GROUP BY 1 HAVING COUNT(*) BETWEEN 6 AND 40 '
                                    f'AND MIN("{fig}") > 0 ORDER BY 1'):
-            out.append((f'"{col}" = ?', (v,), {col: v}))
+            if not (over and _OVER.search(str(v))):
+                out.append((f'"{col}" = ?', (v,), {col: v}))
     if not required and gen.conn.execute(f'SELECT COUNT(*) BETWEEN 6 AND 40 AND MIN("{fig}") > 0 FROM "{c.name}"'
                                          ).fetchone()[0]:
         out.append(("1", (), {}))
@@ -845,7 +852,9 @@ def _adjust_plan(gen: Generator, c: TableInfo, fig: str, kids: list[dict[str, An
                  skip: set[str]) -> Any:
     """(who phrase, who, tier phrase, tier, percents, cap, new figures by id) or None."""
     # who: a condition that leaves siblings out (or everyone, where there are few enough)
-    whos = [w for w in _splits(gen, c, kids, {fig, *skip}, today) if 6 <= sum(w[0](k) for k in kids) <= 10]
+    st = c.status_col()
+    whos = [w for w in _splits(gen, c, kids, {fig, *skip}, today) if 6 <= sum(w[0](k) for k in kids) <= 10
+            and not (w[2] == st and _OVER.search(w[1]))]
     gen.rng.shuffle(whos)
     if 6 <= len(kids) <= 10:
         whos.append((lambda k: True, "", ""))
