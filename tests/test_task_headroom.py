@@ -308,3 +308,63 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
                 assert all(d is None or (d <= today if side == "past" else d > today) for d in days), (col, side)
     finally:
         runner.close()
+
+
+def test_adjust_sweep_is_decided_by_the_agents_own_arithmetic(bundles):
+    """hard adjust_sweep: a two-tier price rise, rounded to the cent and capped, then a total. The update
+    tool takes any figure, so a write a cent off, the unrounded figure, a figure past the cap, or a raise
+    on a record the request leaves out each fail, as does a total five cents off; the reference passes and
+    the greedy baseline fails."""
+    import re
+    from decimal import Decimal
+
+    from agentworld_envs.tasks.hard import raised
+
+    b = bundles["wine-club-subscriptions"]
+    tasks = _shape_tasks(b, "hard_adjust", "adjust_sweep", attempts=8)
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in tasks:
+            text = t["instruction"]
+            pcts = [Decimal(p) for p in re.findall(r"by (\d+(?:\.\d+)?)%", text)]
+            cap = Decimal(re.search(r"(?:above|at) (\d+\.\d\d)", text).group(1))
+            assert len(pcts) == 2 and pcts[0] != pcts[1] and "half a cent rounds up" in text, text
+            sol = t["solution"]
+            assert _calls(t) >= MIN_CALLS and play(runner, t)["greedy"]
+            assert runner.run(t, sol).score == 1.0
+            writes = [i for i, s in enumerate(sol) if s["name"] != "submit" and b.tools[s["name"]].writes]
+            tool = next(x for x in b.spec["tools"] if x["name"] == sol[writes[0]]["name"])
+            key, table = tool["impl"]["key"]["param"], tool["impl"]["table"]
+            fig = next(k for k in sol[writes[0]]["arguments"] if k != key)
+            olds = {sol[i]["arguments"][key]: runner.initial.execute(
+                f'SELECT "{fig}" FROM "{table}" WHERE id = ?', (sol[i]["arguments"][key],)).fetchone()[0] for i in writes}
+            news = {sol[i]["arguments"][key]: Decimal(str(sol[i]["arguments"][fig])) for i in writes}
+            # every new figure is the old one raised by one of the two rates and rounded, or the cap
+            assert all(v == cap or v in {raised(olds[k], p) for p in pcts} for k, v in news.items()), news
+            capped = [k for k, v in news.items() if v == cap]
+            assert capped and all(max(raised(olds[k], p) for p in pcts) > cap for k in capped)
+
+            def with_write(i, value):
+                step = {"name": sol[i]["name"], "arguments": {**sol[i]["arguments"], fig: value}}
+                return sol[:i] + [step] + sol[i + 1:]
+
+            i = writes[0]
+            assert runner.run(t, with_write(i, float(news[sol[i]["arguments"][key]] + Decimal("0.01")))).score < 1.0
+            rid = capped[0]
+            j = next(w for w in writes if sol[w]["arguments"][key] == rid)
+            over = max(raised(olds[rid], p) for p in pcts)
+            assert runner.run(t, with_write(j, float(over))).score < 1.0          # the cap ignored
+            exact = Decimal(str(olds[rid])) * (100 + pcts[0]) / 100
+            if exact != exact.quantize(Decimal("0.01")):
+                assert runner.run(t, with_write(j, float(exact))).score < 1.0     # not rounded
+            # a sibling the request leaves out, raised too
+            rows = runner.initial.execute(f'SELECT id, "{fig}" FROM "{table}" ORDER BY id').fetchall()
+            extra = next(r for r in rows if r[0] not in news and r[1])
+            more = sol[:-1] + [{"name": tool["name"], "arguments": {key: extra[0], fig: float(raised(extra[1], pcts[1]))}},
+                               sol[-1]]
+            assert runner.run(t, more).score < 1.0
+            off = {**sol[-1]["arguments"], "answer": f"{float(sol[-1]['arguments']['answer']) + 0.05:.2f}"}
+            off.pop("message", None)
+            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}]).score == 0.0
+    finally:
+        runner.close()

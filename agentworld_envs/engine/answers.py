@@ -480,6 +480,7 @@ class Observed:
         self._rows: list[dict[str, Any]] | None = None
         self._handled: frozenset[str] | None = None
         self._ids: frozenset[int] | None = None
+        self._written: list[float] | None = None
 
     def rows(self) -> list[dict[str, Any]]:
         """Every record (JSON object, at any depth) the results held."""
@@ -502,6 +503,25 @@ class Observed:
             self._ids = frozenset(row["id"] for single, row in result_rows(self._results)
                                   if single and isinstance(row.get("id"), int) and not isinstance(row["id"], bool))
         return self._ids
+
+    def written(self) -> list[float]:
+        """The figures the episode's writes left in the records they returned (``{"updated": row}``,
+        ``{"created": row}``): per record and field the last one written, so a figure written and then
+        written over is not among them."""
+        if self._written is None:
+            last: dict[tuple[Any, ...], float] = {}
+            for r in self._results:
+                if not isinstance(r, dict):
+                    continue
+                for verb in ("updated", "created"):
+                    row = r.get(verb)
+                    if isinstance(row, dict):
+                        shape = tuple(sorted(row))
+                        for k, v in row.items():
+                            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "id":
+                                last[shape, row.get("id"), k] = float(v)
+            self._written = list(last.values())
+        return self._written
 
     def has_record(self, record: dict[str, Any]) -> bool:
         """Did some result hold a record with every field of ``record`` (values compared as values are)?"""
@@ -995,6 +1015,11 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     slots = {e.slot for e in exp}
     exp_keys = {e.key for e in exp} | {e.core for e in exp if e.core}
     exp_nums = [e.number for e in exp if e.number is not None]
+    # the figures the episode's own writes left may be listed beside a total they make up, but never where the
+    # answer is one of them (then listing them all is a dump)
+    parts = observed.written() if observed is not None else []
+    if any(math.isclose(w, x, rel_tol=0, abs_tol=tolerance) for w in parts for x in exp_nums):
+        parts = []
     exp_days = {e.date[0] for e in exp if e.date is not None}
     mentions = cands.mentions
 
@@ -1086,6 +1111,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             continue
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
             continue
+        if parts and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005) for w in parts):
+            continue   # a figure the episode wrote (the state check holds it to the right one): a part, no guess
         if negated(n.start, n.end):
             continue
         after = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])

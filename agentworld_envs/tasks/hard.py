@@ -28,6 +28,11 @@ span two entities, writes and a final aggregate read whose answer depends on the
   (a field, a flag, a date window relative to today), rounded to the cent and never past a cap; then a
   total. The update tool takes any figure, so nothing but the agent's own reading and arithmetic decides;
   siblings the first condition leaves out stay as they are.
+* **budget_fill** — work through a parent's records in one status, earliest first by a date, changing each
+  while the total of a figure over the parent's records in the resulting status (those already there
+  count) stays within a budget; one that would pass it is skipped and the next tried; then what is left.
+  The budget is one where stopping at the first misfit, forgetting what is already spent or taking the
+  smallest first each give another set.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
   against the policy's rule, decides; the status gives nothing away.
@@ -51,7 +56,8 @@ from .model import TableInfo, words
 
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
 MIN_CALLS = 8
-SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch", "window_sweep", "adjust_sweep")
+SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch", "window_sweep", "adjust_sweep",
+          "budget_fill")
 #: Rule kinds a record's own figure breaks (quotas count other records: not a batch's business).
 RECORD_RULES = ("threshold", "min_lead_time", "max_age")
 
@@ -757,7 +763,7 @@ def _splits(gen: Generator, c: TableInfo, rows: list[dict[str, Any]], skip: set[
                 out.append((test, f"that {{be}} {flag}" if col.startswith("is_") else flag if col.startswith("has_")
                             else f"whose {words(col)} is {'yes' if v else 'no'}", col))
         elif spec["type"] == "TEXT" and not DATE.match(str(vals[0])) and all(len(str(v)) <= 30 for v in vals) \
-                and (spec.get("enum") or len(set(vals)) <= 5 and not _FREE_TEXT.search(col)):
+                and (spec.get("enum") or len(set(vals)) <= 5) and not _FREE_TEXT.search(col):
             for v in sorted(set(vals)):
                 def test(r: dict[str, Any], col: str = col, v: Any = v) -> bool:
                     return r[col] == v
@@ -944,3 +950,124 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         f"Please increase the {f} of {who} {tiers}. {rounding}, and {capped}. When you are done, report {ask}.",
     ])
     return Part(steps, text, answer=("numeric", fmt_value(float(total))), writes=True, structure="conditional")
+
+
+def _fill(open_: list[tuple[Any, Decimal]], start: Decimal, budget: Decimal, skip: bool = True) -> list[Any] | None:
+    """The ids a budget takes in order (each while the running total stays at or below ``budget``; one that
+    would pass it is skipped, or ends the fill where ``skip`` is false); None where a total lands exactly on
+    the budget (said either way, "within" would be read two ways)."""
+    total, taken = start, []
+    for rid, amount in open_:
+        if total + amount == budget:
+            return None
+        if total + amount < budget:
+            total += amount
+            taken.append(rid)
+        elif not skip:
+            break
+    return taken
+
+
+def _budgets(open_: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
+    """Round budgets for which the fill skips a record and takes a later one, and the wrong readings (stop
+    at the first that does not fit, leave out what is already spent, take the smallest first) give other
+    sets."""
+    whole = start + sum((a for _, a in open_), Decimal(0))
+    step = Decimal(10) ** max(0, len(str(int(whole))) - 3)
+    out = []
+    b = (start / step).to_integral_value(rounding=ROUND_FLOOR) * step + step
+    while b < whole:
+        taken = _fill(open_, start, b)
+        if taken is not None and 3 <= len(taken) < len(open_):
+            order = [rid for rid, _ in open_]
+            skipped_then_taken = any(order.index(t) > order.index(s) for s in set(order) - set(taken) for t in taken)
+            wrong = [_fill(open_, start, b, skip=False), _fill(sorted(open_, key=lambda x: x[1]), start, b)]
+            if start:
+                wrong.append(_fill(open_, Decimal(0), b))
+            if skipped_then_taken and all(w is None or set(w) != set(taken) for w in wrong):
+                out.append(b)
+        b += step
+    return out
+
+
+def budget_fill(gen: Generator) -> Part:
+    """Work through a parent's open records oldest first under a budget that counts what the parent already
+    has in the resulting status: each record is taken while the running total stays within the budget, one
+    that would pass it is skipped and the next tried; then what is left of the budget. The tools take every
+    record: only the agent's order, running total and the records already counted decide."""
+    combos = []
+    for p in gen.anchors():
+        for ct, fk in p.children:
+            c = gen.m.tables[ct]
+            if not c.search or fk not in c.search_params:
+                continue
+            figs = [f for f in gen.summable(c, _figures(c)) if c.cols[f]["type"] == "REAL" and not _NOT_ADDITIVE.search(f)]
+            dates = [col for col, spec in c.cols.items() if spec["type"] == "TEXT" and col not in SKIP_READ
+                     and col not in c.fks and not spec.get("unique")]
+            combos += [(p, c, fk, tr, f, dates) for tr in c.transitions for f in figs]
+    if not combos:
+        raise Skip("no changeable records with an amount")
+    gen.rng.shuffle(combos)
+    for p, c, fk, tr, fig, dates in combos[:6]:
+        st, to = tr["impl"]["column"], tr["impl"]["to"]
+        for s in gen.rng.sample(list(tr["impl"]["from"]), len(tr["impl"]["from"])):
+            parents = [r[0] for r in gen.conn.execute(
+                f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 '
+                f'HAVING SUM("{st}" = ?) BETWEEN 5 AND 12 AND SUM("{st}" = ?) BETWEEN 1 AND 6 ORDER BY 1', (s, to))]
+            gen.rng.shuffle(parents)
+            for pid in parents[:4]:
+                kids = gen.m.rows(gen.conn, c.name, f'"{fk}" = ?', (pid,))
+                open_ = [k for k in kids if k[st] == s]
+                done = [k for k in kids if k[st] == to]
+                if any(k[fig] is None or k[fig] <= 0 or Decimal(str(k[fig])) != Decimal(str(k[fig])).quantize(_CENT)
+                       for k in open_ + done) or not all(gen.rules_allow(tr, k["id"]) for k in open_):
+                    continue
+                for col in gen.rng.sample(dates, len(dates)):
+                    when = [k[col] for k in open_]
+                    if not all(isinstance(w, str) and DATE.match(w) for w in when) or len(set(when)) < len(when):
+                        continue
+                    ordered = sorted(open_, key=lambda k: k[col])
+                    seq = [(k["id"], Decimal(str(k[fig]))) for k in ordered]
+                    start = sum((Decimal(str(k[fig])) for k in done), Decimal(0))
+                    budgets = _budgets(seq, start)
+                    if budgets:
+                        return _budget_part(gen, p, c, fk, pid, tr, s, fig, col, gen.rng.choice(budgets), start, seq)
+    raise Skip("no parent whose open records fill a budget in an order that matters")
+
+
+def _budget_part(gen: Generator, p: TableInfo, c: TableInfo, fk: str, pid: int, tr: dict[str, Any], s: str, fig: str,
+                 col: str, budget: Decimal, start: Decimal, seq: list[tuple[Any, Decimal]]) -> Part:
+    taken = _fill(seq, start, budget) or []
+    gen.visited.clear()
+    prow = gen.m.rows(gen.conn, p.name, "id = ?", (pid,))[0]
+    if p.label is None or prow.get(p.label) is None:
+        raise Skip("parent has no label")
+    steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
+    rows, calls = gen.page(c, {c.search_params[fk]: pid})
+    steps += calls
+    last_args: dict[str, Any] = {}
+    for rid, _ in seq:                   # the program: oldest first, each while the running total fits
+        if rid in taken:
+            last_args = gen.transition_args(tr, rid)
+            gen.run(tr["name"], **last_args)
+            steps.append(call(tr["name"], **last_args))
+    _enough(steps)
+    gen.hidden += 1
+    spent = start + sum((a for rid, a in seq if rid in taken), Decimal(0))
+    left = budget - spent
+    to = tr["impl"]["to"]
+    state, b = value_words(to), fmt_value(float(budget))
+    order = f"in order of {_date_noun(col)}, earliest first"
+    act = _act(gen, tr, c, f"the {in_state(s, c.plural)} of {pdesc}")
+    rule = gen.rng.choice([
+        f"as long as the {words(fig)} of all its {state} {c.plural}, those {state} already included, adds up to "
+        f"no more than {b}: one that would take that total past {b} is skipped and the next one is tried",
+        f"within a budget of {b} for the {total_of(fig)} of its {state} {c.plural} (the ones already {state} count "
+        f"too); skip any that would go over it and carry on with the next",
+    ])
+    ask = gen.rng.choice([f"how much of the {b} is left", f"how much room is left under {b}"])
+    text = gen.rng.choice([
+        f"{act[0].upper() + act[1:]} {order}, {rule}.{_reason(last_args)} Then tell me {ask}.",
+        f"Please {act} {order}, {rule}.{_reason(last_args)} When you are done, report {ask}.",
+    ])
+    return Part(steps, text, answer=("numeric", fmt_value(float(left))), writes=True, structure="conditional")
