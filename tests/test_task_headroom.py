@@ -368,3 +368,39 @@ def test_adjust_sweep_is_decided_by_the_agents_own_arithmetic(bundles):
             assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}]).score == 0.0
     finally:
         runner.close()
+
+
+def test_budget_fill_is_decided_by_order_and_running_total(bundles):
+    """hard budget_fill: open records taken earliest first while a running total stays within a budget, one
+    that would pass it skipped and the next tried; then what is left. The reference passes; the greedy
+    baseline, one write fewer, one more record of the same listing, or a remainder five cents off fail."""
+    import re
+
+    b = bundles["wine-club-subscriptions"]
+    tasks = _shape_tasks(b, "hard_budget", "budget_fill", attempts=24)
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in tasks:
+            text = t["instruction"]
+            assert "earliest first" in text and re.search(r"skip", text) and not re.search(r"\d{4}-\d\d-\d\d", text)
+            sol = t["solution"]
+            assert _calls(t) >= MIN_CALLS and play(runner, t)["greedy"]
+            assert runner.run(t, sol).score == 1.0
+            writes = [i for i, s in enumerate(sol) if s["name"] != "submit" and b.tools[s["name"]].writes]
+            assert runner.run(t, sol[:writes[-1]] + sol[writes[-1] + 1:]).score < 1.0
+            tool = next(x for x in b.spec["tools"] if x["name"] == sol[writes[0]]["name"])
+            key = tool["impl"]["key"]["param"]
+            taken = {sol[i]["arguments"][key] for i in writes}
+            listed = [r for s in sol[:writes[0]] if s["name"] == b.spec["tools"][0]["name"] or "search" in s["name"]
+                      for r in (runner.run(None, [s]).results[0].get("results") or [])
+                      if r.get(tool["impl"]["column"]) in tool["impl"]["from"]]
+            skipped = [r["id"] for r in listed if r["id"] not in taken]
+            assert skipped, "the budget leaves some record of the listing out"
+            more = sol[:-1] + [{"name": tool["name"], "arguments": {**sol[writes[0]]["arguments"], key: skipped[0]}},
+                               sol[-1]]
+            assert runner.run(t, more).score < 1.0
+            off = {**sol[-1]["arguments"], "answer": f"{float(sol[-1]['arguments']['answer']) + 0.05:.2f}"}
+            off.pop("message", None)
+            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}]).score == 0.0
+    finally:
+        runner.close()

@@ -25,8 +25,9 @@ TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
 HARD_TARGET = 4
 #: Tries a hard shape gets before the round robin reaches it: the shapes whose decisions the tools do not
-#: make for the agent (a window worked out from today's date, a figure's bound) go first.
-HARD_HEAD_START = {"hard_window": 1, "hard_adjust": 1}
+#: make for the agent (a window worked out from today's date, a figure the agent computes, an order under a
+#: budget) go first.
+HARD_HEAD_START = {"hard_window": 1, "hard_adjust": 1, "hard_budget": 1}
 HARD_FAMILIES = ["hard_window", "hard_adjust", "hard_budget", "hard_cross", "hard_chain", "hard_hidden", "hard_batch", "hard_rule_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",

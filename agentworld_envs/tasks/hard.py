@@ -925,9 +925,12 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         args = {summed[1][k]: v for k, v in where.items()}
         steps.append(call(summed[0], **args))
         total = Decimal(str(gen.run(summed[0], **args)["value"] or 0)).quantize(_CENT)
-        ask = gen.rng.choice([f"the {total_of(fig)} of {everyone} now, those this change leaves alone included",
-                              f"what the {f} figures of {everyone} add up to after the change, unchanged ones "
-                              f"included"])
+        # "those it leaves alone included" only where the group holds records the change leaves alone
+        alone = len(rows) > len(news)
+        ask = gen.rng.choice([f"the {total_of(fig)} of {everyone} now" + (", those this change leaves alone included"
+                                                                          if alone else ""),
+                              f"what the {f} figures of {everyone} add up to after the change"
+                              + (", unchanged ones included" if alone else "")])
     else:
         total = sum(news.values(), Decimal(0))
         ask = gen.rng.choice([f"the new {total_of(fig)} of the {c.plural} you changed",
@@ -940,10 +943,10 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         f"by {_pct(first)} where the {c.singular} is one {tier_phrase.replace('{be}', 'is')}, otherwise by {_pct(other)}",
     ])
     rounding = "Round each new figure to the cent (half a cent rounds up)"
-    capped = gen.rng.choice([f"no {f} may end above {fmt_value(float(cap))}: one that would is set to exactly "
-                             f"{fmt_value(float(cap))}",
-                             f"cap the result at {fmt_value(float(cap))} ({indefinite(f)} that would pass it becomes "
-                             f"{fmt_value(float(cap))})"])
+    capped = gen.rng.choice([f"no {f} may end above {fmt_value(float(cap))} (none is above it today): one that "
+                             f"would is set to exactly {fmt_value(float(cap))}",
+                             f"cap the result at {fmt_value(float(cap))}, which no {f} passes today ({indefinite(f)} "
+                             f"that would pass it after the rise becomes {fmt_value(float(cap))})"])
     text = gen.rng.choice([
         f"Raise the {f} of {who} {tiers}. {rounding}, and {capped}. Then tell me {ask}.",
         f"We are putting up the {f} of {who}: {tiers}. {rounding}; {capped}. Afterwards, let me know {ask}.",
@@ -990,35 +993,51 @@ def _budgets(open_: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
     return out
 
 
+#: Changes that spend from a budget: approving, paying, booking, funding (never closing or archiving).
+_SPENDS = re.compile(r"^(?:approv|accept|confirm|fund|pay|book|order|purchas|activat|grant|award|authori|reimburs|issue|"
+                     r"settl|releas|disburs|enrol|register|admit|renew|hire|offer|commit|allocat|reserv|sponsor|buy)")
+
+
 def budget_fill(gen: Generator) -> Part:
-    """Work through a parent's open records oldest first under a budget that counts what the parent already
-    has in the resulting status: each record is taken while the running total stays within the budget, one
-    that would pass it is skipped and the next tried; then what is left of the budget. The tools take every
-    record: only the agent's order, running total and the records already counted decide."""
+    """Work through open records earliest first under a budget (over a parent's records, counting what the
+    parent already has in the resulting status, or over every record in one status): each record is taken
+    while the running total stays within the budget, one that would pass it is skipped and the next tried;
+    then what is left of the budget. The tools take every record: only the agent's order, running total
+    and the records already counted decide."""
     combos = []
-    for p in gen.anchors():
-        for ct, fk in p.children:
-            c = gen.m.tables[ct]
-            if not c.search or fk not in c.search_params:
-                continue
-            figs = [f for f in gen.summable(c, _figures(c)) if c.cols[f]["type"] == "REAL" and not _NOT_ADDITIVE.search(f)]
-            dates = [col for col, spec in c.cols.items() if spec["type"] == "TEXT" and col not in SKIP_READ
-                     and col not in c.fks and not spec.get("unique")]
-            combos += [(p, c, fk, tr, f, dates) for tr in c.transitions for f in figs]
+    for c in gen.m.tables.values():
+        if not c.search:
+            continue
+        figs = [f for f in gen.summable(c, _figures(c)) if c.cols[f]["type"] == "REAL" and not _NOT_ADDITIVE.search(f)]
+        dates = [col for col, spec in c.cols.items() if spec["type"] == "TEXT" and col not in SKIP_READ
+                 and col not in c.fks and not spec.get("unique")]
+        combos += [(c, tr, f, dates) for tr in c.transitions if _SPENDS.search(gen.verb(tr, c)) for f in figs]
     if not combos:
-        raise Skip("no changeable records with an amount")
+        raise Skip("no spending change on records with an amount")
     gen.rng.shuffle(combos)
-    for p, c, fk, tr, fig, dates in combos[:6]:
+    for c, tr, fig, dates in combos[:6]:
         st, to = tr["impl"]["column"], tr["impl"]["to"]
         for s in gen.rng.sample(list(tr["impl"]["from"]), len(tr["impl"]["from"])):
-            parents = [r[0] for r in gen.conn.execute(
-                f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 '
-                f'HAVING SUM("{st}" = ?) BETWEEN 5 AND 12 AND SUM("{st}" = ?) BETWEEN 1 AND 6 ORDER BY 1', (s, to))]
-            gen.rng.shuffle(parents)
-            for pid in parents[:4]:
-                kids = gen.m.rows(gen.conn, c.name, f'"{fk}" = ?', (pid,))
-                open_ = [k for k in kids if k[st] == s]
-                done = [k for k in kids if k[st] == to]
+            groups: list[tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = []
+            for fk in [k for k in c.fks if k in c.search_params and gen.m.tables.get(c.fks[k]) is not None
+                       and gen.m.tables[c.fks[k]].finders and c.fks[k] != c.name]:
+                parents = [r[0] for r in gen.conn.execute(
+                    f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 '
+                    f'HAVING SUM("{st}" = ?) BETWEEN 4 AND 12 ORDER BY 1', (s,))]
+                for pid in gen.rng.sample(parents, min(3, len(parents))):
+                    kids = gen.m.rows(gen.conn, c.name, f'"{fk}" = ?', (pid,))
+                    groups.append(({fk: pid}, [k for k in kids if k[st] == s], [k for k in kids if k[st] == to]))
+            required = set(gen.m.tools[str(c.search)]["parameters"].get("required", ()))
+            if st in c.search_params and required <= {c.search_params[st]}:
+                rows = gen.m.rows(gen.conn, c.name, f'"{st}" = ?', (s,))
+                if 5 <= len(rows) <= 16:
+                    groups.append(({st: s}, rows, []))
+                for e in [k for k in c.search_params if k != st and c.cols.get(k, {}).get("enum")]:
+                    for (x,) in gen.conn.execute(f'SELECT "{e}" FROM "{c.name}" WHERE "{st}" = ? GROUP BY 1 '
+                                                 f'HAVING COUNT(*) BETWEEN 5 AND 16', (s,)):
+                        groups.append(({st: s, e: x}, [r for r in rows if r[e] == x], []))
+            gen.rng.shuffle(groups)
+            for where, open_, done in groups:
                 if any(k[fig] is None or k[fig] <= 0 or Decimal(str(k[fig])) != Decimal(str(k[fig])).quantize(_CENT)
                        for k in open_ + done) or not all(gen.rules_allow(tr, k["id"]) for k in open_):
                     continue
@@ -1026,24 +1045,45 @@ def budget_fill(gen: Generator) -> Part:
                     when = [k[col] for k in open_]
                     if not all(isinstance(w, str) and DATE.match(w) for w in when) or len(set(when)) < len(when):
                         continue
-                    ordered = sorted(open_, key=lambda k: k[col])
-                    seq = [(k["id"], Decimal(str(k[fig]))) for k in ordered]
+                    seq = [(k["id"], Decimal(str(k[fig]))) for k in sorted(open_, key=lambda k: k[col])]
                     start = sum((Decimal(str(k[fig])) for k in done), Decimal(0))
                     budgets = _budgets(seq, start)
                     if budgets:
-                        return _budget_part(gen, p, c, fk, pid, tr, s, fig, col, gen.rng.choice(budgets), start, seq)
-    raise Skip("no parent whose open records fill a budget in an order that matters")
+                        return _budget_part(gen, c, tr, s, fig, col, gen.rng.choice(budgets), start, seq, where)
+    raise Skip("no open records that fill a budget in an order that matters")
 
 
-def _budget_part(gen: Generator, p: TableInfo, c: TableInfo, fk: str, pid: int, tr: dict[str, Any], s: str, fig: str,
-                 col: str, budget: Decimal, start: Decimal, seq: list[tuple[Any, Decimal]]) -> Part:
+def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: str, col: str, budget: Decimal,
+                 start: Decimal, seq: list[tuple[Any, Decimal]], where: dict[str, Any]) -> Part:
     taken = _fill(seq, start, budget) or []
     gen.visited.clear()
-    prow = gen.m.rows(gen.conn, p.name, "id = ?", (pid,))[0]
-    if p.label is None or prow.get(p.label) is None:
-        raise Skip("parent has no label")
-    steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
-    rows, calls = gen.page(c, {c.search_params[fk]: pid})
+    key, v = next(iter(where.items()))
+    steps: list[dict[str, Any]] = []
+    to = tr["impl"]["to"]
+    state = value_words(to)
+    if key in c.fks:
+        p = gen.m.tables[c.fks[key]]
+        prow = gen.m.rows(gen.conn, p.name, "id = ?", (v,))[0]
+        if p.label is None or prow.get(p.label) is None:
+            raise Skip("parent has no label")
+        steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
+        scope = f"the {in_state(s, c.plural)} of {pdesc}"
+        counted = gen.rng.choice([
+            f"as long as the {words(fig)} of all its {state} {c.plural}, those {state} already included, adds up to "
+            f"no more than {{b}}: one that would take that total past {{b}} is skipped and the next one is tried",
+            f"within a budget of {{b}} for the {total_of(fig)} of its {state} {c.plural} (the ones already {state} "
+            f"count too); skip any that would go over it and carry on with the next",
+        ])
+    else:
+        scope = f"the {in_state(s, c.plural)}" + "".join(f" with {field_value(k, x)}" for k, x in where.items()
+                                                          if k != key)
+        counted = gen.rng.choice([
+            f"as long as the {words(fig)} of the ones you {participle(gen.verb(tr, c))} adds up to no more than {{b}}: "
+            f"one that would take that total past {{b}} is skipped and the next one is tried",
+            f"within a budget of {{b}} for their {total_of(fig)}; skip any that would go over it and carry on with "
+            f"the next",
+        ])
+    rows, calls = gen.page(c, {c.search_params[k]: x for k, x in where.items()})
     steps += calls
     last_args: dict[str, Any] = {}
     for rid, _ in seq:                   # the program: oldest first, each while the running total fits
@@ -1055,16 +1095,10 @@ def _budget_part(gen: Generator, p: TableInfo, c: TableInfo, fk: str, pid: int, 
     gen.hidden += 1
     spent = start + sum((a for rid, a in seq if rid in taken), Decimal(0))
     left = budget - spent
-    to = tr["impl"]["to"]
-    state, b = value_words(to), fmt_value(float(budget))
+    b = fmt_value(float(budget))
     order = f"in order of {_date_noun(col)}, earliest first"
-    act = _act(gen, tr, c, f"the {in_state(s, c.plural)} of {pdesc}")
-    rule = gen.rng.choice([
-        f"as long as the {words(fig)} of all its {state} {c.plural}, those {state} already included, adds up to "
-        f"no more than {b}: one that would take that total past {b} is skipped and the next one is tried",
-        f"within a budget of {b} for the {total_of(fig)} of its {state} {c.plural} (the ones already {state} count "
-        f"too); skip any that would go over it and carry on with the next",
-    ])
+    act = _act(gen, tr, c, scope)
+    rule = counted.replace("{b}", b)
     ask = gen.rng.choice([f"how much of the {b} is left", f"how much room is left under {b}"])
     text = gen.rng.choice([
         f"{act[0].upper() + act[1:]} {order}, {rule}.{_reason(last_args)} Then tell me {ask}.",
