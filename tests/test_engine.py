@@ -246,3 +246,26 @@ def test_gymnasium_wrappers(toy_env_id):
     env.step(call("count_books"))
     *_, truncated, info = env.step(call("count_books"))
     assert truncated and info["episode"]["l"] == 2
+
+
+def test_a_plain_date_bounds_a_timestamp_by_its_whole_day():
+    """``triggered_at_to: 2026-05-31`` holds an alert raised at 10:00 that day, ``…_from`` too; a plain date
+    compared as text would leave the whole last day out."""
+    import sqlite3
+
+    from agentworld_envs.engine.tools import compile_tool, invoke
+
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE TABLE alerts (id INTEGER PRIMARY KEY, at TEXT)")
+    conn.executemany("INSERT INTO alerts (at) VALUES (?)", [("2026-05-30T23:00:00Z",), ("2026-05-31T10:00:00Z",),
+                                                            ("2026-06-01T00:30:00Z",)])
+    tool = compile_tool({"name": "search_alerts", "description": "Search alerts.", "parameters": {
+        "type": "object", "properties": {"at_from": {"type": "string"}, "at_to": {"type": "string"},
+                                         "after": {"type": "string"}}},
+        "impl": {"kind": "search", "table": "alerts", "filters": [
+            {"param": "at_from", "column": "at", "op": "gte"}, {"param": "at_to", "column": "at", "op": "lte"},
+            {"param": "after", "column": "at", "op": "gt"}]}})
+    ids = lambda **a: [r["id"] for r in invoke(conn, tool, a, "2026-06-15T12:00:00Z")["results"]]  # noqa: E731
+    assert ids(at_from="2026-05-31", at_to="2026-05-31") == [2]
+    assert ids(at_to="2026-05-31T09:00:00Z") == [1]
+    assert ids(after="2026-05-31") == [3]

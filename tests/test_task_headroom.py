@@ -344,7 +344,7 @@ def test_adjust_sweep_is_decided_by_the_agents_own_arithmetic(bundles):
             capped = [k for k, v in news.items() if v == cap]
             assert capped and all(max(raised(olds[k], p) for p in pcts) > cap for k in capped)
 
-            def with_write(i, value):
+            def with_write(i, value, sol=sol, fig=fig):
                 step = {"name": sol[i]["name"], "arguments": {**sol[i]["arguments"], fig: value}}
                 return sol[:i] + [step] + sol[i + 1:]
 
@@ -370,19 +370,23 @@ def test_adjust_sweep_is_decided_by_the_agents_own_arithmetic(bundles):
         runner.close()
 
 
-def test_budget_fill_is_decided_by_order_and_running_total(bundles):
+@pytest.mark.parametrize("family,shape", [("hard_budget", "budget_fill"), ("hard_best", "best_fit")])
+def test_budget_shapes_are_decided_by_the_set_the_budget_takes(bundles, family, shape):
     """hard budget_fill: open records taken earliest first while a running total stays within a budget, one
-    that would pass it skipped and the next tried; then what is left. The reference passes; the greedy
-    baseline, one write fewer, one more record of the same listing, or a remainder five cents off fail."""
+    that would pass it skipped and the next tried; best_fit: the one set that uses most of the budget. Then
+    what is left. The reference passes; the greedy baseline, one write fewer, one more record of the same
+    listing, or a remainder five cents off fail."""
     import re
 
     b = bundles["wine-club-subscriptions"]
-    tasks = _shape_tasks(b, "hard_budget", "budget_fill", attempts=24)
+    tasks = _shape_tasks(b, family, shape, attempts=24)
     runner = Runner(b.spec, b.golden, b.tools)
     try:
         for t in tasks:
             text = t["instruction"]
-            assert "earliest first" in text and re.search(r"skip", text) and not re.search(r"\d{4}-\d\d-\d\d", text)
+            assert (("earliest first" in text and "skip" in text) if shape == "budget_fill"
+                    else "combination" in text), text
+            assert not re.search(r"\d{4}-\d\d-\d\d", text), text
             sol = t["solution"]
             assert _calls(t) >= MIN_CALLS and play(runner, t)["greedy"]
             assert runner.run(t, sol).score == 1.0

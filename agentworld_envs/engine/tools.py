@@ -309,6 +309,7 @@ def _like_escape(text: str) -> str:
     return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
+_PLAIN_DATE = re.compile(r"\d{4}-\d\d-\d\d")
 _OPS = {"eq": "=", "ne": "!=", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 
 
@@ -318,6 +319,8 @@ def _where(filters: list[dict[str, Any]], args: dict[str, Any]) -> tuple[str, li
         if flt["param"] not in args or args[flt["param"]] is None:
             continue
         value, col, op = args[flt["param"]], q(flt["column"]), flt.get("op", "eq")
+        if op in ("lte", "gt") and isinstance(value, str) and _PLAIN_DATE.fullmatch(value):
+            col = f"substr({col}, 1, 10)"   # "up to 2026-05-31" holds 2026-05-31T10:00, "after" it does not
         if op in _OPS:
             conds.append(f"{col} {_OPS[op]} ?")
             params.append(value)

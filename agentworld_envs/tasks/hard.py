@@ -33,6 +33,9 @@ span two entities, writes and a final aggregate read whose answer depends on the
   count) stays within a budget; one that would pass it is skipped and the next tried; then what is left.
   The budget is one where stopping at the first misfit, forgetting what is already spent or taking the
   smallest first each give another set.
+* **best_fit** — the same records and budget with no order: the one set whose figures use the most of the
+  budget without passing it (no other set reaches that total; filling smallest or largest first does not
+  find it). A search over combinations, not a running total.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
   against the policy's rule, decides; the status gives nothing away.
@@ -43,6 +46,7 @@ reference is checked against :data:`MIN_CALLS` here, so a kept hard task never h
 
 from __future__ import annotations
 
+import calendar
 import re
 from datetime import date, timedelta
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
@@ -57,7 +61,7 @@ from .model import TableInfo, words
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
 MIN_CALLS = 8
 SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch", "window_sweep", "adjust_sweep",
-          "budget_fill")
+          "budget_fill", "best_fit")
 #: Rule kinds a record's own figure breaks (quotas count other records: not a batch's business).
 RECORD_RULES = ("threshold", "min_lead_time", "max_age")
 
@@ -993,17 +997,55 @@ def _budgets(open_: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
     return out
 
 
+def _best(items: list[tuple[Any, Decimal]], room: Decimal) -> tuple[list[Any], bool] | None:
+    """The set of ``items`` whose amounts add up to the most without passing ``room``, and whether no other set
+    reaches that total (None where nothing fits)."""
+    best: Decimal | None = None
+    picks: list[list[Any]] = []
+    for mask in range(1, 1 << len(items)):
+        chosen = [items[i] for i in range(len(items)) if mask >> i & 1]
+        total = sum((a for _, a in chosen), Decimal(0))
+        if total > room:
+            continue
+        if best is None or total > best:
+            best, picks = total, [[rid for rid, _ in chosen]]
+        elif total == best:
+            picks.append([rid for rid, _ in chosen])
+    return (picks[0], len(picks) == 1) if picks else None
+
+
+def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
+    """Round budgets whose best fit is one set only, leaves out some record and takes at least two, lands
+    below the budget, and is not what filling smallest first or largest first would take."""
+    whole = start + sum((a for _, a in items), Decimal(0))
+    step = Decimal(10) ** max(0, len(str(int(whole))) - 3)
+    out = []
+    b = (start / step).to_integral_value(rounding=ROUND_FLOOR) * step + step
+    while b < whole:
+        got = _best(items, b - start)
+        if got is not None and got[1] and 2 <= len(got[0]) < len(items):
+            ids = set(got[0])
+            spent = start + sum((a for rid, a in items if rid in ids), Decimal(0))
+            greedy = [_fill(sorted(items, key=lambda x: x[1]), start, b),
+                      _fill(sorted(items, key=lambda x: -x[1]), start, b)]
+            if spent < b and all(g is None or set(g) != ids for g in greedy):
+                out.append(b)
+        b += step
+    return out
+
+
 #: Changes that spend from a budget: approving, paying, booking, funding (never closing or archiving).
 _SPENDS = re.compile(r"^(?:approv|accept|confirm|fund|pay|book|order|purchas|activat|grant|award|authori|reimburs|issue|"
                      r"settl|releas|disburs|enrol|register|admit|renew|hire|offer|commit|allocat|reserv|sponsor|buy)")
 
 
-def budget_fill(gen: Generator) -> Part:
+def budget_fill(gen: Generator, best: bool = False) -> Part:
     """Work through open records earliest first under a budget (over a parent's records, counting what the
     parent already has in the resulting status, or over every record in one status): each record is taken
     while the running total stays within the budget, one that would pass it is skipped and the next tried;
     then what is left of the budget. The tools take every record: only the agent's order, running total
-    and the records already counted decide."""
+    and the records already counted decide. With ``best``, no order: the one set of records whose figures
+    use the most of the budget without passing it (a search over combinations, not a running total)."""
     combos = []
     for c in gen.m.tables.values():
         if not c.search:
@@ -1018,7 +1060,8 @@ def budget_fill(gen: Generator) -> Part:
     for c, tr, fig, dates in combos[:6]:
         st, to = tr["impl"]["column"], tr["impl"]["to"]
         for s in gen.rng.sample(list(tr["impl"]["from"]), len(tr["impl"]["from"])):
-            groups: list[tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]]]] = []
+            # (search filters, open records, records already in the resulting status, the scope's further words)
+            groups: list[tuple[dict[str, Any], list[dict[str, Any]], list[dict[str, Any]], str]] = []
             for fk in [k for k in c.fks if k in c.search_params and gen.m.tables.get(c.fks[k]) is not None
                        and gen.m.tables[c.fks[k]].finders and c.fks[k] != c.name]:
                 parents = [r[0] for r in gen.conn.execute(
@@ -1026,36 +1069,57 @@ def budget_fill(gen: Generator) -> Part:
                     f'HAVING SUM("{st}" = ?) BETWEEN 4 AND 12 ORDER BY 1', (s,))]
                 for pid in gen.rng.sample(parents, min(3, len(parents))):
                     kids = gen.m.rows(gen.conn, c.name, f'"{fk}" = ?', (pid,))
-                    groups.append(({fk: pid}, [k for k in kids if k[st] == s], [k for k in kids if k[st] == to]))
+                    groups.append(({fk: pid}, [k for k in kids if k[st] == s], [k for k in kids if k[st] == to], ""))
             required = set(gen.m.tools[str(c.search)]["parameters"].get("required", ()))
             if st in c.search_params and required <= {c.search_params[st]}:
                 rows = gen.m.rows(gen.conn, c.name, f'"{st}" = ?', (s,))
                 if 5 <= len(rows) <= 16:
-                    groups.append(({st: s}, rows, []))
+                    groups.append(({st: s}, rows, [], ""))
                 for e in [k for k in c.search_params if k != st and c.cols.get(k, {}).get("enum")]:
                     for (x,) in gen.conn.execute(f'SELECT "{e}" FROM "{c.name}" WHERE "{st}" = ? GROUP BY 1 '
                                                  f'HAVING COUNT(*) BETWEEN 5 AND 16', (s,)):
-                        groups.append(({st: s, e: x}, [r for r in rows if r[e] == x], []))
+                        groups.append(({st: s, e: x}, [r for r in rows if r[e] == x], [], ""))
+                # the records of one calendar month of a date: the agent pages the status and reads each date
+                for d in dates:
+                    months: dict[str, list[dict[str, Any]]] = {}
+                    for r in rows:
+                        if isinstance(r.get(d), str) and DATE.match(r[d]):
+                            months.setdefault(r[d][:7], []).append(r)
+                    for month, got in months.items():
+                        if 5 <= len(got) <= 12:
+                            name = f"{calendar.month_name[int(month[5:])]} {month[:4]}"
+                            groups.append(({st: s}, got, [], f" whose {_date_noun(d)} falls in {name}"))
             gen.rng.shuffle(groups)
-            for where, open_, done in groups:
+            for where, open_, done, extra in groups:
                 if any(k[fig] is None or k[fig] <= 0 or Decimal(str(k[fig])) != Decimal(str(k[fig])).quantize(_CENT)
                        for k in open_ + done) or not all(gen.rules_allow(tr, k["id"]) for k in open_):
+                    continue
+                start = sum((Decimal(str(k[fig])) for k in done), Decimal(0))
+                if best:
+                    items = [(k["id"], Decimal(str(k[fig]))) for k in open_]
+                    budgets = _best_budgets(items, start) if 5 <= len(items) <= 10 else []
+                    if budgets:
+                        return _budget_part(gen, c, tr, s, fig, None, gen.rng.choice(budgets), start, items, where, extra)
                     continue
                 for col in gen.rng.sample(dates, len(dates)):
                     when = [k[col] for k in open_]
                     if not all(isinstance(w, str) and DATE.match(w) for w in when) or len(set(when)) < len(when):
                         continue
                     seq = [(k["id"], Decimal(str(k[fig]))) for k in sorted(open_, key=lambda k: k[col])]
-                    start = sum((Decimal(str(k[fig])) for k in done), Decimal(0))
                     budgets = _budgets(seq, start)
                     if budgets:
-                        return _budget_part(gen, c, tr, s, fig, col, gen.rng.choice(budgets), start, seq, where)
+                        return _budget_part(gen, c, tr, s, fig, col, gen.rng.choice(budgets), start, seq, where, extra)
     raise Skip("no open records that fill a budget in an order that matters")
 
 
-def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: str, col: str, budget: Decimal,
-                 start: Decimal, seq: list[tuple[Any, Decimal]], where: dict[str, Any]) -> Part:
-    taken = _fill(seq, start, budget) or []
+def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: str, col: str | None,
+                 budget: Decimal, start: Decimal, seq: list[tuple[Any, Decimal]], where: dict[str, Any],
+                 extra: str = "") -> Part:
+    """The request and reference for :func:`budget_fill`: ``col`` orders the fill, or is None for the best fit."""
+    if col is None:
+        taken = (_best(seq, budget - start) or ([], True))[0]
+    else:
+        taken = _fill(seq, start, budget) or []
     gen.visited.clear()
     key, v = next(iter(where.items()))
     steps: list[dict[str, Any]] = []
@@ -1076,7 +1140,7 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
         ])
     else:
         scope = f"the {in_state(s, c.plural)}" + "".join(f" with {field_value(k, x)}" for k, x in where.items()
-                                                          if k != key)
+                                                          if k != key) + extra
         counted = gen.rng.choice([
             f"as long as the {words(fig)} of the ones you {participle(gen.verb(tr, c))} adds up to no more than {{b}}: "
             f"one that would take that total past {{b}} is skipped and the next one is tried",
@@ -1086,7 +1150,7 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
     rows, calls = gen.page(c, {c.search_params[k]: x for k, x in where.items()})
     steps += calls
     last_args: dict[str, Any] = {}
-    for rid, _ in seq:                   # the program: oldest first, each while the running total fits
+    for rid, _ in seq:                   # the program: each record the fill (or the best fit) takes
         if rid in taken:
             last_args = gen.transition_args(tr, rid)
             gen.run(tr["name"], **last_args)
@@ -1096,12 +1160,25 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
     spent = start + sum((a for rid, a in seq if rid in taken), Decimal(0))
     left = budget - spent
     b = fmt_value(float(budget))
-    order = f"in order of {_date_noun(col)}, earliest first"
     act = _act(gen, tr, c, scope)
-    rule = counted.replace("{b}", b)
     ask = gen.rng.choice([f"how much of the {b} is left", f"how much room is left under {b}"])
-    text = gen.rng.choice([
-        f"{act[0].upper() + act[1:]} {order}, {rule}.{_reason(last_args)} Then tell me {ask}.",
-        f"Please {act} {order}, {rule}.{_reason(last_args)} When you are done, report {ask}.",
-    ])
+    if col is None:
+        already = f", counting its {state} ones," if key in c.fks else ""
+        fit = gen.rng.choice([
+            f"so that their {_values(fig)}{already} use as much of a budget of {b} as possible without going over "
+            f"it: of every combination that fits, take the one whose total is highest (exactly one is)",
+            f"by choosing the combination whose {total_of(fig)}{already} comes closest to {b} without passing it "
+            f"(only one does)",
+        ])
+        text = gen.rng.choice([
+            f"{act[0].upper() + act[1:]} {fit}.{_reason(last_args)} Then tell me {ask}.",
+            f"Please {act} {fit}.{_reason(last_args)} When you are done, report {ask}.",
+        ])
+    else:
+        order = f"in order of {_date_noun(col)}, earliest first"
+        rule = counted.replace("{b}", b)
+        text = gen.rng.choice([
+            f"{act[0].upper() + act[1:]} {order}, {rule}.{_reason(last_args)} Then tell me {ask}.",
+            f"Please {act} {order}, {rule}.{_reason(last_args)} When you are done, report {ask}.",
+        ])
     return Part(steps, text, answer=("numeric", fmt_value(float(left))), writes=True, structure="conditional")
