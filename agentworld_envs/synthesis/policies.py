@@ -204,10 +204,10 @@ def constrain_history(rule: Rule, ent: Any) -> None:
         if gen["gen"] == "int":
             lo, hi = math.ceil(lo), math.floor(hi)
             lo = min(lo, hi)
+        # the figure a rule reads is always there: a request with no amount cannot be held to an amount's bound
         bounded = {**{k: v for k, v in gen.items() if k not in ("unique", "null_p")}, "min": lo, "max": hi}
-        moved = {k: gen[k] for k in ("null_p",) if k in gen}
-        gens[rule.column] = {"gen": "by", "column": "status", "default": {k: v for k, v in gen.items() if k not in moved},
-                             "cases": {s: bounded for s in rule.guards}, **moved}
+        gens[rule.column] = {"gen": "by", "column": "status", "default": {k: v for k, v in gen.items() if k != "null_p"},
+                             "cases": {s: bounded for s in rule.guards}}
     elif rule.kind in ("min_lead_time", "max_age"):
         changed = gens.get("status_changed_at")
         if changed is None or changed.get("gen") != "changed":

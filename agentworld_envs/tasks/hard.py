@@ -1035,7 +1035,7 @@ def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Deci
 
 
 #: Changes that spend from a budget: approving, paying, booking, funding (never closing or archiving).
-_SPENDS = re.compile(r"^(?:approv|accept|confirm|fund|pay|book|order|purchas|activat|grant|award|authori|reimburs|issue|"
+_SPENDS = re.compile(r"^(?:launch|start|plan|schedul|dispatch|approv|accept|confirm|fund|pay|book|order|purchas|activat|grant|award|authori|reimburs|issue|"
                      r"settl|releas|disburs|enrol|register|admit|renew|hire|offer|commit|allocat|reserv|sponsor|buy)")
 
 
@@ -1079,16 +1079,29 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                     for (x,) in gen.conn.execute(f'SELECT "{e}" FROM "{c.name}" WHERE "{st}" = ? GROUP BY 1 '
                                                  f'HAVING COUNT(*) BETWEEN 5 AND 16', (s,)):
                         groups.append(({st: s, e: x}, [r for r in rows if r[e] == x], [], ""))
-                # the records of one calendar month of a date: the agent pages the status and reads each date
+                # the records of one calendar month, or of a run of days, of a date: the agent pages the status
+                # (or narrows it with the search's date range) and reads each date
                 for d in dates:
+                    dated = sorted((r for r in rows if isinstance(r.get(d), str) and DATE.match(r[d])),
+                                   key=lambda r: r[d])
                     months: dict[str, list[dict[str, Any]]] = {}
-                    for r in rows:
-                        if isinstance(r.get(d), str) and DATE.match(r[d]):
-                            months.setdefault(r[d][:7], []).append(r)
+                    for r in dated:
+                        months.setdefault(r[d][:7], []).append(r)
                     for month, got in months.items():
                         if 5 <= len(got) <= 12:
                             name = f"{calendar.month_name[int(month[5:])]} {month[:4]}"
                             groups.append(({st: s}, got, [], f" whose {_date_noun(d)} falls in {name}"))
+                    days = [r[d][:10] for r in dated]
+                    for _ in range(8):
+                        if len(days) < 6:
+                            break
+                        k = gen.rng.randint(5, min(10, len(days) - 1))
+                        i = gen.rng.randrange(len(days) - k + 1)
+                        j = i + k - 1
+                        if (i and days[i - 1] == days[i]) or (j + 1 < len(days) and days[j + 1] == days[j]):
+                            continue
+                        groups.append(({st: s}, dated[i:j + 1], [], f" whose {_date_noun(d)} is between {days[i]} and "
+                                                                    f"{days[j]} (both days included)"))
             gen.rng.shuffle(groups)
             for where, open_, done, extra in groups:
                 if any(k[fig] is None or k[fig] <= 0 or Decimal(str(k[fig])) != Decimal(str(k[fig])).quantize(_CENT)
