@@ -1035,8 +1035,12 @@ def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Deci
 
 
 #: Changes that spend from a budget: approving, paying, booking, funding (never closing or archiving).
-_SPENDS = re.compile(r"^(?:launch|start|plan|schedul|dispatch|approv|accept|confirm|fund|pay|book|order|purchas|activat|grant|award|authori|reimburs|issue|"
+_SPENDS = re.compile(r"^(?:launch|approv|accept|confirm|fund|pay|book|order|purchas|activat|grant|award|authori|reimburs|issue|"
                      r"settl|releas|disburs|enrol|register|admit|renew|hire|offer|commit|allocat|reserv|sponsor|buy)")
+
+
+#: Changes that commit effort: starting or planning work within so many hours (or a budget).
+_EFFORT = re.compile(r"^(?:start|plan|schedul)")
 
 
 def budget_fill(gen: Generator, best: bool = False) -> Part:
@@ -1053,7 +1057,8 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
         figs = [f for f in gen.summable(c, _figures(c)) if c.cols[f]["type"] == "REAL" and not _NOT_ADDITIVE.search(f)]
         dates = [col for col, spec in c.cols.items() if spec["type"] == "TEXT" and col not in SKIP_READ
                  and col not in c.fks and not spec.get("unique")]
-        combos += [(c, tr, f, dates) for tr in c.transitions if _SPENDS.search(gen.verb(tr, c)) for f in figs]
+        combos += [(c, tr, f, dates) for tr in c.transitions for f in figs if not f.startswith("actual")
+                   and (_SPENDS.search(gen.verb(tr, c)) or _EFFORT.search(gen.verb(tr, c)) and re.search(r"hours|budget", f))]
     if not combos:
         raise Skip("no spending change on records with an amount")
     gen.rng.shuffle(combos)
