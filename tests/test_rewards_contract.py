@@ -257,17 +257,20 @@ def test_incidental_counts_and_ids_are_not_competitors():
                       ("146 (ids 19, 62), or 150.", done)):
         assert not answers.match_values(Submission("done", "146", bad).words(), ["146"], observed=seen,
                                         numeric=True).ok, bad
-    # the figures the episode's own writes left are the parts of a total, listed beside it; a figure written and
-    # written over is not, nor are the written figures where the answer is one of them (listing them is a dump)
+    # the figures the episode's own writes left are the parts of a total, listed beside it; a figure only read
+    # (a record left out) still competes, and where the answer is one of the written figures, listing them is a dump
     wrote = answers.Observed([{"updated": {"id": 7, "monthly_fee": 129.85}}, {"updated": {"id": 9, "monthly_fee": 72.43}},
-                              {"updated": {"id": 3, "monthly_fee": 61.21}}, {"updated": {"id": 3, "monthly_fee": 55.0}}])
-    parts = "New fees: 129.85 (MBR-1), 72.43 (MBR-2), 55.00 (MBR-3). Together 257.28."
-    assert answers.match_values(Submission("done", "257.28", parts).words(), ["257.28"], observed=wrote, numeric=True).ok
-    for bad, seen in ((parts, None), (parts.replace("55.00", "61.21"), wrote), (parts + " Or 258.28.", wrote)):
-        assert not answers.match_values(Submission("done", "257.28", bad).words(), ["257.28"], observed=seen,
+                              {"results": [{"id": 3, "monthly_fee": 61.21}]}])
+    parts = "New fees: 129.85 (MBR-1) and 72.43 (MBR-2). Together 202.28."
+    assert answers.match_values(Submission("done", "202.28", parts).words(), ["202.28"], observed=wrote, numeric=True).ok
+    for bad, seen in ((parts, None), (parts + " Or 203.28.", wrote), (parts + " MBR-3 stays at 61.21.", wrote)):
+        assert not answers.match_values(Submission("done", "202.28", bad).words(), ["202.28"], observed=seen,
                                         numeric=True).ok, bad
-    assert not answers.match_values(Submission("done", "72.43", "New fees: 129.85, 72.43, 55.00.").words(), ["72.43"],
+    assert not answers.match_values(Submission("done", "72.43", "New fees: 129.85, 72.43.").words(), ["72.43"],
                                     observed=wrote, numeric=True).ok
+    # a card's last digits with their leading zero are a code, not a negative amount
+    assert answers.match_values(Submission("done", "100.00", "Activated cards -0121 and -0457.").words(), ["100.00"],
+                                numeric=True).ok
     # a DOI or path names a record, it is no number
     doi = "Archived tables 10.5953/ds.608617 and 10.1234/ab.99; their total size is 2,247,159.30 MB."
     assert answers.match_values(Submission("done", "2247159.3", doi).words(), ["2247159.30"], numeric=True).ok

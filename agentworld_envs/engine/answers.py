@@ -374,6 +374,10 @@ def _decimal_commas(text: str) -> str:
     return _DECIMAL_COMMA.sub(swap, text)
 
 
+#: Digits with a leading zero are a code (a card's last digits, a reference), never a quantity.
+_LEADING_ZERO = re.compile(r"0\d{2,}")
+
+
 def _numbers_and_codes(text: str) -> tuple[list[Item], list[Item]]:
     """Dates, codes (e-mails, phone and tracking numbers, mixed letter-digit ids) and numbers of folded text."""
     text = _decimal_commas(text)
@@ -390,6 +394,9 @@ def _numbers_and_codes(text: str) -> tuple[list[Item], list[Item]]:
     nums = []
     for m in _NUMBER.finditer(rest):
         raw = m[4]
+        if _LEADING_ZERO.fullmatch(raw):
+            codes.append(Item("code", m.start(), m.end(), value_key(raw)))   # "card -0121": a code's tail
+            continue
         value = float(raw.replace(",", ""))
         if m[2]:
             value = -value
@@ -506,20 +513,16 @@ class Observed:
 
     def written(self) -> list[float]:
         """The figures the episode's writes left in the records they returned (``{"updated": row}``,
-        ``{"created": row}``): per record and field the last one written, so a figure written and then
-        written over is not among them."""
+        ``{"created": row}``): per record and field the last one written."""
         if self._written is None:
             last: dict[tuple[Any, ...], float] = {}
             for r in self._results:
-                if not isinstance(r, dict):
-                    continue
                 for verb in ("updated", "created"):
-                    row = r.get(verb)
+                    row = r.get(verb) if isinstance(r, dict) else None
                     if isinstance(row, dict):
-                        shape = tuple(sorted(row))
                         for k, v in row.items():
                             if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "id":
-                                last[shape, row.get("id"), k] = float(v)
+                                last[tuple(sorted(row)), row.get("id"), k] = float(v)
             self._written = list(last.values())
         return self._written
 
@@ -1015,8 +1018,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     slots = {e.slot for e in exp}
     exp_keys = {e.key for e in exp} | {e.core for e in exp if e.core}
     exp_nums = [e.number for e in exp if e.number is not None]
-    # the figures the episode's own writes left may be listed beside a total they make up, but never where the
-    # answer is one of them (then listing them all is a dump)
+    # the figures the episode's own writes left (the state check holds them to the right ones) may be listed
+    # beside a total they make up, but never where the answer is one of them: then listing them is a dump
     parts = observed.written() if observed is not None else []
     if any(math.isclose(w, x, rel_tol=0, abs_tol=tolerance) for w in parts for x in exp_nums):
         parts = []
@@ -1112,7 +1115,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
             continue
         if parts and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005) for w in parts):
-            continue   # a figure the episode wrote (the state check holds it to the right one): a part, no guess
+            continue   # a figure the episode wrote: a part of the answer, no guess at it
         if negated(n.start, n.end):
             continue
         after = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])

@@ -162,6 +162,8 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
             check = {"type": "answer", "mode": mode, "expected": value}
             if answers[0].candidates:
                 check["candidates"] = answers[0].candidates
+            if answers[0].companions:
+                check["exclude"] = answers[0].companions
             checks.append(check)
     checks.append({"type": "footprint", "tables": changed, "description": "no collateral changes"})
     solution = steps + [{"name": "submit", "arguments": {} if answer_text is None else {"answer": answer_text}}]

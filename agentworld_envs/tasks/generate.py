@@ -51,6 +51,9 @@ class Part:
     checks: list[dict[str, Any]] = field(default_factory=list)
     answer: tuple[str, Any] | None = None     # (mode, value)
     candidates: list[str] = field(default_factory=list)   # table.column sources of competing answer values
+    #: figures a reply may name beside the answer without competing with it (what a budget's remainder leaves
+    #: spent, the other total of a price rise): the request's own arithmetic, no guess at the answer
+    companions: list[str] = field(default_factory=list)
     refusal: str | None = None                # text explaining a refusal (policy trap)
     refusal_check: dict[str, Any] | None = None   # what the refusal must say (reasons, competitors, claims)
     structure: str = "linear"

@@ -56,6 +56,7 @@ from ..engine.language import field_value, flag_words, in_state, indefinite, num
 from ..engine.rules import Rule
 from ..synthesis.semantics import ordered_pairs
 from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value, total_of
+from .factors import tool_writes
 from .model import TableInfo, words
 
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
@@ -104,6 +105,14 @@ def _confirm(gen: Generator, c: TableInfo, fk: str, pid: int, st: str, to: str) 
 def _enough(steps: list[dict[str, Any]]) -> None:
     if len(steps) < MIN_CALLS:
         raise Skip("reference too short for the hard tier")
+
+
+def _confirmed(gen: Generator, c: TableInfo, args: dict[str, Any], steps: list[dict[str, Any]]) -> None:
+    """Lists the changed records again where the reference has read once only (the listing it decided from):
+    a hard task reads before it decides and confirms after it acts."""
+    reads = sum(1 for s in steps if not tool_writes(gen.m.tools[s["name"]]))
+    if reads < 2:
+        steps += gen.page(c, args)[1]
 
 
 def cross_sweep(gen: Generator) -> Part:
@@ -924,6 +933,9 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
             gen.run(up["name"], **args)
             steps.append(call(up["name"], **args))
     f = words(fig)
+    # both totals a reply may give: of the records changed, and of the whole group after the change
+    changed = sum(news.values(), Decimal(0))
+    whole = changed + sum((Decimal(str(r[fig])) for r in rows if r["id"] not in news and r[fig] is not None), Decimal(0))
     summed = c.sums.get(fig)
     if summed and set(where) <= set(summed[1]) and gen.rng.random() < 0.6:   # the whole group, read back
         args = {summed[1][k]: v for k, v in where.items()}
@@ -936,9 +948,10 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
                               f"what the {f} figures of {everyone} add up to after the change"
                               + (", unchanged ones included" if alone else "")])
     else:
-        total = sum(news.values(), Decimal(0))
+        total = changed
         ask = gen.rng.choice([f"the new {total_of(fig)} of the {c.plural} you changed",
                               f"what the new {f} figures of the {c.plural} you raised add up to"])
+        _confirmed(gen, c, {c.search_params[k]: v for k, v in where.items()}, steps)
     _enough(steps)
     gen.hidden += 1
     who = group + (f" {who_phrase.replace('{be}', 'is')}" if who_phrase else "")
@@ -956,7 +969,9 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         f"We are putting up the {f} of {who}: {tiers}. {rounding}; {capped}. Afterwards, let me know {ask}.",
         f"Please increase the {f} of {who} {tiers}. {rounding}, and {capped}. When you are done, report {ask}.",
     ])
-    return Part(steps, text, answer=("numeric", fmt_value(float(total))), writes=True, structure="conditional")
+    other = whole if total == changed else changed
+    return Part(steps, text, answer=("numeric", fmt_value(float(total))), writes=True, structure="conditional",
+                companions=[fmt_value(float(other))] if other != total else [])
 
 
 def _fill(open_: list[tuple[Any, Decimal]], start: Decimal, budget: Decimal, skip: bool = True) -> list[Any] | None:
@@ -1173,6 +1188,7 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
             last_args = gen.transition_args(tr, rid)
             gen.run(tr["name"], **last_args)
             steps.append(call(tr["name"], **last_args))
+    _confirmed(gen, c, {c.search_params[k]: x for k, x in where.items()}, steps)
     _enough(steps)
     gen.hidden += 1
     spent = start + sum((a for rid, a in seq if rid in taken), Decimal(0))
@@ -1199,4 +1215,5 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
             f"{act[0].upper() + act[1:]} {order}, {rule}.{_reason(last_args)} Then tell me {ask}.",
             f"Please {act} {order}, {rule}.{_reason(last_args)} When you are done, report {ask}.",
         ])
-    return Part(steps, text, answer=("numeric", fmt_value(float(left))), writes=True, structure="conditional")
+    return Part(steps, text, answer=("numeric", fmt_value(float(left))), writes=True, structure="conditional",
+                companions=[fmt_value(float(spent))])
