@@ -268,6 +268,12 @@ def test_incidental_counts_and_ids_are_not_competitors():
                                         numeric=True).ok, bad
     assert not answers.match_values(Submission("done", "72.43", "New fees: 129.85, 72.43.").words(), ["72.43"],
                                     observed=wrote, numeric=True).ok
+    # the last digits of a card the episode handled name it; the same digits of no handled record compete
+    cards = answers.Observed([{"updated": {"id": 3, "card_number": "4111-2222-3333-3990", "status": "active"}}])
+    named = "Activated the card ending -3990."
+    assert answers.match_values(Submission("done", "100.00", named).words(), ["100.00"], observed=cards, numeric=True).ok
+    assert not answers.match_values(Submission("done", "100.00", named.replace("3990", "3991")).words(), ["100.00"],
+                                    observed=cards, numeric=True).ok
     # a card's last digits with their leading zero are a code, not a negative amount
     assert answers.match_values(Submission("done", "100.00", "Activated cards -0121 and -0457.").words(), ["100.00"],
                                 numeric=True).ok

@@ -960,10 +960,10 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         f"by {_pct(first)} where the {c.singular} is one {tier_phrase.replace('{be}', 'is')}, otherwise by {_pct(other)}",
     ])
     rounding = "Round each new figure to the cent (half a cent rounds up)"
-    capped = gen.rng.choice([f"no {f} may end above {fmt_value(float(cap))} (none is above it today): one that "
-                             f"would is set to exactly {fmt_value(float(cap))}",
-                             f"cap the result at {fmt_value(float(cap))}, which no {f} passes today ({indefinite(f)} "
-                             f"that would pass it after the rise becomes {fmt_value(float(cap))})"])
+    capped = gen.rng.choice([f"no {f} may end above {fmt_value(float(cap))} (none of those is above it today): one "
+                             f"that would is set to exactly {fmt_value(float(cap))}",
+                             f"cap the result at {fmt_value(float(cap))}, which none of those passes today "
+                             f"({indefinite(f)} that would pass it after the rise becomes {fmt_value(float(cap))})"])
     text = gen.rng.choice([
         f"Raise the {f} of {who} {tiers}. {rounding}, and {capped}. Then tell me {ask}.",
         f"We are putting up the {f} of {who}: {tiers}. {rounding}; {capped}. Afterwards, let me know {ask}.",
