@@ -34,8 +34,9 @@ span two entities, writes and a final aggregate read whose answer depends on the
   The budget is one where stopping at the first misfit, forgetting what is already spent or taking the
   smallest first each give another set.
 * **best_fit** — the same records and budget with no order: the one set whose figures use the most of the
-  budget without passing it (no other set reaches that total; filling smallest or largest first does not
-  find it). A search over combinations, not a running total.
+  budget without passing it (no other set reaches that total; it takes at least three records and leaves
+  out at least three; filling smallest or largest first does not find it). A search over combinations,
+  not a running total.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
   against the policy's rule, decides; the status gives nothing away.
@@ -1030,15 +1031,16 @@ def _best(items: list[tuple[Any, Decimal]], room: Decimal) -> tuple[list[Any], b
 
 
 def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
-    """Round budgets whose best fit is one set only, leaves out some record and takes at least two, lands
-    below the budget, and is not what filling smallest first or largest first would take."""
+    """Round budgets whose best fit is one set only, takes at least three records and leaves out at least
+    three, lands below the budget, and is not what filling smallest first or largest first would take."""
     whole = start + sum((a for _, a in items), Decimal(0))
     step = Decimal(10) ** max(0, len(str(int(whole))) - 3)
     out = []
     b = (start / step).to_integral_value(rounding=ROUND_FLOOR) * step + step
     while b < whole:
         got = _best(items, b - start)
-        if got is not None and got[1] and 2 <= len(got[0]) < len(items):
+        # at least three records in and three out: no single record to drop, a real search over combinations
+        if got is not None and got[1] and 3 <= len(got[0]) <= len(items) - 3:
             ids = set(got[0])
             spent = start + sum((a for rid, a in items if rid in ids), Decimal(0))
             greedy = [_fill(sorted(items, key=lambda x: x[1]), start, b),
@@ -1130,7 +1132,7 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                 start = sum((Decimal(str(k[fig])) for k in done), Decimal(0))
                 if best:
                     items = [(k["id"], Decimal(str(k[fig]))) for k in open_]
-                    budgets = _best_budgets(items, start) if 5 <= len(items) <= 10 else []
+                    budgets = _best_budgets(items, start) if 6 <= len(items) <= 10 else []
                     if budgets:
                         return _budget_part(gen, c, tr, s, fig, None, gen.rng.choice(budgets), start, items, where, extra)
                     continue
