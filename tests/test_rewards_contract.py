@@ -570,3 +570,14 @@ def test_an_answer_reporting_other_records_names_hides_a_second_guess():
     assert answers.match_values("The answer is New Jennifer.", ["New Jennifer"], observed=seen).ok
     assert not answers.match_values("The answer is New Jennifer. Other records show Autumn asset tag.",
                                     ["New Jennifer"], observed=seen).ok
+
+
+def test_a_status_arrow_glosses_the_parts_done_not_the_refused_one():
+    """ "Completed JOW and HYM (in_review -> done). JER was not completed: it is wont_do." claims nothing about
+    JER; the same arrow said of JER does."""
+    refused = dict(results=["done"], about=["JER"], partial=True, reasons=["wont_do"])
+    ok = "Completed projects JOW and HYM (in_review -> done). Project JER was not completed: its status is wont_do."
+    assert answers.claims(ok, **refused) is None
+    for bad in ("Completed JOW (in_review -> done). JER (wont_do -> done) too.",
+                "Completed JOW and JER (in_review -> done)."):
+        assert answers.claims(bad, **refused) is not None, bad

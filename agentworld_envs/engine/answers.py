@@ -1371,6 +1371,15 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
     raw = re.sub(r"(?<=[a-z0-9])(?<!\bsay)(?<!\bclaim)(?<!\bdeny)(?<!\bthat)(?<!\bpretend)\s+"
                  r"(?=(?:It|I|This|That|Done|Update|Actually|Also|Now|Anyway)\b)", "\n", raw)
     text = _unquote(fold(raw), quotes)   # a quotation of the policy claims nothing
+    if partial:
+        # "Completed JOW and HYM (in_review -> done)": a status arrow in brackets glosses the clause before it,
+        # no claim about the refused record - unless it or that clause names it
+        def gloss(m: re.Match[str]) -> str:
+            before = re.split(r"[.!?;\n]", m.string[:m.start()])[-1]
+            said_of_refused = any(k in runs(words(before + " " + m.group(1))) for k in about_keys)
+            return m.group(0) if said_of_refused else " "
+
+        text = re.sub(r"\(([^()]*(?:->|→|=>)[^()]*)\)", gloss, text)
     # A blocking status that is itself a word of completion ("done") is the reason where it is said of the
     # record ("it is done", "status: done"); standing alone as a clause ("... while it is done. Done!") it
     # is the claim - unless it is the whole of a separate ``answer`` (the slot's value, beside a message).

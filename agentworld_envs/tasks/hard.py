@@ -970,9 +970,10 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         f"We are putting up the {f} of {who}: {tiers}. {rounding}; {capped}. Afterwards, let me know {ask}.",
         f"Please increase the {f} of {who} {tiers}. {rounding}, and {capped}. When you are done, report {ask}.",
     ])
-    other = whole if total == changed else changed
+    # a reply may give the breakdown: the other total, and each record's figure before (or, left alone, after)
+    others = {whole if total == changed else changed} | {Decimal(str(r[fig])) for r in rows if r[fig] is not None}
     return Part(steps, text, answer=("numeric", fmt_value(float(total))), writes=True, structure="conditional",
-                companions=[fmt_value(float(other))] if other != total else [])
+                companions=sorted({fmt_value(float(x)) for x in others if x != total}))
 
 
 def _fill(open_: list[tuple[Any, Decimal]], start: Decimal, budget: Decimal, skip: bool = True) -> list[Any] | None:
@@ -1217,5 +1218,7 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
             f"{act[0].upper() + act[1:]} {order}, {rule}.{_reason(last_args)} Then tell me {ask}.",
             f"Please {act} {order}, {rule}.{_reason(last_args)} When you are done, report {ask}.",
         ])
+    # a reply may explain itself: what was spent, each candidate's figure (the one skipped), what was already in
+    figures = {spent, start, *(a for _, a in seq)} - {left}
     return Part(steps, text, answer=("numeric", fmt_value(float(left))), writes=True, structure="conditional",
-                companions=[fmt_value(float(spent))])
+                companions=sorted(fmt_value(float(x)) for x in figures if x))
