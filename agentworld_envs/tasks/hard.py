@@ -47,6 +47,7 @@ reference is checked against :data:`MIN_CALLS` here, so a kept hard task never h
 
 from __future__ import annotations
 
+import bisect
 import calendar
 import re
 from datetime import date, timedelta
@@ -1014,21 +1015,28 @@ def _budgets(open_: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
     return out
 
 
+def _sums(items: list[tuple[Any, Decimal]]) -> list[tuple[Decimal, int]]:
+    """(total, mask) of every non-empty set of ``items``, by total."""
+    out = []
+    for mask in range(1, 1 << len(items)):
+        out.append((sum((items[i][1] for i in range(len(items)) if mask >> i & 1), Decimal(0)), mask))
+    return sorted(out)
+
+
+def _best_of(items: list[tuple[Any, Decimal]], sums: list[tuple[Decimal, int]], room: Decimal
+             ) -> tuple[list[Any], bool] | None:
+    """The set whose total is the most not past ``room``, and whether no other set reaches that total."""
+    i = bisect.bisect_right(sums, (room, 1 << len(items))) - 1
+    if i < 0:
+        return None
+    total, mask = sums[i]
+    return [items[j][0] for j in range(len(items)) if mask >> j & 1], not (i and sums[i - 1][0] == total)
+
+
 def _best(items: list[tuple[Any, Decimal]], room: Decimal) -> tuple[list[Any], bool] | None:
     """The set of ``items`` whose amounts add up to the most without passing ``room``, and whether no other set
     reaches that total (None where nothing fits)."""
-    best: Decimal | None = None
-    picks: list[list[Any]] = []
-    for mask in range(1, 1 << len(items)):
-        chosen = [items[i] for i in range(len(items)) if mask >> i & 1]
-        total = sum((a for _, a in chosen), Decimal(0))
-        if total > room:
-            continue
-        if best is None or total > best:
-            best, picks = total, [[rid for rid, _ in chosen]]
-        elif total == best:
-            picks.append([rid for rid, _ in chosen])
-    return (picks[0], len(picks) == 1) if picks else None
+    return _best_of(items, _sums(items), room)
 
 
 def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
@@ -1036,10 +1044,11 @@ def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Deci
     three, lands below the budget, and is not what filling smallest first or largest first would take."""
     whole = start + sum((a for _, a in items), Decimal(0))
     step = Decimal(10) ** max(0, len(str(int(whole))) - 3)
+    sums = _sums(items)
     out = []
     b = (start / step).to_integral_value(rounding=ROUND_FLOOR) * step + step
     while b < whole:
-        got = _best(items, b - start)
+        got = _best_of(items, sums, b - start)
         # at least three records in and three out: no single record to drop, a real search over combinations
         if got is not None and got[1] and 3 <= len(got[0]) <= len(items) - 3:
             ids = set(got[0])
