@@ -703,6 +703,8 @@ def _window_part(gen: Generator, c: TableInfo, tr: dict[str, Any], got: tuple[li
     else:
         vals = [1] * len(match)
         ask = f"how many {c.plural} that came to"
+    if parent is None:
+        _confirmed(gen, c, {c.search_params[st]: status}, steps)
     total = round(float(sum(vals)), 2) if fig is not None and c.cols[fig]["type"] == "REAL" else int(sum(vals))
     _enough(steps)
     gen.hidden += 1
