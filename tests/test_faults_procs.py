@@ -27,8 +27,11 @@ def _alive(procs: list[psutil.Process]) -> list[psutil.Process]:
 
 def _start_and_kill(argv: list[str], sig: int, tmp_path) -> tuple[int | None, list[psutil.Process]]:
     env = {**os.environ, "AGENTWORLD_CACHE": str(tmp_path / "cache")}
+    # a suite started in the background (`nohup … &`) ignores SIGINT, and a child would inherit that: the child
+    # gets the default disposition, as a build started from a terminal has
     proc = subprocess.Popen([sys.executable, "-m", "agentworld_envs.cli", *argv], env=env,
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     parent = psutil.Process(proc.pid)
     workers: list[psutil.Process] = []
     deadline = time.monotonic() + 90
