@@ -311,8 +311,9 @@ _FINISHED_WORDS = ("finished", "completed", "ended", "resolved", "closed", "deli
 #: Columns holding what came of finished work.
 OUTCOME_COLUMNS = frozenset({"exit_code", "result", "result_code", "outcome", "duration_seconds", "duration_ms",
                              "winner_id", "billable_minutes", "final_score", "issues_found", "defects_found", "passed"})
-#: Prefixes of columns holding what came of finished work (the winner of a game, a final mark).
-_OUTCOME_PREFIXES = ("winner_", "final_")
+#: Columns holding what came of finished work by their names: the winner of a game, a final mark (a
+#: ``final_…_id`` is a document the record points at, not an outcome).
+_OUTCOME_NAME = re.compile(r"^winner_|^final_(?!.*_id$)")
 
 
 def _event_word(column: str, words: tuple[str, ...]) -> bool:
@@ -351,8 +352,7 @@ def unreached_columns(columns: list[str], workflow: dict[str, Any]) -> dict[str,
             out[col] = before
         elif _event_word(col, _DRAFT_WORDS) and "draft" in before:
             out[col] = {"draft"}
-        elif (_event_word(col, _FINISHED_WORDS) or col in OUTCOME_COLUMNS or col.startswith(_OUTCOME_PREFIXES)) \
-                and working:
+        elif (_event_word(col, _FINISHED_WORDS) or col in OUTCOME_COLUMNS or _OUTCOME_NAME.search(col)) and working:
             out[col] = working
         elif col.startswith("actual_") and before:
             out[col] = before   # an actual cost or duration accrues once the work starts

@@ -1223,7 +1223,7 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
             f"Please {act} {fit}.{_reason(last_args)} When you are done, report {ask}.",
         ])
     else:
-        order = f"in order of {_date_noun(col)}, earliest first"
+        order = f"taking them by {_date_noun(col)}, earliest first"   # "plan drop in, in order of" read doubled
         rule = counted.replace("{b}", b)
         text = gen.rng.choice([
             f"{act[0].upper() + act[1:]} {order}, {rule}.{_reason(last_args)} Then tell me {ask}.",
