@@ -34,6 +34,14 @@ def _rules(violations):
     return {v.rule for v in violations}
 
 
+def _answer_off(runner, t, by):
+    """The reference with its numeric answer moved by ``by`` (and no message), replayed."""
+    sol = t["solution"]
+    off = {**sol[-1]["arguments"], "answer": f"{float(sol[-1]['arguments']['answer']) + by:.2f}"}
+    off.pop("message", None)
+    return runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}])
+
+
 def _shape_tasks(b, family, shape, attempts):
     """Two fresh tasks of one hard family on bundle ``b``, all of that shape."""
     from agentworld_envs.tasks.build import generate_tasks
@@ -363,9 +371,7 @@ def test_adjust_sweep_is_decided_by_the_agents_own_arithmetic(bundles):
             more = sol[:-1] + [{"name": tool["name"], "arguments": {key: extra[0], fig: float(raised(extra[1], pcts[1]))}},
                                sol[-1]]
             assert runner.run(t, more).score < 1.0
-            off = {**sol[-1]["arguments"], "answer": f"{float(sol[-1]['arguments']['answer']) + 0.05:.2f}"}
-            off.pop("message", None)
-            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}]).score == 0.0
+            assert _answer_off(runner, t, 0.05).score == 0.0
     finally:
         runner.close()
 
@@ -403,8 +409,6 @@ def test_budget_shapes_are_decided_by_the_set_the_budget_takes(bundles, family, 
             more = sol[:-1] + [{"name": tool["name"], "arguments": {**sol[writes[0]]["arguments"], key: skipped[0]}},
                                sol[-1]]
             assert runner.run(t, more).score < 1.0
-            off = {**sol[-1]["arguments"], "answer": f"{float(sol[-1]['arguments']['answer']) + 0.05:.2f}"}
-            off.pop("message", None)
-            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}]).score == 0.0
+            assert _answer_off(runner, t, 0.05).score == 0.0
     finally:
         runner.close()

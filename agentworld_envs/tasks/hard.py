@@ -109,6 +109,17 @@ def _enough(steps: list[dict[str, Any]]) -> None:
         raise Skip("reference too short for the hard tier")
 
 
+def _parent(gen: Generator, c: TableInfo, fk: str, pid: int) -> tuple[TableInfo, list[dict[str, Any]], str]:
+    """The parent a scope names (table, the lookups that find it, its description), or Skip where it has no
+    label to be found by."""
+    p = gen.m.tables[c.fks[fk]]
+    prow = gen.m.rows(gen.conn, p.name, "id = ?", (pid,))[0]
+    if p.label is None or prow.get(p.label) is None:
+        raise Skip("parent has no label")
+    steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
+    return p, steps, pdesc
+
+
 def _confirmed(gen: Generator, c: TableInfo, args: dict[str, Any], steps: list[dict[str, Any]]) -> None:
     """Lists the changed records again where the reference has read once only (the listing it decided from):
     a hard task reads before it decides and confirms after it acts."""
@@ -657,11 +668,8 @@ def _window_part(gen: Generator, c: TableInfo, tr: dict[str, Any], got: tuple[li
     st, to = tr["impl"]["column"], tr["impl"]["to"]
     gen.visited.clear()
     if parent is not None:
-        p, fk, pid = parent
-        prow = gen.m.rows(gen.conn, p.name, "id = ?", (pid,))[0]
-        if prow.get(p.label) is None:
-            raise Skip("parent has no label")
-        steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
+        _, fk, pid = parent
+        _, steps, pdesc = _parent(gen, c, fk, pid)
         rows, calls = gen.page(c, {c.search_params[fk]: pid})
         scope = f"{c.singular} of {pdesc}"
     else:
@@ -918,11 +926,7 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
     else:
         (col, v), = where.items()
         if col in c.fks:
-            p = gen.m.tables[c.fks[col]]
-            prow = gen.m.rows(gen.conn, p.name, "id = ?", (v,))[0]
-            if p.label is None or prow.get(p.label) is None:
-                raise Skip("parent has no label")
-            steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
+            p, steps, pdesc = _parent(gen, c, col, v)
             group, everyone = f"every {c.singular} of {pdesc}", f"all the {c.plural} of that {p.singular}"
         elif col == c.status_col():
             group, everyone = f"every {in_state(str(v), c.singular)}", f"all {in_state(str(v), c.plural)}"
@@ -1173,11 +1177,7 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
     to = tr["impl"]["to"]
     state = value_words(to)
     if key in c.fks:
-        p = gen.m.tables[c.fks[key]]
-        prow = gen.m.rows(gen.conn, p.name, "id = ?", (v,))[0]
-        if p.label is None or prow.get(p.label) is None:
-            raise Skip("parent has no label")
-        steps, pdesc, _ = gen.locate(p, prow, attributes=1.0)
+        _, steps, pdesc = _parent(gen, c, key, v)
         scope = f"the {in_state(s, c.plural)} of {pdesc}"
         counted = gen.rng.choice([
             f"as long as the {words(fig)} of all its {state} {c.plural}, those {state} already included, adds up to "
