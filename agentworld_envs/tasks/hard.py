@@ -484,18 +484,27 @@ def _date_noun(col: str) -> str:
     return base if base.endswith(("date", "day")) else f"{base} date"
 
 
+def _clock_gen(spec: dict[str, Any], table: str, column: str) -> dict[str, Any] | None:
+    """The ``clock`` generator ``column`` is drawn from (at any depth of its generator), or None."""
+    todo: list[Any] = [((spec.get("data") or {}).get("tables", {}).get(table) or {}).get("columns", {}).get(column)]
+    while todo:
+        g = todo.pop()
+        if isinstance(g, dict):
+            if g.get("gen") == "clock":
+                return g
+            todo += [v for v in g.values() if isinstance(v, (dict, list))]
+        elif isinstance(g, list):
+            todo += g
+    return None
+
+
 def clock_side(spec: dict[str, Any], table: str, column: str, status: str) -> str | None:
     """Which side of today the world keeps ``column`` on for records in ``status`` ("past", "future"), from
     the column's ``clock`` generator; None where the world's clock says nothing."""
-    todo = [((spec.get("data") or {}).get("tables", {}).get(table) or {}).get("columns", {}).get(column)]
-    while todo:
-        gen = todo.pop()
-        if not isinstance(gen, dict):
-            continue
-        if gen.get("gen") == "clock":
-            return "past" if status in gen.get("past", ()) else "future" if status in gen.get("future", ()) else None
-        todo += [v for v in gen.values() if isinstance(v, dict)]
-    return None
+    gen = _clock_gen(spec, table, column)
+    if gen is None:
+        return None
+    return "past" if status in gen.get("past", ()) else "future" if status in gen.get("future", ()) else None
 
 
 def _windows(gen: Generator, c: TableInfo, to: str, kids: list[dict[str, Any]], today: date
@@ -796,22 +805,8 @@ def _splits(gen: Generator, c: TableInfo, rows: list[dict[str, Any]], skip: set[
                 out.append((test, f"whose {words(col)} is {shown}", col))
     # a window on a date the world keeps by the record's status (an event's start) would raise the price of
     # what is over; dates of no clock (hired, listed, joined) read as seniority
-    out += [w for w in _windows(gen, c, "", rows, today) if w[2] not in skip and not _clocked(gen.m.spec, c.name, w[2])]
+    out += [w for w in _windows(gen, c, "", rows, today) if w[2] not in skip and _clock_gen(gen.m.spec, c.name, w[2]) is None]
     return out
-
-
-def _clocked(spec: dict[str, Any], table: str, column: str) -> bool:
-    """Whether the world draws ``column`` from its clock (the record's status decides its side of today)."""
-    todo = [((spec.get("data") or {}).get("tables", {}).get(table) or {}).get("columns", {}).get(column)]
-    while todo:
-        g = todo.pop()
-        if isinstance(g, dict):
-            if g.get("gen") == "clock":
-                return True
-            todo += [v for v in g.values() if isinstance(v, (dict, list))]
-        elif isinstance(g, list):
-            todo += g
-    return False
 
 
 def adjust_sweep(gen: Generator) -> Part:
