@@ -52,7 +52,7 @@ import calendar
 import re
 from datetime import date, timedelta
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from ..engine.language import field_value, flag_words, in_state, indefinite, number, participle, value_words, verb_phrase
 from ..engine.rules import Rule
@@ -994,15 +994,23 @@ def _fill(open_: list[tuple[Any, Decimal]], start: Decimal, budget: Decimal, ski
     return taken
 
 
+def _round_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> Iterator[Decimal]:
+    """Round budgets above what is already spent and below everything spent: steps of a power of ten
+    three digits below the whole (so 1,680.00 or 4,980,000.00, never 1,673.21)."""
+    whole = start + sum((a for _, a in items), Decimal(0))
+    step = Decimal(10) ** max(0, len(str(int(whole))) - 3)
+    b = (start / step).to_integral_value(rounding=ROUND_FLOOR) * step + step
+    while b < whole:
+        yield b
+        b += step
+
+
 def _budgets(open_: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
     """Round budgets for which the fill skips a record and takes a later one, and the wrong readings (stop
     at the first that does not fit, leave out what is already spent, take the smallest first) give other
     sets."""
-    whole = start + sum((a for _, a in open_), Decimal(0))
-    step = Decimal(10) ** max(0, len(str(int(whole))) - 3)
     out = []
-    b = (start / step).to_integral_value(rounding=ROUND_FLOOR) * step + step
-    while b < whole:
+    for b in _round_budgets(open_, start):
         taken = _fill(open_, start, b)
         if taken is not None and 3 <= len(taken) < len(open_):
             order = [rid for rid, _ in open_]
@@ -1012,7 +1020,6 @@ def _budgets(open_: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
                 wrong.append(_fill(open_, Decimal(0), b))
             if skipped_then_taken and all(w is None or set(w) != set(taken) for w in wrong):
                 out.append(b)
-        b += step
     return out
 
 
@@ -1043,12 +1050,9 @@ def _best(items: list[tuple[Any, Decimal]], room: Decimal) -> tuple[list[Any], b
 def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
     """Round budgets whose best fit is one set only, takes at least three records and leaves out at least
     three, lands below the budget, and is not what filling smallest first or largest first would take."""
-    whole = start + sum((a for _, a in items), Decimal(0))
-    step = Decimal(10) ** max(0, len(str(int(whole))) - 3)
     sums = _sums(items)
     out = []
-    b = (start / step).to_integral_value(rounding=ROUND_FLOOR) * step + step
-    while b < whole:
+    for b in _round_budgets(items, start):
         got = _best_of(items, sums, b - start)
         # at least three records in and three out: no single record to drop, a real search over combinations
         if got is not None and got[1] and 3 <= len(got[0]) <= len(items) - 3:
@@ -1058,7 +1062,6 @@ def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Deci
                       _fill(sorted(items, key=lambda x: -x[1]), start, b)]
             if spent < b and all(g is None or set(g) != ids for g in greedy):
                 out.append(b)
-        b += step
     return out
 
 
