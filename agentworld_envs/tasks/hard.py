@@ -24,18 +24,18 @@ span two entities, writes and a final aggregate read whose answer depends on the
   change allows sit a day inside the window (or exactly N days apart) and exactly on the figure's
   bound, each missing one condition only.
 * **adjust_sweep** — a price rise in two tiers: the figure (a price, a fee, a salary) of every record of a
-  parent that one condition picks goes up by one percentage or another according to a second condition
+  parent (9 to 16 of them) that one condition picks goes up by one percentage or another according to a second condition
   (a field, a flag, a date window relative to today), rounded to the cent and never past a cap; then a
   total. The update tool takes any figure, so nothing but the agent's own reading and arithmetic decides;
   siblings the first condition leaves out stay as they are.
-* **budget_fill** — work through a parent's records in one status, earliest first by a date, changing each
+* **budget_fill** — work through a parent's records in one status (8 to 14), earliest first by a date, changing each
   while the total of a figure over the parent's records in the resulting status (those already there
   count) stays within a budget; one that would pass it is skipped and the next tried; then what is left.
   The budget is one where stopping at the first misfit, forgetting what is already spent or taking the
   smallest first each give another set.
-* **best_fit** — the same records and budget with no order: the one set whose figures use the most of the
-  budget without passing it (no other set reaches that total; it takes at least three records and leaves
-  out at least three; filling smallest or largest first does not find it). A search over combinations,
+* **best_fit** — the same records (9 to 13) and budget with no order: the one set whose figures use the
+  most of the budget without passing it (no other set reaches that total; it takes at least four records
+  and leaves out at least four; filling smallest or largest first does not find it). A search over combinations,
   not a running total.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
@@ -742,6 +742,8 @@ _NOT_RAISABLE = re.compile(r"^(?:total|min|max|minimum|maximum)_|_(?:min|max|pai
 PERCENTS = (Decimal("2"), Decimal("2.5"), Decimal("3"), Decimal("3.5"), Decimal("4"), Decimal("4.5"),
             Decimal("5"), Decimal("6"), Decimal("7"), Decimal("7.5"), Decimal("8"), Decimal("12.5"))
 _CENT = Decimal("0.01")
+#: How many records one price rise changes: each is a rounding the agent works out, then all go in one total.
+ADJUST_RECORDS = (9, 16)
 
 
 def raised(value: float, percent: Decimal) -> Decimal:
@@ -845,18 +847,19 @@ _OVER = re.compile(r"done|complete|cancel|close|archiv|expire|retire|terminat|re
 
 
 def _adjust_scopes(gen: Generator, c: TableInfo, fig: str) -> list[tuple[str, tuple, dict[str, Any]]]:
-    """Groups of 6 to 40 records a request can name: (where, params, {column: value} the search filters on).
+    """Groups of 9 to 40 records a request can name: (where, params, {column: value} the search filters on).
     The children of one parent first (shuffled), then the records of one category or status, then the whole
     table where it is that small."""
     out: list[tuple[str, tuple, dict[str, Any]]] = []
     required = set(gen.m.tools[str(c.search)]["parameters"].get("required", ()))
+    least = ADJUST_RECORDS[0]
     for fk, parent in c.fks.items():
         p = gen.m.tables.get(parent)
         if p is None or parent == c.name or not p.finders or fk not in c.search_params \
                 or not required <= {c.search_params[fk]}:
             continue
         ids = [r[0] for r in gen.conn.execute(
-            f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 HAVING COUNT(*) BETWEEN 6 AND 40 '
+            f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 HAVING COUNT(*) BETWEEN {least} AND 40 '
             f'AND MIN("{fig}") > 0 ORDER BY 1')]
         out += [(f'"{fk}" = ?', (pid,), {fk: pid}) for pid in gen.rng.sample(ids, min(len(ids), 4))]
     for col, param in c.search_params.items():
@@ -864,11 +867,11 @@ def _adjust_scopes(gen: Generator, c: TableInfo, fig: str) -> list[tuple[str, tu
         if not spec.get("enum") or not required <= {param}:
             continue
         over = col == c.status_col()
-        for v, in gen.conn.execute(f'SELECT "{col}" FROM "{c.name}" GROUP BY 1 HAVING COUNT(*) BETWEEN 6 AND 40 '
+        for v, in gen.conn.execute(f'SELECT "{col}" FROM "{c.name}" GROUP BY 1 HAVING COUNT(*) BETWEEN {least} AND 40 '
                                    f'AND MIN("{fig}") > 0 ORDER BY 1'):
             if not (over and _OVER.search(str(v))):
                 out.append((f'"{col}" = ?', (v,), {col: v}))
-    if not required and gen.conn.execute(f'SELECT COUNT(*) BETWEEN 6 AND 40 AND MIN("{fig}") > 0 FROM "{c.name}"'
+    if not required and gen.conn.execute(f'SELECT COUNT(*) BETWEEN {least} AND 40 AND MIN("{fig}") > 0 FROM "{c.name}"'
                                          ).fetchone()[0]:
         out.append(("1", (), {}))
     return out
@@ -879,17 +882,18 @@ def _adjust_plan(gen: Generator, c: TableInfo, fig: str, kids: list[dict[str, An
     """(who phrase, who, tier phrase, tier, percents, cap, new figures by id) or None."""
     # who: a condition that leaves siblings out (or everyone, where there are few enough)
     st = c.status_col()
-    whos = [w for w in _splits(gen, c, kids, {fig, *skip}, today) if 6 <= sum(w[0](k) for k in kids) <= 10
+    lo, hi = ADJUST_RECORDS
+    whos = [w for w in _splits(gen, c, kids, {fig, *skip}, today) if lo <= sum(w[0](k) for k in kids) <= hi
             and not (w[2] == st and _OVER.search(w[1]))]
     gen.rng.shuffle(whos)
-    if 6 <= len(kids) <= 10:
+    if lo <= len(kids) <= hi:
         whos.append((lambda k: True, "", ""))
     for who_test, who_phrase, who_col in whos[:4]:
         scope = [k for k in kids if who_test(k)]
         # a record's status picks who is raised, never by how much (no dearer cancelled events)
         tiers = [t for t in _splits(gen, c, scope, {fig, who_col, *skip, *(tr["impl"]["column"] for tr in c.transitions)},
                                     today)
-                 if 2 <= sum(t[0](k) for k in scope) <= len(scope) - 2]
+                 if 3 <= sum(t[0](k) for k in scope) <= len(scope) - 3]
         gen.rng.shuffle(tiers)
         for tier_test, tier_phrase, _ in tiers[:3]:
             hi, lo = sorted(gen.rng.sample(PERCENTS, 2), reverse=True)
@@ -1012,7 +1016,7 @@ def _budgets(open_: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
     out = []
     for b in _round_budgets(open_, start):
         taken = _fill(open_, start, b)
-        if taken is not None and 3 <= len(taken) < len(open_):
+        if taken is not None and 4 <= len(taken) < len(open_):
             order = [rid for rid, _ in open_]
             skipped_then_taken = any(order.index(t) > order.index(s) for s in set(order) - set(taken) for t in taken)
             wrong = [_fill(open_, start, b, skip=False), _fill(sorted(open_, key=lambda x: x[1]), start, b)]
@@ -1024,11 +1028,14 @@ def _budgets(open_: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
 
 
 def _sums(items: list[tuple[Any, Decimal]]) -> list[tuple[Decimal, int]]:
-    """(total, mask) of every non-empty set of ``items``, by total."""
-    out = []
-    for mask in range(1, 1 << len(items)):
-        out.append((sum((items[i][1] for i in range(len(items)) if mask >> i & 1), Decimal(0)), mask))
-    return sorted(out)
+    """(total, mask) of every non-empty set of ``items``, by total (each mask's total is a smaller mask's plus
+    one item, in whole cents: 2**n additions, not n * 2**n)."""
+    cents = [int(a * 100) for _, a in items]
+    totals = [0] * (1 << len(items))
+    for mask in range(1, len(totals)):
+        low = mask & -mask
+        totals[mask] = totals[mask ^ low] + cents[low.bit_length() - 1]
+    return sorted((Decimal(t).scaleb(-2), mask) for mask, t in enumerate(totals) if mask)
 
 
 def _best_of(items: list[tuple[Any, Decimal]], sums: list[tuple[Decimal, int]], room: Decimal
@@ -1048,14 +1055,14 @@ def _best(items: list[tuple[Any, Decimal]], room: Decimal) -> tuple[list[Any], b
 
 
 def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
-    """Round budgets whose best fit is one set only, takes at least three records and leaves out at least
-    three, lands below the budget, and is not what filling smallest first or largest first would take."""
+    """Round budgets whose best fit is one set only, takes at least four records and leaves out at least
+    four, lands below the budget, and is not what filling smallest first or largest first would take."""
     sums = _sums(items)
     out = []
     for b in _round_budgets(items, start):
         got = _best_of(items, sums, b - start)
-        # at least three records in and three out: no single record to drop, a real search over combinations
-        if got is not None and got[1] and 3 <= len(got[0]) <= len(items) - 3:
+        # at least four records in and four out: no one or two records to drop, a real search over combinations
+        if got is not None and got[1] and 4 <= len(got[0]) <= len(items) - 4:
             ids = set(got[0])
             spent = start + sum((a for rid, a in items if rid in ids), Decimal(0))
             greedy = [_fill(sorted(items, key=lambda x: x[1]), start, b),
@@ -1063,6 +1070,12 @@ def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Deci
             if spent < b and all(g is None or set(g) != ids for g in greedy):
                 out.append(b)
     return out
+
+
+#: How many open records a budget is filled from: enough that neither the running total nor the search over
+#: combinations can be done at a glance (a best fit over 9 records weighs 511 sets), few enough to read.
+BUDGET_RECORDS = (8, 14)
+BEST_RECORDS = (9, 13)
 
 
 #: Changes that spend from a budget: approving, paying, booking, funding (never closing or archiving).
@@ -1093,6 +1106,7 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
     if not combos:
         raise Skip("no spending change on records with an amount")
     gen.rng.shuffle(combos)
+    lo, hi = BEST_RECORDS if best else BUDGET_RECORDS
     for c, tr, fig, dates in combos[:6]:
         st, to = tr["impl"]["column"], tr["impl"]["to"]
         for s in gen.rng.sample(list(tr["impl"]["from"]), len(tr["impl"]["from"])):
@@ -1102,18 +1116,18 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                        and gen.m.tables[c.fks[k]].finders and c.fks[k] != c.name]:
                 parents = [r[0] for r in gen.conn.execute(
                     f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 '
-                    f'HAVING SUM("{st}" = ?) BETWEEN 4 AND 12 ORDER BY 1', (s,))]
+                    f'HAVING SUM("{st}" = ?) BETWEEN {lo} AND {hi} ORDER BY 1', (s,))]
                 for pid in gen.rng.sample(parents, min(3, len(parents))):
                     kids = gen.m.rows(gen.conn, c.name, f'"{fk}" = ?', (pid,))
                     groups.append(({fk: pid}, [k for k in kids if k[st] == s], [k for k in kids if k[st] == to], ""))
             required = set(gen.m.tools[str(c.search)]["parameters"].get("required", ()))
             if st in c.search_params and required <= {c.search_params[st]}:
                 rows = gen.m.rows(gen.conn, c.name, f'"{st}" = ?', (s,))
-                if 5 <= len(rows) <= 16:
+                if lo <= len(rows) <= hi:
                     groups.append(({st: s}, rows, [], ""))
                 for e in [k for k in c.search_params if k != st and c.cols.get(k, {}).get("enum")]:
                     for (x,) in gen.conn.execute(f'SELECT "{e}" FROM "{c.name}" WHERE "{st}" = ? GROUP BY 1 '
-                                                 f'HAVING COUNT(*) BETWEEN 5 AND 16', (s,)):
+                                                 f'HAVING COUNT(*) BETWEEN {lo} AND {hi}', (s,)):
                         groups.append(({st: s, e: x}, [r for r in rows if r[e] == x], [], ""))
                 # the records of one calendar month, or of a run of days, of a date: the agent pages the status
                 # (or narrows it with the search's date range) and reads each date
@@ -1124,14 +1138,14 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                     for r in dated:
                         months.setdefault(r[d][:7], []).append(r)
                     for month, got in months.items():
-                        if 5 <= len(got) <= 12:
+                        if lo <= len(got) <= hi:
                             name = f"{calendar.month_name[int(month[5:])]} {month[:4]}"
                             groups.append(({st: s}, got, [], f" whose {_date_noun(d)} falls in {name}"))
                     days = [r[d][:10] for r in dated]
                     for _ in range(8):
-                        if len(days) < 6:
+                        if len(days) <= lo:
                             break
-                        k = gen.rng.randint(5, min(10, len(days) - 1))
+                        k = gen.rng.randint(lo, min(hi, len(days) - 1))
                         i = gen.rng.randrange(len(days) - k + 1)
                         j = i + k - 1
                         if (i and days[i - 1] == days[i]) or (j + 1 < len(days) and days[j + 1] == days[j]):
@@ -1146,7 +1160,7 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                 start = sum((Decimal(str(k[fig])) for k in done), Decimal(0))
                 if best:
                     items = [(k["id"], Decimal(str(k[fig]))) for k in open_]
-                    budgets = _best_budgets(items, start) if 6 <= len(items) <= 10 else []
+                    budgets = _best_budgets(items, start) if lo <= len(items) <= hi else []
                     if budgets:
                         return _budget_part(gen, c, tr, s, fig, None, gen.rng.choice(budgets), start, items, where, extra)
                     continue
