@@ -23,7 +23,8 @@ SYNTH = ["wine-club-subscriptions", "fine-dining-reservation-book", "lecture-roo
 
 @pytest.fixture(scope="module")
 def bundles():
-    return {name: load_bundle(name) for name in SYNTH + ["retail"]}
+    # motorcycle-rental: rentals of one customer many enough for a price rise over 9 records or more
+    return {name: load_bundle(name) for name in SYNTH + ["retail", "motorcycle-rental"]}
 
 
 def _calls(task):
@@ -326,9 +327,9 @@ def test_adjust_sweep_is_decided_by_the_agents_own_arithmetic(bundles):
     import re
     from decimal import Decimal
 
-    from agentworld_envs.tasks.hard import raised
+    from agentworld_envs.tasks.hard import ADJUST_RECORDS, raised
 
-    b = bundles["wine-club-subscriptions"]
+    b = bundles["motorcycle-rental"]
     tasks = _shape_tasks(b, "hard_adjust", "adjust_sweep", attempts=8)
     runner = Runner(b.spec, b.golden, b.tools)
     try:
@@ -350,6 +351,7 @@ def test_adjust_sweep_is_decided_by_the_agents_own_arithmetic(bundles):
             # every new figure is the old one raised by one of the two rates and rounded, or the cap
             assert all(v == cap or v in {raised(olds[k], p) for p in pcts} for k, v in news.items()), news
             capped = [k for k, v in news.items() if v == cap]
+            assert ADJUST_RECORDS[0] <= len(news) <= ADJUST_RECORDS[1], len(news)   # too many to do at a glance
             assert capped and all(max(raised(olds[k], p) for p in pcts) > cap for k in capped)
 
             def with_write(i, value, sol=sol, fig=fig):
@@ -406,6 +408,8 @@ def test_budget_shapes_are_decided_by_the_set_the_budget_takes(bundles, family, 
                       if r.get(tool["impl"]["column"]) in tool["impl"]["from"]]
             skipped = [r["id"] for r in listed if r["id"] not in taken]
             assert skipped, "the budget leaves some record of the listing out"
+            # big enough that no glance decides it: at least four taken (and, for the best fit, four left)
+            assert len(taken) >= 4 and (shape == "budget_fill" or len(skipped) >= 4), (len(taken), len(skipped))
             more = sol[:-1] + [{"name": tool["name"], "arguments": {**sol[writes[0]]["arguments"], key: skipped[0]}},
                                sol[-1]]
             assert runner.run(t, more).score < 1.0
