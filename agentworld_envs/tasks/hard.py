@@ -542,6 +542,25 @@ def _windows(gen: Generator, c: TableInfo, to: str, kids: list[dict[str, Any]], 
     return out
 
 
+def _weekends(c: TableInfo, kids: list[dict[str, Any]]) -> list[tuple[Callable[[dict[str, Any]], bool], str, str]]:
+    """Whether a date falls on a weekend (test, phrase, column): no record says which day of the week it is,
+    so the agent works each one out from today's weekday in the policy. Some records fall on a Friday or a
+    Monday, the weekend's neighbours, and at least two records fall on each side."""
+    out = []
+    for col, spec in c.cols.items():
+        if spec["type"] != "TEXT" or col in SKIP_READ or col in c.fks:
+            continue
+        days = [_day(k.get(col)) for k in kids]
+        if any(d is None for d in days):
+            continue
+        ends = sum(d.weekday() >= 5 for d in days)   # type: ignore[union-attr]
+        if 2 <= ends <= len(days) - 2 and any(d.weekday() in (0, 4) for d in days):   # type: ignore[union-attr]
+            def test(k: dict[str, Any], col: str = col) -> bool:
+                return _day(k[col]).weekday() >= 5   # type: ignore[union-attr]
+            out.append((test, f"whose {_date_noun(col)} falls on a weekend (a Saturday or a Sunday)", col))
+    return out
+
+
 #: Figures that do not add up across records (a total of versions or of percentages means nothing): they
 #: may bound a window, but the answer then counts the records instead.
 _NOT_ADDITIVE = re.compile(r"version|year|age|rank|position|priority|rating|score|sequence|number|threshold|target|"
@@ -623,9 +642,10 @@ def _window_conditions(gen: Generator, c: TableInfo, tr: dict[str, Any], kids: l
     """(records the conditions pick, the conditions in words, the figure column) or None."""
     # spans first: a subtraction per record is harder to get right than one boundary date for all of them
     spans, windows = _spans(c, kids), _windows(gen, c, tr["impl"]["to"], kids, today)
+    weekends = _weekends(c, kids)
     gen.rng.shuffle(spans)
     gen.rng.shuffle(windows)
-    windows = spans[:4] + windows
+    windows = weekends + spans[:4] + windows   # a weekday worked out per record before a subtraction per record
     figures = _figures(c)
     gen.rng.shuffle(figures)
     for test, phrase, _ in windows[:8]:
@@ -808,6 +828,8 @@ def _splits(gen: Generator, c: TableInfo, rows: list[dict[str, Any]], skip: set[
     # a window on a date the world keeps by the record's status (an event's start) would raise the price of
     # what is over; dates of no clock (hired, listed, joined) read as seniority
     out += [w for w in _windows(gen, c, "", rows, today) if w[2] not in skip and _clock_gen(gen.m.spec, c.name, w[2]) is None]
+    # a weekend rate is a rate whatever the status: any date will do
+    out += [w for w in _weekends(c, rows) if w[2] not in skip]
     return out
 
 
@@ -895,6 +917,7 @@ def _adjust_plan(gen: Generator, c: TableInfo, fig: str, kids: list[dict[str, An
                                     today)
                  if 3 <= sum(t[0](k) for k in scope) <= len(scope) - 3]
         gen.rng.shuffle(tiers)
+        tiers.sort(key=lambda t: "weekend" not in t[1])   # a weekend rate: each record's weekday worked out
         for tier_test, tier_phrase, _ in tiers[:3]:
             hi, lo = sorted(gen.rng.sample(PERCENTS, 2), reverse=True)
             if gen.rng.random() < 0.5:
@@ -1141,6 +1164,10 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                         if lo <= len(got) <= hi:
                             name = f"{calendar.month_name[int(month[5:])]} {month[:4]}"
                             groups.append(({st: s}, got, [], f" whose {_date_noun(d)} falls in {name}"))
+                    weekend = [r for r in dated if _day(r[d]).weekday() >= 5]   # type: ignore[union-attr]
+                    if lo <= len(weekend) <= hi and len(weekend) < len(dated):
+                        groups.append(({st: s}, weekend, [], f" whose {_date_noun(d)} falls on a weekend (a Saturday "
+                                                              f"or a Sunday)"))
                     days = [r[d][:10] for r in dated]
                     for _ in range(8):
                         if len(days) <= lo:
@@ -1153,6 +1180,7 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                         groups.append(({st: s}, dated[i:j + 1], [], f" whose {_date_noun(d)} is between {days[i]} and "
                                                                     f"{days[j]} (both days included)"))
             gen.rng.shuffle(groups)
+            groups.sort(key=lambda g: "weekend" not in g[3])   # each record's weekday worked out first
             for where, open_, done, extra in groups:
                 if any(k[fig] is None or k[fig] <= 0 or Decimal(str(k[fig])) != Decimal(str(k[fig])).quantize(_CENT)
                        for k in open_ + done) or not all(gen.rules_allow(tr, k["id"]) for k in open_):
