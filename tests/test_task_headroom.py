@@ -267,13 +267,16 @@ def test_rule_batch_is_decided_by_each_records_figure_not_its_status(bundles):
 
 @pytest.mark.parametrize("name", ["fine-dining-reservation-book", "lecture-room-booking"])
 def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
-    """hard window_sweep: the records to change lie more than N days before/after today, or have two dates
-    more than N days apart (no date is written in the request), some also above a figure's bound; the answer totals what the change leaves. The
+    """hard window_sweep: the records to change lie more than N days before/after today, have two dates
+    more than N days apart, or have a date on a weekend (no date is written in the request), some also above a
+    figure's bound; the answer totals what the change leaves. The
     reference passes; one write short, one write too many (a sibling the change also allows) or a total
     off by five cents fails; the greedy baseline fails."""
     import re
 
-    from agentworld_envs.tasks.hard import clock_side
+    from datetime import date
+
+    from agentworld_envs.tasks.hard import date_noun, clock_side
 
     b = bundles[name]
     tasks = _shape_tasks(b, "hard_window", "window_sweep", attempts=8)
@@ -281,7 +284,8 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
     try:
         for t in tasks:
             text = t["instruction"]
-            assert re.search(r"more than \d+ (calendar )?days (before today|after today|after its )", text), text
+            assert re.search(r"more than \d+ (calendar )?days (before today|after today|after its )|falls on a weekend",
+                             text), text
             assert not re.search(r"\d{4}-\d\d-\d\d", text), text     # the boundary date is worked out, not given
             assert _calls(t) >= MIN_CALLS and play(runner, t)["greedy"]
             sol = t["solution"]
@@ -315,6 +319,12 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
                 days = [runner.initial.execute(f'SELECT substr("{col}", 1, 10) FROM "{impl["table"]}" WHERE id = ?',
                                                (rid,)).fetchone()[0] for rid in done]
                 assert all(d is None or (d <= today if side == "past" else d > today) for d in days), (col, side)
+            weekend = re.search(r"whose (.+?) falls on a weekend", text)
+            if weekend:          # every record changed falls on a Saturday or a Sunday, no record says which
+                col = next(c for c in cols if date_noun(c) == weekend.group(1))
+                days = [runner.initial.execute(f'SELECT substr("{col}", 1, 10) FROM "{impl["table"]}" WHERE id = ?',
+                                               (rid,)).fetchone()[0] for rid in done]
+                assert all(date.fromisoformat(d).weekday() >= 5 for d in days), days
     finally:
         runner.close()
 

@@ -471,7 +471,7 @@ def _day(value: Any) -> date | None:
     return date.fromisoformat(value[:10]) if isinstance(value, str) and DATE.match(value) else None
 
 
-def _date_noun(col: str) -> str:
+def date_noun(col: str) -> str:
     """A date column as a noun: "due_date" → "due date", "completed_at" → "completed date", "starts_at" →
     "start date"."""
     base = words(col)
@@ -507,6 +507,18 @@ def clock_side(spec: dict[str, Any], table: str, column: str, status: str) -> st
     return "past" if status in gen.get("past", ()) else "future" if status in gen.get("future", ()) else None
 
 
+def _clock_fits(gen: Generator, c: TableInfo, to: str, rows: list[dict[str, Any]]) -> bool:
+    """Whether moving ``rows`` to status ``to`` leaves each of their clocked dates on the side of today the
+    world keeps for ``to`` (no one completes a reservation for next month)."""
+    today = gen.m.spec["now"][:10]
+    for col in c.cols:
+        side = clock_side(gen.m.spec, c.name, col, to)
+        if side is not None and any(isinstance(r.get(col), str) and (r[col][:10] > today if side == "past"
+                                                                       else r[col][:10] <= today) for r in rows):
+            return False
+    return True
+
+
 def _windows(gen: Generator, c: TableInfo, to: str, kids: list[dict[str, Any]], today: date
              ) -> list[tuple[Callable[[dict[str, Any]], bool], str, str]]:
     """Date conditions relative to today that split ``kids``: (test, phrase, column). The boundary day holds
@@ -531,14 +543,14 @@ def _windows(gen: Generator, c: TableInfo, to: str, kids: list[dict[str, Any]], 
 
                 def test(k: dict[str, Any], col: str = col, bound: date = bound) -> bool:
                     return _day(k[col]) < bound   # type: ignore[operator]
-                out.append((test, f"whose {_date_noun(col)} is more than {n} days before today", col))
+                out.append((test, f"whose {date_noun(col)} is more than {n} days before today", col))
             elif lo > today and side != "past":      # future: targets lie after the boundary, a sibling a day before it
                 bound = lo + timedelta(days=1)
                 n = (bound - today).days
 
                 def test(k: dict[str, Any], col: str = col, bound: date = bound) -> bool:
                     return _day(k[col]) > bound   # type: ignore[operator]
-                out.append((test, f"whose {_date_noun(col)} is more than {n} days after today", col))
+                out.append((test, f"whose {date_noun(col)} is more than {n} days after today", col))
     return out
 
 
@@ -557,7 +569,7 @@ def _weekends(c: TableInfo, kids: list[dict[str, Any]]) -> list[tuple[Callable[[
         if 2 <= ends <= len(days) - 2 and any(d.weekday() in (0, 4) for d in days):   # type: ignore[union-attr]
             def test(k: dict[str, Any], col: str = col) -> bool:
                 return _day(k[col]).weekday() >= 5   # type: ignore[union-attr]
-            out.append((test, f"whose {_date_noun(col)} falls on a weekend (a Saturday or a Sunday)", col))
+            out.append((test, f"whose {date_noun(col)} falls on a weekend (a Saturday or a Sunday)", col))
     return out
 
 
@@ -594,7 +606,7 @@ def _spans(c: TableInfo, kids: list[dict[str, Any]]) -> list[tuple[Callable[[dic
             def test(k: dict[str, Any], a: str = a, b: str = b, n: int = n) -> bool:
                 return (_day(k[b]) - _day(k[a])).days > n   # type: ignore[operator]
             days = f"{n} days" if plain else f"{n} calendar days"
-            out.append((test, f"whose {_date_noun(b)} is more than {days} after its {_date_noun(a)}", b))
+            out.append((test, f"whose {date_noun(b)} is more than {days} after its {date_noun(a)}", b))
     return out
 
 
@@ -687,6 +699,8 @@ def _window_fit(gen: Generator, tr: dict[str, Any], kids: list[dict[str, Any]], 
         if not any(not test(k) and k[fig] is not None and k[fig] > bound for k in open_):
             return None
     if not 4 <= len(match) <= 10 or any(k[st] not in allowed or not gen.rules_allow(tr, k["id"]) for k in match):
+        return None
+    if not _clock_fits(gen, gen.m.tables[tr["impl"]["table"]], tr["impl"]["to"], match):
         return None
     return match, bound
 
@@ -1163,10 +1177,10 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                     for month, got in months.items():
                         if lo <= len(got) <= hi:
                             name = f"{calendar.month_name[int(month[5:])]} {month[:4]}"
-                            groups.append(({st: s}, got, [], f" whose {_date_noun(d)} falls in {name}"))
+                            groups.append(({st: s}, got, [], f" whose {date_noun(d)} falls in {name}"))
                     weekend = [r for r in dated if _day(r[d]).weekday() >= 5]   # type: ignore[union-attr]
                     if lo <= len(weekend) <= hi and len(weekend) < len(dated):
-                        groups.append(({st: s}, weekend, [], f" whose {_date_noun(d)} falls on a weekend (a Saturday "
+                        groups.append(({st: s}, weekend, [], f" whose {date_noun(d)} falls on a weekend (a Saturday "
                                                               f"or a Sunday)"))
                     days = [r[d][:10] for r in dated]
                     for _ in range(8):
@@ -1177,13 +1191,14 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                         j = i + k - 1
                         if (i and days[i - 1] == days[i]) or (j + 1 < len(days) and days[j + 1] == days[j]):
                             continue
-                        groups.append(({st: s}, dated[i:j + 1], [], f" whose {_date_noun(d)} is between {days[i]} and "
+                        groups.append(({st: s}, dated[i:j + 1], [], f" whose {date_noun(d)} is between {days[i]} and "
                                                                     f"{days[j]} (both days included)"))
             gen.rng.shuffle(groups)
             groups.sort(key=lambda g: "weekend" not in g[3])   # each record's weekday worked out first
             for where, open_, done, extra in groups:
                 if any(k[fig] is None or k[fig] <= 0 or Decimal(str(k[fig])) != Decimal(str(k[fig])).quantize(_CENT)
-                       for k in open_ + done) or not all(gen.rules_allow(tr, k["id"]) for k in open_):
+                       for k in open_ + done) or not all(gen.rules_allow(tr, k["id"]) for k in open_) \
+                        or not _clock_fits(gen, c, to, open_):
                     continue
                 start = sum((Decimal(str(k[fig])) for k in done), Decimal(0))
                 if best:
@@ -1263,7 +1278,7 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
             f"Please {act} {fit}.{_reason(last_args)} When you are done, report {ask}.",
         ])
     else:
-        order = f"taking them by {_date_noun(col)}, earliest first"   # "plan drop in, in order of" read doubled
+        order = f"taking them by {date_noun(col)}, earliest first"   # "plan drop in, in order of" read doubled
         rule = counted.replace("{b}", b)
         text = gen.rng.choice([
             f"{act[0].upper() + act[1:]} {order}, {rule}.{_reason(last_args)} Then tell me {ask}.",
