@@ -1110,7 +1110,21 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                    if exp_nums and re.match(r"\s+[a-z]", text.t[e:])} if exp_nums else set()
     id_end = 0   # where the last record id named in the text ends (a list of ids runs on from it)
     for n in text.nums:
-        if n.number is None or _overlaps(covered, n.start, n.end) or mentioned_number(n.number):
+        if n.number is None or _overlaps(covered, n.start, n.end):
+            continue
+        # ids after "ids" or in a list run on from one are ids only where the episode handled those records:
+        # "ids 150, 152" cannot smuggle in other guesses. Read first, so that an id the request also names
+        # ("ids 1, 210") still carries the list on.
+        handled_id = n.integer and observed is not None and int(n.number) in observed.ids()
+        before = re.search(r"([a-z#]+)\W{0,2}$", text.t[max(0, n.start - 24):n.start])
+        if n.integer and before and (before.group(1) in cands.noun_words or before.group(1).endswith("#")
+                                     or before.group(1) in _ID_WORDS and handled_id):
+            id_end = n.end
+            continue   # a record's id after its noun: "order 57", "#12", "ids 19"
+        if handled_id and id_end and _ID_LIST.fullmatch(text.t[id_end:n.start]):
+            id_end = n.end
+            continue   # the rest of a list of ids: "scripts 19, 62 and 39"
+        if mentioned_number(n.number):
             continue
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
             continue
@@ -1125,20 +1139,9 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         after = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
         if after and after.group(1) in _NOT_COUNTED:
             after = None   # "3 of them" counts; "16 it is …" (a run-on) does not
-        before = re.search(r"([a-z#]+)\W{0,2}$", text.t[max(0, n.start - 24):n.start])
         if n.integer and not n.currency and after and after.group(1) not in _UNITS and after.group(1) not in count_words \
                 and not _OR_BEFORE.search(text.t[text.sentence(n.start)[0]:n.start]):
             continue   # a count of things: "the 3 payments", "2 of them" (not "or 4 of them")
-        # ids after "ids" or in a list run on from one are ids only where the episode handled those records:
-        # "ids 150, 152" cannot smuggle in other guesses
-        handled_id = n.integer and observed is not None and int(n.number) in observed.ids()
-        if n.integer and before and (before.group(1) in cands.noun_words or before.group(1).endswith("#")
-                                     or before.group(1) in _ID_WORDS and handled_id):
-            id_end = n.end
-            continue   # a record's id after its noun: "order 57", "#12", "ids 19"
-        if handled_id and id_end and _ID_LIST.fullmatch(text.t[id_end:n.start]):
-            id_end = n.end
-            continue   # the rest of a list of ids: "scripts 19, 62 and 39"
         if n.start >= message_from and (n.currency or after and after.group(1) in _MEASURES) and not answer_measured:
             continue   # "TSK-2 (8.0 h)" to the user beside a count: a measurement of something else, no guess
         shown = _fmt(n.number)

@@ -211,7 +211,7 @@ def _cross_sweep_part(gen: Generator, p: TableInfo, c: TableInfo, fk: str, q: Ta
     who = f"whose {q.singular} {phrase}"
     act_all = _act(gen, tr, c, f"every {c.singular} of {pdesc} {who}")
     act_its = _act(gen, tr, c, f"each of its {c.plural} {who}")
-    ask = gen.rng.choice([f"how many of its {c.plural} are {state} now", f"the number of {in_state(to, c.plural)} it has now",
+    ask = gen.rng.choice([f"how many of its {c.plural} are in status {state} now", f"the number of {in_state(to, c.plural)} it has now",
                           f"how many {in_state(to, c.plural)} it has in total now"])
     text = gen.rng.choice([
         f"{act_all[0].upper() + act_all[1:]}.{_reason(last_args)} When that is done, tell me {ask}.",
@@ -305,9 +305,9 @@ def _chain_target(gen: Generator, t: TableInfo, fk: str, q: TableInfo, c: TableI
                 f"Look up {rel} and {_act(gen, tr, c, f'all of its {group}')}.{_reason(last_args)} "
                 f"How many {in_state(to, c.plural)} does it have after that?",
                 f"Find {rel}. Every one of its {group} should be {done}.{_reason(last_args)} "
-                f"Once done, tell me how many of its {c.plural} are {value_words(to)}.",
+                f"Once done, tell me how many of that {q.singular}'s {c.plural} are in status {value_words(to)}.",
                 f"{rel[0].upper() + rel[1:]} needs attention: {_act(gen, tr, c, f'each of its {group}')}.{_reason(last_args)} "
-                f"Report the number of its {c.plural} that are {value_words(to)} afterwards.",
+                f"Report the number of that {q.singular}'s {c.plural} in status {value_words(to)} afterwards.",
             ])
             return Part(steps, text, answer=("numeric", str(confirm[1])), writes=True, structure="branching")
     return None
@@ -610,6 +610,14 @@ def _spans(c: TableInfo, kids: list[dict[str, Any]]) -> list[tuple[Callable[[dic
     return out
 
 
+def _both(a: tuple[Callable[[dict[str, Any]], bool], str, str], b: tuple[Callable[[dict[str, Any]], bool], str, str]
+          ) -> tuple[Callable[[dict[str, Any]], bool], str, str]:
+    """Two conditions a record must both meet: (test, "whose … and whose …", the second's column)."""
+    def test(k: dict[str, Any]) -> bool:
+        return a[0](k) and b[0](k)
+    return test, f"{a[1]} and {b[1]}", b[2]
+
+
 def _figures(c: TableInfo) -> list[str]:
     return [k for k, spec in c.cols.items() if spec["type"] in ("REAL", "INTEGER") and k not in c.fks
             and k not in SKIP_READ and not spec.get("enum") and not k.startswith(("is_", "has_"))]
@@ -657,7 +665,10 @@ def _window_conditions(gen: Generator, c: TableInfo, tr: dict[str, Any], kids: l
     weekends = _weekends(c, kids)
     gen.rng.shuffle(spans)
     gen.rng.shuffle(windows)
-    windows = weekends + spans[:4] + windows   # a weekday worked out per record before a subtraction per record
+    # two readings of each record's dates at once (its weekday, and a window or a span), then one
+    both = [_both(w, x) for w in weekends for x in spans[:2] + windows[:3]]
+    gen.rng.shuffle(both)
+    windows = both[:4] + weekends + spans[:4] + windows
     figures = _figures(c)
     gen.rng.shuffle(figures)
     for test, phrase, _ in windows[:8]:
@@ -745,7 +756,7 @@ def _window_part(gen: Generator, c: TableInfo, tr: dict[str, Any], got: tuple[li
                 raise Skip("nothing confirms the writes")
             steps.append(confirm[0])
             vals = [1] * confirm[1]
-            ask = f"how many of its {c.plural} are {state} now, counting any that already were"
+            ask = f"how many of its {c.plural} are in status {state} now, counting any that already were"
     elif fig is not None:                # what the change itself touched
         vals = [k[fig] for k in match if k[fig] is not None]
         done = participle(gen.verb(tr, c))
