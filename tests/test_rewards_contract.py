@@ -581,3 +581,44 @@ def test_a_status_arrow_glosses_the_parts_done_not_the_refused_one():
     for bad in ("Completed JOW (in_review -> done). JER (wont_do -> done) too.",
                 "Completed JOW and JER (in_review -> done)."):
         assert answers.claims(bad, **refused) is not None, bad
+
+
+def test_a_done_heading_over_the_parts_done_claims_nothing_of_the_refused_one():
+    """ "Done: published A and B. Could not publish C: it is draft." heads a list of the parts done; the same
+    heading over the refused record, over "all of them", or standing alone claims the refused part."""
+    refused = dict(results=["published"], about=["PST-86550475"], partial=True, reasons=["draft"])
+    ok = "Done: published PST-30498693 and PST-71140940. Could not publish PST-86550475: it is draft."
+    assert answers.claims(ok, **refused) is None
+    for bad in ("Done: published PST-30498693 and PST-86550475. PST-86550475 is draft.",
+                "Done: all of them, PST-30498693 first. PST-86550475 is draft.",
+                "Done: all published. PST-86550475 is draft.", "Done. PST-86550475 is draft."):
+        assert answers.claims(bad, **refused) is not None, bad
+
+
+def test_a_refusal_may_name_the_refused_record_by_its_title_beside_its_code():
+    """A lookup that found one record (a search page of one) is a lookup of that record: its title beside its
+    code names it, no rival value; a title the episode only saw in a page of many still counts as a guess."""
+    one = {"total": 1, "results": [{"id": 5, "meeting_code": "457-4173-3355", "title": "Essential discovery day",
+                                    "status": "done"}]}
+    words = Submission("partial", "done", "Did not start 457-4173-3355 (Essential discovery day): its status is "
+                       "already done.").words()
+    refusal = dict(results=["in_progress"], about=["457-4173-3355"], partial=True)
+    assert answers.match_refusal(words, [["done"]], observed=answers.Observed([one]), **refusal).ok
+    many = {"total": 2, "results": [one["results"][0], {"id": 6, "meeting_code": "111-2222-3333",
+                                                         "title": "Spring discovery day", "status": "scheduled"}]}
+    guess = Submission("partial", "done", "Did not start 457-4173-3355: its status is already done. Spring "
+                       "discovery day.").words()
+    assert not answers.match_refusal(guess, [["done"]], observed=answers.Observed([many]), **refusal).ok
+
+
+def test_a_list_of_handled_ids_runs_on_past_an_id_that_is_also_a_written_figure():
+    """ "(ids 209, 1, 210)": "1" is also a figure the writes left (a flag set to 1), yet the list of handled ids
+    runs on past it; an id no write or lookup returned still competes."""
+    done = answers.Observed([{"updated": {"id": i, "contactless_enabled": 1, "status": "cancelled"}}
+                             for i in (209, 1, 210, 196)])
+    slot = answers.Candidates([], "Cancel every pending card. Then tell me how many that came to.")
+    msg = "Cancelled 4 cards (ids 209, 1, 210, 196) with the reason given."
+    assert answers.match_values(Submission("done", "4", msg).words(), ["4"], slot, observed=done, numeric=True).ok
+    smuggled = "Cancelled 4 cards (ids 209, 1, 7, 210)."
+    assert not answers.match_values(Submission("done", "4", smuggled).words(), ["4"], slot, observed=done,
+                                    numeric=True).ok

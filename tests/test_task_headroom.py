@@ -426,3 +426,48 @@ def test_budget_shapes_are_decided_by_the_set_the_budget_takes(bundles, family, 
             assert _answer_off(runner, t, 0.05).score == 0.0
     finally:
         runner.close()
+
+
+def test_hidden_batch_leaves_out_what_only_a_weekday_shows(bundles):
+    """hard hidden_batch: a list of codes to change, some refused for their status, one or two left out by the
+    request because a date of theirs falls on a weekend (no record says its weekday). The reference passes;
+    changing a record left out, or leaving out one more, fails; the greedy baseline fails."""
+    import re
+    from datetime import date
+
+    from agentworld_envs.tasks.hard import date_noun
+    from agentworld_envs.tasks.model import EnvModel
+
+    b = bundles["wine-club-subscriptions"]
+    tasks = _shape_tasks(b, "hard_batch", "hidden_batch", attempts=8)
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in tasks:
+            text, sol = t["instruction"], t["solution"]
+            said = re.search(r"whose (.+?) (?:falls on a weekend|is a Saturday or a Sunday)", text)
+            assert said, text
+            assert _calls(t) >= MIN_CALLS and play(runner, t)["greedy"]
+            assert runner.run(t, sol).score == 1.0
+            calls = sol[:-1]
+            writes = [i for i, s in enumerate(calls) if b.tools[s["name"]].writes]
+            tool = next(x for x in b.spec["tools"] if x["name"] == calls[writes[0]]["name"])
+            table, key = tool["impl"]["table"], tool["impl"]["key"]["param"]
+            col = next(c["name"] for t_ in b.spec["tables"] if t_["name"] == table for c in t_["columns"]
+                       if date_noun(c["name"]) == said.group(1))
+            label = EnvModel(b.spec).tables[table].label
+            named = re.findall(r"[A-Z]+-\d+", text)
+            rows = {code: runner.initial.execute(f'SELECT id, substr("{col}", 1, 10), "{tool["impl"]["column"]}" '
+                                                 f'FROM "{table}" WHERE "{label}" = ?', (code,)).fetchone()
+                    for code in named}
+            done = {calls[i]["arguments"][key] for i in writes}
+            weekend = {code for code, r in rows.items() if date.fromisoformat(r[1]).weekday() >= 5}
+            allowed = {code for code, r in rows.items() if r[2] in tool["impl"]["from"]}
+            out = weekend & allowed
+            assert out and not {rows[c][0] for c in out} & done           # left out: allowed, on a weekend, untouched
+            assert all(rows[c][0] in done for c in allowed - weekend)    # every other allowed one is changed
+            rid = rows[sorted(out)[0]][0]
+            more = sol[:-1] + [{"name": tool["name"], "arguments": {**calls[writes[0]]["arguments"], key: rid}}, sol[-1]]
+            assert runner.run(t, more).score < 1.0
+            assert runner.run(t, sol[:writes[0]] + sol[writes[0] + 1:]).score < 1.0
+    finally:
+        runner.close()

@@ -486,6 +486,7 @@ class Observed:
         self._names: dict[str, str] | None = None
         self._rows: list[dict[str, Any]] | None = None
         self._handled: frozenset[str] | None = None
+        self._handled_names: frozenset[str] | None = None
         self._ids: frozenset[int] | None = None
         self._written: list[float] | None = None
 
@@ -503,6 +504,15 @@ class Observed:
                 value_key(v) for single, row in result_rows(self._results) if single
                 for k, v in row.items() if isinstance(v, str) and _IDENTITY.search(k) and value_key(v))
         return self._handled
+
+    def handled_names(self) -> frozenset[str]:
+        """The names and titles (multi-word strings) of records a result returned one at a time: a record
+        the episode read or wrote on its own, named beside its code ("457-4173-3355 (Essential day)")."""
+        if self._handled_names is None:
+            self._handled_names = frozenset(
+                value_key(v) for single, row in result_rows(self._results) if single for v in row.values()
+                if isinstance(v, str) and 2 <= len(v.split()) <= MAX_RUN and len(v) <= 60 and not _is_date(v))
+        return self._handled_names
 
     def ids(self) -> frozenset[int]:
         """The internal ids of records a result returned one at a time (read or written individually)."""
@@ -589,7 +599,7 @@ def same_value(a: Any, b: Any) -> bool:
 
 def result_rows(results: Iterable[Any]) -> list[tuple[bool, dict[str, Any]]]:
     """Every JSON object in ``results`` (at any depth), each with whether it came from a lookup of one
-    record (a result that is not a page of ``results``)."""
+    record (a result that is not a page of ``results``, or a page that holds one record only)."""
     out: list[tuple[bool, dict[str, Any]]] = []
 
     def walk(v: Any, single: bool, depth: int) -> None:
@@ -598,7 +608,7 @@ def result_rows(results: Iterable[Any]) -> list[tuple[bool, dict[str, Any]]]:
         if isinstance(v, dict):
             if "error" in v and set(v) <= {"error", "message"}:
                 return
-            paged = isinstance(v.get("results"), list)
+            paged = isinstance(v.get("results"), list) and len(v["results"]) != 1   # a search that found one: a lookup
             if not paged:
                 out.append((single, v))
             for x in v.values():
@@ -1164,10 +1174,14 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                     continue
                 further[:] = [f for f in further if (f[1], f[2]) not in inner]
                 spans_seen[:] = [sp for sp in spans_seen if sp not in inner]
-                spans_seen.append((a, b))
                 if scoped and a < message_from and text.about_others(a):
+                    spans_seen.append((a, b))
                     competing.append(shown)   # an answer that reports "other records show <name>": a second guess
                     break
+                if key in observed.handled_names():
+                    references.append((a, b))   # the name of a record the episode handled on its own
+                    break
+                spans_seen.append((a, b))
                 further.append((shown, a, b))
                 kinds[a, b] = "name"
                 break
@@ -1212,8 +1226,12 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     # A value of another kind is incidental in a sentence ("for order 57", "the 3 payments"), but listed on
     # its own ("83.00 (16)", "USPS, 9400…, jane@x.com", a table cell, a JSON item) it is one more value asserted.
     taken_all = covered + spans_seen
+    def glosses(a: int) -> bool:
+        """Does the value at ``a`` gloss a reference just before it ("457-4173-3355 (Essential day)")?"""
+        return any(e <= a and re.fullmatch(r"\s*[(,:\u2013-]\s*", text.t[e:a]) for _, e in references)
+
     for a, b in references:
-        if text.bare(a, b, taken_all + references) and not text.apposition(a, taken_all):
+        if text.bare(a, b, taken_all + references) and not text.apposition(a, taken_all) and not glosses(a):
             further.append((text.t[a:b], a, b))
             kinds[a, b] = "code"
     for shown, a, b in further:
@@ -1383,6 +1401,14 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
             return m.group(0) if said_of_refused else " "
 
         text = re.sub(r"\(([^()]*(?:->|→|=>)[^()]*)\)", gloss, text)
+
+        # "Done: published JOW and HYM." - a heading over a list of the parts done, where that sentence names
+        # records by their codes, none of them refused, and never all of them
+        def heading(m: re.Match[str]) -> str:
+            rest = re.split(r"[.!?\n]", m.string[m.end():])[0]
+            return " " if _names_only_others(rest, about_keys) and not _ALL_OF_THEM.search(rest) else m.group(0)
+
+        text = re.sub(r"(?:^|(?<=[.!?\n]))\s*(?:done|completed|finished|processed)\s*:", heading, text)
     # A blocking status that is itself a word of completion ("done") is the reason where it is said of the
     # record ("it is done", "status: done"); standing alone as a clause ("... while it is done. Done!") it
     # is the claim - unless it is the whole of a separate ``answer`` (the slot's value, beside a message).

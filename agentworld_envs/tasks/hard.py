@@ -15,20 +15,23 @@ span two entities, writes and a final aggregate read whose answer depends on the
   it for some: no status is named, so each record's status decides between acting and refusing
   (the answer explains the refusals).
 * **hidden_batch** — a list of records named by their codes to change in one go, some of which the
-  policy forbids: each is looked up, the allowed ones changed, the rest refused with their status.
+  policy forbids, and some the request leaves out because a date of theirs falls on a weekend (which
+  no record states): each is looked up, its weekday worked out, the allowed ones changed, the ones left
+  out left alone, the rest refused with their status.
 * **window_sweep** — change the records (the children of a parent the request describes by its
   fields, or every record in one status) whose date lies more than N days before or after today, or
-  whose two dates lie more than N days apart, and, where they have a figure, whose figure is above a
-  bound; then total a figure (or count) over what the change leaves. No date is written out: the
+  whose two dates lie more than N days apart, or whose date falls on a weekend (or both: a weekday and
+  a window read off each record), and, where they have a figure, whose figure is above a bound; then total a figure (or count) over what the change leaves. No date is written out: the
   agent works the boundary out from the world's date in the policy, or per record. Siblings the
   change allows sit a day inside the window (or exactly N days apart) and exactly on the figure's
   bound, each missing one condition only.
 * **adjust_sweep** — a price rise in two tiers: the figure (a price, a fee, a salary) of every record of a
-  parent (9 to 16 of them) that one condition picks goes up by one percentage or another according to a second condition
-  (a field, a flag, a date window relative to today), rounded to the cent and never past a cap; then a
-  total. The update tool takes any figure, so nothing but the agent's own reading and arithmetic decides;
+  parent (9 to 16 of them) that one condition picks goes up by one percentage or another according to a
+  second condition (a weekend date first, else a field, a flag, a date window relative to today), rounded
+  to the cent and never past a cap; then a total. The update tool takes any figure, so nothing but the agent's own reading and arithmetic decides;
   siblings the first condition leaves out stay as they are.
-* **budget_fill** — work through a parent's records in one status (8 to 14), earliest first by a date, changing each
+* **budget_fill** — work through a parent's records in one status (8 to 14; or every record in one status whose
+  date falls on a weekend, in a month or in a run of days), earliest first by a date, changing each
   while the total of a figure over the parent's records in the resulting status (those already there
   count) stays within a budget; one that would pass it is skipped and the next tried; then what is left.
   The budget is one where stopping at the first misfit, forgetting what is already spent or taking the
@@ -39,7 +42,8 @@ span two entities, writes and a final aggregate read whose answer depends on the
   not a running total.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
-  against the policy's rule, decides; the status gives nothing away.
+  against the policy's rule, decides; the status gives nothing away. Records on a weekend are left out
+  as in hidden_batch.
 
 Every shape returns a :class:`~agentworld_envs.tasks.generate.Part` or raises ``Skip``; the part's
 reference is checked against :data:`MIN_CALLS` here, so a kept hard task never has a short reference.
@@ -343,8 +347,10 @@ def hidden_sweep(gen: Generator) -> Part:
 
 
 def hidden_batch(gen: Generator) -> Part:
-    """A list of records named by their codes, to change in one go, where the policy forbids it for some:
-    each must be looked up, the allowed ones changed, the rest refused with their status as the reason."""
+    """A list of records named by their codes, to change in one go, where the policy forbids it for some and
+    the request itself leaves out those whose date falls on a weekend: each must be looked up, its weekday
+    worked out, the allowed ones changed, the ones left out left alone and the rest refused with their
+    status as the reason."""
     opts = [(t, tr) for t in gen.anchors() for tr in t.transitions]
     gen.rng.shuffle(opts)
     for t, tr in opts[:6]:
@@ -352,24 +358,30 @@ def hidden_batch(gen: Generator) -> Part:
         marks = ", ".join("?" * len(allowed))
         ok = [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" IN ({marks}) AND "{t.label}" IS NOT NULL', tuple(allowed))
               if gen.rules_allow(tr, r["id"])]
-        bad = gen.m.rows(gen.conn, t.name, f'"{st}" NOT IN ({marks}) AND "{st}" != ? AND "{t.label}" IS NOT NULL',
-                         (*allowed, to))
+        # refused for their status alone: a record a business rule blocks too would have two reasons to give
+        bad = [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" NOT IN ({marks}) AND "{st}" != ? AND "{t.label}" IS NOT NULL',
+                                     (*allowed, to)) if gen.rules_allow(tr, r["id"])]
         n_bad = gen.rng.choice([1, 1, 2])
         n_ok = max(3, MIN_CALLS - (MIN_CALLS - n_bad) // 2 - n_bad) + gen.rng.choice([0, 0, 1])
         while 2 * n_ok + n_bad < MIN_CALLS:
             n_ok += 1
         if len(ok) < n_ok or len(bad) < n_bad:
             continue
-        rows = gen.rng.sample(ok, n_ok) + gen.rng.sample(bad, n_bad)
+        picked = _leave_out(gen, t, ok, bad, n_ok, n_bad)
+        if picked is None:
+            continue
+        rows, out, unless = picked
         gen.rng.shuffle(rows)
         steps: list[dict[str, Any]] = []
         done, refused = [], []
         last_args: dict[str, Any] = {}
-        for r in rows:                        # the program: look each one up, act or refuse
+        for r in rows:                        # the program: look each one up, act, leave out or refuse
             find = gen.find(t, r)
             gen.run(find["name"], **find["arguments"])
             steps.append(find)
             gen.visited.add((t.name, r["id"]))
+            if r["id"] in out:
+                continue
             if r[st] in allowed:
                 last_args = gen.transition_args(tr, r["id"])
                 gen.run(tr["name"], **last_args)
@@ -378,16 +390,16 @@ def hidden_batch(gen: Generator) -> Part:
             else:
                 refused.append((str(r[t.label]), r[st]))
         _enough(steps)
-        gen.hidden += len(refused)
+        gen.hidden += len(refused) + len(out)
         labels = [str(r[t.label]) for r in rows]
         listing = ", ".join(labels[:-1]) + " and " + labels[-1]
         plural, verb = t.plural, gen.verb(tr, t)
         label_words = words(t.label)
         listed = _act(gen, tr, t, f"the {plural} listed here by {label_words}")
         text = gen.rng.choice([
-            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}.{_reason(last_args)}",
-            f"I have a list of {plural} to {verb}, by {label_words}: {listing}.{_reason(last_args)}",
-            f"{listed[0].upper() + listed[1:]}: {listing}.{_reason(last_args)}",
+            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}. {unless}.{_reason(last_args)}",
+            f"I have a list of {plural} to {verb}, by {label_words}: {listing}. {unless}.{_reason(last_args)}",
+            f"{listed[0].upper() + listed[1:]}: {listing}. {unless}.{_reason(last_args)}",
         ])
         blocked = sorted({s for _, s in refused})
         why = "; ".join(f"{label} is {value_words(s)}" for label, s in refused)
@@ -400,10 +412,44 @@ def hidden_batch(gen: Generator) -> Part:
     raise Skip("no table with allowed and forbidden records to batch")
 
 
+def _leave_out(gen: Generator, t: TableInfo, ok: list[dict[str, Any]], bad: list[dict[str, Any]], n_ok: int, n_bad: int,
+               near: Callable[[dict[str, Any]], float] | None = None
+               ) -> tuple[list[dict[str, Any]], set[int], str] | None:
+    """The records of a batch (``n_ok`` the change allows, ``n_bad`` it does not) and one or two more it allows
+    that the request itself leaves out by a condition only their dates show (each falls on a weekend; no
+    other record of the batch does): (rows, ids left out, the sentence that leaves them out). No record
+    says its weekday, so each date is worked out from today's; the tools would take the ones left out.
+    ``near``: the allowed record it gives least is always among them (a figure just inside a rule's limit)."""
+    cols = [col for col, spec in t.cols.items() if spec["type"] == "TEXT" and col not in SKIP_READ and col not in t.fks]
+    gen.rng.shuffle(cols)
+
+    def weekend(r: dict[str, Any], col: str) -> bool | None:
+        d = _day(r.get(col))
+        return None if d is None else d.weekday() >= 5
+    for col in cols:
+        ok_in = [r for r in ok if weekend(r, col) is False]
+        ok_out = [r for r in ok if weekend(r, col) is True]
+        bad_in = [r for r in bad if weekend(r, col) is False]
+        if len(ok_in) < n_ok or len(bad_in) < n_bad or not ok_out:
+            continue
+        out = gen.rng.sample(ok_out, min(len(ok_out), gen.rng.choice([1, 2])))
+        chosen = gen.rng.sample(ok_in, n_ok)
+        if near is not None:
+            closest = min(ok_in, key=near)
+            if closest not in chosen:
+                chosen[0] = closest
+        noun = date_noun(col)
+        unless = gen.rng.choice([f"Leave out any whose {noun} falls on a weekend (a Saturday or a Sunday)",
+                                 f"Skip those whose {noun} is a Saturday or a Sunday: they stay as they are"])
+        return chosen + gen.rng.sample(bad_in, n_bad) + out, {r["id"] for r in out}, unless
+    return None
+
+
 def rule_batch(gen: Generator) -> Part:
     """A list of records named by their codes, all in a status the change allows, where a business rule
-    forbids it for one: each must be looked up and its figure read against the rule; the allowed ones
-    are changed, the other refused with its own value as the reason."""
+    forbids it for one and the request leaves out those whose date falls on a weekend: each must be looked
+    up, its weekday worked out and its figure read against the rule; the allowed ones are changed, the
+    ones left out left alone, the other refused with its own value as the reason."""
     from .shapes import numeric_words
 
     rules = [r for r in gen.m.spec.get("rules", []) if r.get("kind") in RECORD_RULES and r.get("tool") in gen.m.tools]
@@ -422,36 +468,38 @@ def rule_batch(gen: Generator) -> Part:
         n_ok = MIN_CALLS // 2 + gen.rng.choice([0, 0, 1])     # a lookup and a write each, one lookup refused
         if len(ok) < n_ok or not bad:
             continue
-        rows = gen.rng.sample(ok, n_ok)
-        blocked = gen.rng.choice(bad)
+        gap: Callable[[dict[str, Any]], float] | None = None
         if rule["kind"] == "threshold":   # figures near the limit on both sides: reading it is the task
             def gap(r: dict[str, Any], col: str = rule["column"], limit: float = float(rule["value"])) -> float:
                 return abs(float(r[col]) - limit)
-            blocked = gen.rng.choice(sorted(bad, key=gap)[:3])
-            near = min(ok, key=gap)
-            if near not in rows:
-                rows[0] = near
-        rows = rows + [blocked]
+            bad = sorted(bad, key=gap)[:3]
+        picked = _leave_out(gen, t, ok, bad, n_ok, 1, near=gap)
+        if picked is None:
+            continue
+        rows, out, unless = picked
+        blocked = next(r for r in rows if r in bad)
         gen.rng.shuffle(rows)
         steps: list[dict[str, Any]] = []
         last_args: dict[str, Any] = {}
-        for r in rows:                        # the program: look each one up, act unless its figure breaks the rule
+        for r in rows:                        # the program: look each one up, leave out, or act unless its figure breaks the rule
             find = gen.find(t, r)
             gen.run(find["name"], **find["arguments"])
             steps.append(find)
             gen.visited.add((t.name, r["id"]))
+            if r["id"] in out:
+                continue
             if r is not blocked:
                 last_args = gen.transition_args(tr, r["id"])
                 gen.run(tr["name"], **last_args)
                 steps.append(call(tr["name"], **last_args))
         _enough(steps)
-        gen.hidden += 1
+        gen.hidden += 1 + len(out)
         labels = [str(r[t.label]) for r in rows]
         listing = ", ".join(labels[:-1]) + " and " + labels[-1]
         plural, verb, label_words = t.plural, gen.verb(tr, t), words(t.label)
         text = gen.rng.choice([
-            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}.{_reason(last_args)}",
-            f"I have a list of {plural} to {verb}, by {label_words}: {listing}.{_reason(last_args)}",
+            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}. {unless}.{_reason(last_args)}",
+            f"I have a list of {plural} to {verb}, by {label_words}: {listing}. {unless}.{_reason(last_args)}",
         ])
         value = blocked[rule["column"]]
         threshold = rule["kind"] == "threshold"
