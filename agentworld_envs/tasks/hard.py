@@ -42,8 +42,8 @@ span two entities, writes and a final aggregate read whose answer depends on the
   not a running total.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
-  against the policy's rule, decides; the status gives nothing away. Records on a weekend are left out
-  as in hidden_batch.
+  against the policy's rule, decides; the status gives nothing away. Under a threshold, records on a
+  weekend are left out as in hidden_batch (not under a date rule, whose refusal gives a date itself).
 
 Every shape returns a :class:`~agentworld_envs.tasks.generate.Part` or raises ``Skip``; the part's
 reference is checked against :data:`MIN_CALLS` here, so a kept hard task never has a short reference.
@@ -473,7 +473,11 @@ def rule_batch(gen: Generator) -> Part:
             def gap(r: dict[str, Any], col: str = rule["column"], limit: float = float(rule["value"])) -> float:
                 return abs(float(r[col]) - limit)
             bad = sorted(bad, key=gap)[:3]
-        picked = _leave_out(gen, t, ok, bad, n_ok, 1, near=gap)
+            picked = _leave_out(gen, t, ok, bad, n_ok, 1, near=gap)
+        else:
+            # a date rule's refusal gives a date: the dates that explain what was left out would compete with it
+            chosen = gen.rng.sample(ok, n_ok)
+            picked = (chosen + [gen.rng.choice(bad)], set(), "") if len(ok) >= n_ok else None
         if picked is None:
             continue
         rows, out, unless = picked
@@ -497,9 +501,10 @@ def rule_batch(gen: Generator) -> Part:
         labels = [str(r[t.label]) for r in rows]
         listing = ", ".join(labels[:-1]) + " and " + labels[-1]
         plural, verb, label_words = t.plural, gen.verb(tr, t), words(t.label)
+        unless = f" {unless}." if unless else ""
         text = gen.rng.choice([
-            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}. {unless}.{_reason(last_args)}",
-            f"I have a list of {plural} to {verb}, by {label_words}: {listing}. {unless}.{_reason(last_args)}",
+            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}.{unless}{_reason(last_args)}",
+            f"I have a list of {plural} to {verb}, by {label_words}: {listing}.{unless}{_reason(last_args)}",
         ])
         value = blocked[rule["column"]]
         threshold = rule["kind"] == "threshold"
@@ -1063,10 +1068,10 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         f"by {_pct(first)} where the {c.singular} is one {tier_phrase.replace('{be}', 'is')}, otherwise by {_pct(other)}",
     ])
     rounding = "Round each new figure to the cent (half a cent rounds up)"
-    capped = gen.rng.choice([f"no {f} may end above {fmt_value(float(cap))} (none of those is above it today): one "
-                             f"that would is set to exactly {fmt_value(float(cap))}",
-                             f"cap the result at {fmt_value(float(cap))}, which none of those passes today "
-                             f"({indefinite(f)} that would pass it after the rise becomes {fmt_value(float(cap))})"])
+    capped = gen.rng.choice([f"no raised {f} may end above {fmt_value(float(cap))} (none of the ones you raise is above "
+                             f"it today): one that would is set to exactly {fmt_value(float(cap))}",
+                             f"cap each raised figure at {fmt_value(float(cap))}, which none of them passes before the "
+                             f"rise ({indefinite(f)} that would pass it after the rise becomes {fmt_value(float(cap))})"])
     text = gen.rng.choice([
         f"Raise the {f} of {who} {tiers}. {rounding}, and {capped}. Then tell me {ask}.",
         f"We are putting up the {f} of {who}: {tiers}. {rounding}; {capped}. Afterwards, let me know {ask}.",
