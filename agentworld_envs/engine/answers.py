@@ -29,8 +29,9 @@ What fails, in every format:
 * a **negated** requested value (``It is not 2019-09-02``, ``X is not correct``);
 * a **dump**: two or more further values of any kind (numbers, dates, codes, e-mails, names
   seen in tool results, or category words listed bare) beyond the incidental ones above. The codes
-  of records a result returned one at a time (read or written individually: "refunded PAY-93…")
-  are references in a sentence, not guesses; listed bare, they count.
+  and titles of records a result returned one at a time (read or written individually, or the one
+  record a search found: "refunded PAY-93…", "457-4173-3355 (Essential discovery day)") are
+  references in a sentence, not guesses; listed bare, they count.
 
 A value in the **condition of a rule** the text restates ("a laptop can only be retired when it is
 not online") is neither stated nor negated by it.
@@ -1226,6 +1227,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     # A value of another kind is incidental in a sentence ("for order 57", "the 3 payments"), but listed on
     # its own ("83.00 (16)", "USPS, 9400…, jane@x.com", a table cell, a JSON item) it is one more value asserted.
     taken_all = covered + spans_seen
+
     def glosses(a: int) -> bool:
         """Does the value at ``a`` gloss a reference just before it ("457-4173-3355 (Essential day)")?"""
         return any(e <= a and re.fullmatch(r"\s*[(,:\u2013-]\s*", text.t[e:a]) for _, e in references)

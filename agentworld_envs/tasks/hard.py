@@ -713,12 +713,12 @@ def window_sweep(gen: Generator) -> Part:
 def _window_conditions(gen: Generator, c: TableInfo, tr: dict[str, Any], kids: list[dict[str, Any]], today: date
                        ) -> tuple[list[dict[str, Any]], str, str | None] | None:
     """(records the conditions pick, the conditions in words, the figure column) or None."""
-    # spans first: a subtraction per record is harder to get right than one boundary date for all of them
+    # hardest reading first: a weekday worked out per record (with a window or a span at once, then alone),
+    # then a subtraction per record, then one boundary date for all of them
     spans, windows = _spans(c, kids), _windows(gen, c, tr["impl"]["to"], kids, today)
     weekends = _weekends(c, kids)
     gen.rng.shuffle(spans)
     gen.rng.shuffle(windows)
-    # two readings of each record's dates at once (its weekday, and a window or a span), then one
     both = [_both(w, x) for w in weekends for x in spans[:2] + windows[:3]]
     gen.rng.shuffle(both)
     windows = both[:4] + weekends + spans[:4] + windows
