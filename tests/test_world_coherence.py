@@ -500,6 +500,27 @@ def test_lint_a_status_changed_before_what_happened_to_the_record():
         ("alerts.status_changed_at", "1 rows whose status changed before created_at")}
 
 
+def test_a_record_still_in_its_first_status_changed_when_it_was_made():
+    """A maintainer still pending (the status it is created in, which no change leads back to) changed status
+    when it was made, not years later; the lint catches a planted row that "changed" two years on."""
+    from agentworld_envs.audit.lint import check_data
+
+    spec, _ = synthesize(env_registry.theme("private-python-package-index"))
+    conn = _conn(spec)
+    gens = spec["data"]["tables"]["maintainers"]["columns"]
+    first = gens["status_changed_at"]["initial"]
+    rows = conn.execute("SELECT id, created_at, status_changed_at FROM maintainers WHERE status = ?", (first,)).fetchall()
+    assert rows and all(changed[:10] == made[:10] for _, made, changed in rows), rows[:3]
+
+    def found(conn):
+        return [v.detail for v in check_data(spec, conn, ["maintainers"]) if v.rule == "date_order"]
+
+    assert found(conn) == []
+    conn.execute("UPDATE maintainers SET created_at = ?, status_changed_at = ? WHERE id = ?",
+                 ("2023-01-10", "2025-01-10T09:00:00Z", rows[0][0]))
+    assert found(conn) == [f"1 rows still {first} whose status changed more than a day after they were made"]
+
+
 def test_one_tax_rate_per_world():
     """A world charges one rate on the subtotal (generated so, and linted: a planted 42 % row is caught)."""
     from agentworld_envs.audit.lint import check_arithmetic

@@ -178,6 +178,38 @@ def _workflow_of(spec: dict[str, Any], table: str) -> dict[str, Any] | None:
             "column": moves[0]["column"]}
 
 
+def _unchanged_since_made(spec: dict[str, Any], conn: sqlite3.Connection, table: str, dates: list[str]
+                          ) -> Iterable[Violation]:
+    """Rows still in the status their create tool makes them in, which no change leads back to, whose status
+    "changed" more than a day after the last thing that happened to them (made, triggered, collected): a
+    pending sign-up that changed status two years after it was created, yet is still pending."""
+    first = next((t["impl"]["values"].get("status") for t in spec["tools"] if t["impl"].get("kind") == "create"
+                  and t["impl"].get("table") == table and isinstance(t["impl"].get("values"), dict)), None)
+    wf = _workflow_of(spec, table)
+    made = [c for c in dates if c != "status_changed_at" and semantics.happens_before_change(c)]
+    if not first or wf is None or not made or any(m["to"] == first for m in wf["transitions"]):
+        return
+    now = spec["now"][:19]
+    late = 0
+    for row in conn.execute(f"SELECT status_changed_at, {', '.join(q(c) for c in made)} FROM {q(table)} "
+                            f"WHERE {q(wf['column'])} = ? AND status_changed_at IS NOT NULL", (first,)):
+        passed = [str(v)[:19] for v in row[1:] if v is not None and str(v)[:19] <= now]
+        if passed and _days_between(max(passed), str(row[0])[:19]) > 1:
+            late += 1
+    if late:
+        yield Violation("date_order", f"{table}.status_changed_at",
+                        f"{late} rows still {first} whose status changed more than a day after they were made")
+
+
+def _days_between(a: str, b: str) -> float:
+    """Days from ``a`` to ``b`` (ISO dates or timestamps)."""
+    import datetime as dt
+
+    def when(x: str) -> dt.datetime:
+        return dt.datetime.fromisoformat(x if "T" in x else x + "T00:00:00")
+    return (when(b) - when(a)).total_seconds() / 86400
+
+
 def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[str] | None = None,
                modules: dict[str, str] | None = None) -> Iterable[Violation]:
     """``modules``: table → entity module key (synthesised envs), which tells whose birth dates a table holds."""
@@ -207,6 +239,7 @@ def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[
                                  (now[:10],)).fetchone()[0]
                 if n:
                     yield Violation("date_order", f"{table}.status_changed_at", f"{n} rows whose status changed before {col}")
+            yield from _unchanged_since_made(spec, conn, table, dates)
         if wf:
             st = wf["column"]
             for col, states in stamps.items():

@@ -424,9 +424,12 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> 
     "hours": H} | {"after": COL, "days": D}}, "pull": [COL, ...]}``: the ``windows`` are the history of
     the business rules (a session cancelled at least 48 hours before it departs; an order returned within
     30 days of being placed), so no row sits in a status its rule forbids reaching; a ``pull`` date (of
-    something that happened to the record) the window leaves after the change is moved back to it.
+    something that happened to the record) the window leaves after the change is moved back to it. A row
+    still in its ``initial`` status (which no change leads back to) changed within the hour after the last
+    ``pull`` date that has passed: when it was made, or when the last thing happened to it.
     """
     after, column, windows = list(g.get("after", ())), g.get("column", "status"), g.get("windows", {})
+    initial = g.get("initial")
     pull = [c for c in g.get("pull", ()) if c in after]   # dates of what happened, which the change may bound
     hi_now = now - dt.timedelta(minutes=1)
 
@@ -439,6 +442,11 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> 
         marks = [parse_when(row[c]) for c in after if row.get(c) and not (rule and "before" in rule and c == base_col)]
         lo = max([m for m in marks if m <= now], default=now - dt.timedelta(days=90))
         hi = max(hi_now, lo)   # a record made in the last minute changed no earlier than it was made
+        made = [parse_when(row[c]) for c in pull if row.get(c)] if initial is not None and not rule \
+            and row.get(column) == initial else []
+        if any(m <= now for m in made):
+            lo = max(m for m in made if m <= now)
+            hi = min(max(hi_now, lo), lo + dt.timedelta(hours=1))
         if rule:
             base = parse_when(row[base_col])
             if "before" in rule:

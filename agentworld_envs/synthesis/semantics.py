@@ -643,8 +643,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             after = [c for c in dates if "status_changed_at" not in sources(gens[c])
                      and (c not in stamps and (date_rank(c) is not None or clock_role(c)) or happens_before_change(c))]
             pull = [c for c in after if happens_before_change(c)]
+            # A record still in the status it was made in, which no change leads back to, has not changed
+            # since it was made (or since the last thing that happened to it): no pending sign-up whose
+            # status "changed" years after it was created.
+            first = (ent.workflow.get("states") or [None])[0] if ent.workflow else None
+            fresh = first is not None and not any(t.get("to") == first for t in ent.workflow.get("transitions", ()))
             gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after,
-                                         **({"pull": pull} if pull else {})}
+                                         **({"pull": pull} if pull else {}), **({"initial": first} if fresh else {})}
         paid = ent.workflow.get("paid")
         for paid_col, due_col in PAID:
             if paid and paid_col in gens and due_col in gens:
