@@ -194,9 +194,9 @@ def date_rank(column: str) -> int | None:
 
 
 #: Things that happen to a record, besides its making, that its status answers to (an alert is triggered,
-#: then acknowledged; a sample is collected, then tested).
+#: then acknowledged; a sample is collected, then tested; a device is installed, then goes online).
 _HAPPENED_WORDS = ("triggered", "observed", "detected", "raised", "logged", "recorded", "collected", "occurred",
-                   "tagged", "reported", "incurred")
+                   "tagged", "reported", "incurred", "installed")
 
 
 def happens_before_change(column: str) -> bool:
