@@ -420,7 +420,8 @@ def test_composed_text_must_name_what_the_request_is_about(retail):
 
 def test_the_gate_runs_every_probe_kind_and_counts_them():
     counts: dict = {}
-    for env_id in [RETAIL, *SYNTH_ENVS]:
+    # student-wellbeing-check-ins: its hard tier holds batches (partial refusals that name the parts done)
+    for env_id in [RETAIL, *SYNTH_ENVS, "agentworld/student-wellbeing-check-ins-v0"]:
         b = load_bundle(env_id)
         runner = Runner(b.spec, b.golden, b.tools)
         try:

@@ -396,11 +396,15 @@ def fairness_probes(task: dict[str, Any], runner: Runner | None = None) -> Itera
             and not answers.dates(value):
         rule = f"It could only be changed if it were not {value}."
         yield "refusal_rule_condition", body + [_submit(_with(args, message=f"{message} {rule}" if message else rule))]
-    if message and args.get("outcome") == "partial":
+    if message and args.get("outcome") == "partial" and runner is not None:
         others = re.search(r"The other \d+ went through\.?", message)
         named = {answers.value_key(m.group(0)) for m in answers.CODE.finditer(message)}
+        # the records the reference changed: a record the request leaves out (a weekend date) did not go through
+        written = {answers.value_key(v) for r in _observed(runner, body) if isinstance(r, dict)
+                   and isinstance(r.get("updated"), dict) for k, v in r["updated"].items()
+                   if isinstance(v, str) and answers.is_identity_field(k)}
         done = [m.group(0) for m in answers.CODE.finditer(task.get("instruction", ""))
-                if answers.value_key(m.group(0)) not in named]
+                if answers.value_key(m.group(0)) not in named and answers.value_key(m.group(0)) in written]
         if others and done:
             listed = ", ".join(done[:-1]) + " and " + done[-1] if len(done) > 1 else done[0]
             yield "partial_names_done", body + [_submit(_with(args, message=message.replace(
