@@ -58,7 +58,7 @@ from typing import Any, Iterable
 
 import env_registry
 
-from ..engine.datagen import mime_type
+from ..engine.datagen import mime_type, parse_when
 from ..engine.language import number, singular
 from ..tasks.lint import TASK_RULES, check_tasks
 from ..synthesis import semantics
@@ -189,25 +189,16 @@ def _unchanged_since_made(spec: dict[str, Any], conn: sqlite3.Connection, table:
     made = [c for c in dates if c != "status_changed_at" and semantics.happens_before_change(c)]
     if not first or wf is None or not made or any(m["to"] == first for m in wf["transitions"]):
         return
-    now = spec["now"][:19]
+    now = parse_when(spec["now"])
     late = 0
     for row in conn.execute(f"SELECT status_changed_at, {', '.join(q(c) for c in made)} FROM {q(table)} "
                             f"WHERE {q(wf['column'])} = ? AND status_changed_at IS NOT NULL", (first,)):
-        passed = [str(v)[:19] for v in row[1:] if v is not None and str(v)[:19] <= now]
-        if passed and _days_between(max(passed), str(row[0])[:19]) > 1:
+        passed = [parse_when(v) for v in row[1:] if isinstance(v, str) and parse_when(v) <= now]
+        if passed and (parse_when(row[0]) - max(passed)).total_seconds() > 86400:
             late += 1
     if late:
         yield Violation("date_order", f"{table}.status_changed_at",
                         f"{late} rows still {first} whose status changed more than a day after they were made")
-
-
-def _days_between(a: str, b: str) -> float:
-    """Days from ``a`` to ``b`` (ISO dates or timestamps)."""
-    import datetime as dt
-
-    def when(x: str) -> dt.datetime:
-        return dt.datetime.fromisoformat(x if "T" in x else x + "T00:00:00")
-    return (when(b) - when(a)).total_seconds() / 86400
 
 
 def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[str] | None = None,

@@ -423,13 +423,10 @@ def _leave_out(gen: Generator, t: TableInfo, ok: list[dict[str, Any]], bad: list
     cols = [col for col, spec in t.cols.items() if spec["type"] == "TEXT" and col not in SKIP_READ and col not in t.fks]
     gen.rng.shuffle(cols)
 
-    def weekend(r: dict[str, Any], col: str) -> bool | None:
-        d = _day(r.get(col))
-        return None if d is None else d.weekday() >= 5
     for col in cols:
-        ok_in = [r for r in ok if weekend(r, col) is False]
-        ok_out = [r for r in ok if weekend(r, col) is True]
-        bad_in = [r for r in bad if weekend(r, col) is False]
+        ok_in = [r for r in ok if _on_weekend(r.get(col)) is False]
+        ok_out = [r for r in ok if _on_weekend(r.get(col)) is True]
+        bad_in = [r for r in bad if _on_weekend(r.get(col)) is False]
         if len(ok_in) < n_ok or len(bad_in) < n_bad or not ok_out:
             continue
         out = gen.rng.sample(ok_out, min(len(ok_out), gen.rng.choice([1, 2])))
@@ -522,6 +519,12 @@ def rule_batch(gen: Generator) -> Part:
 
 def _day(value: Any) -> date | None:
     return date.fromisoformat(value[:10]) if isinstance(value, str) and DATE.match(value) else None
+
+
+def _on_weekend(value: Any) -> bool | None:
+    """Whether a date falls on a Saturday or a Sunday (None where it is no date)."""
+    d = _day(value)
+    return None if d is None else d.weekday() >= 5
 
 
 def date_noun(col: str) -> str:
@@ -621,7 +624,7 @@ def _weekends(c: TableInfo, kids: list[dict[str, Any]]) -> list[tuple[Callable[[
         ends = sum(d.weekday() >= 5 for d in days)   # type: ignore[union-attr]
         if 2 <= ends <= len(days) - 2 and any(d.weekday() in (0, 4) for d in days):   # type: ignore[union-attr]
             def test(k: dict[str, Any], col: str = col) -> bool:
-                return _day(k[col]).weekday() >= 5   # type: ignore[union-attr]
+                return bool(_on_weekend(k[col]))
             out.append((test, f"whose {date_noun(col)} falls on a weekend (a Saturday or a Sunday)", col))
     return out
 
@@ -1242,7 +1245,7 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                         if lo <= len(got) <= hi:
                             name = f"{calendar.month_name[int(month[5:])]} {month[:4]}"
                             groups.append(({st: s}, got, [], f" whose {date_noun(d)} falls in {name}"))
-                    weekend = [r for r in dated if _day(r[d]).weekday() >= 5]   # type: ignore[union-attr]
+                    weekend = [r for r in dated if _on_weekend(r[d])]
                     if lo <= len(weekend) <= hi and len(weekend) < len(dated):
                         groups.append(({st: s}, weekend, [], f" whose {date_noun(d)} falls on a weekend (a Saturday "
                                                               f"or a Sunday)"))
