@@ -363,12 +363,12 @@ def _thousands(text: str) -> str | None:
     return f"{n:,.{decimals}f}"
 
 
-def _seen_codes(runner: Runner, task: dict[str, Any], body: list[dict[str, Any]], answer: str | None) -> list[str]:
+def _seen_codes(results: list[Any], task: dict[str, Any], answer: str | None) -> list[str]:
     """Codes of records the reference's lookups returned (not of the answer's own field) that the instruction
     does not already name: what an agent naturally tells the user it looked at or acted on."""
     said = answers.value_key(task.get("instruction", ""))
     asked = {answers.value_key(v) for v in answers.split_list(answer or "")}
-    rows = answers.result_rows(_observed(runner, body))
+    rows = answers.result_rows(results)
     # another value of the answer's own field competes with it (another SKU for a SKU): not a natural note
     slot = {k for _, row in rows for k, v in row.items() if isinstance(v, str) and answers.value_key(v) in asked}
     codes: list[str] = []
@@ -386,9 +386,11 @@ def fairness_probes(task: dict[str, Any], runner: Runner | None = None) -> Itera
     value = args.get("answer")
     message = args.get("message")
     # Natural messages: the records acted on named by their codes; a refused status restated as the rule's
-    # condition; the parts that went through named instead of counted.
-    if runner is not None and (value or message):
-        codes = _seen_codes(runner, task, body, value)
+    # condition; the parts that went through named instead of counted. The reference is replayed once for
+    # the probes that name what it read or changed.
+    results = _observed(runner, body) if runner is not None and (value or message) else None
+    if results is not None:
+        codes = _seen_codes(results, task, value)
         if codes:
             note = f"I worked on {' and '.join(codes)}."
             yield "message_names_records", body + [_submit(_with(args, message=f"{message} {note}" if message else note))]
@@ -396,11 +398,11 @@ def fairness_probes(task: dict[str, Any], runner: Runner | None = None) -> Itera
             and not answers.dates(value):
         rule = f"It could only be changed if it were not {value}."
         yield "refusal_rule_condition", body + [_submit(_with(args, message=f"{message} {rule}" if message else rule))]
-    if message and args.get("outcome") == "partial" and runner is not None:
+    if message and args.get("outcome") == "partial" and results is not None:
         others = re.search(r"The other \d+ went through\.?", message)
         named = {answers.value_key(m.group(0)) for m in answers.CODE.finditer(message)}
         # the records the reference changed: a record the request leaves out (a weekend date) did not go through
-        written = {answers.value_key(v) for r in _observed(runner, body) if isinstance(r, dict)
+        written = {answers.value_key(v) for r in results if isinstance(r, dict)
                    and isinstance(r.get("updated"), dict) for k, v in r["updated"].items()
                    if isinstance(v, str) and answers.is_identity_field(k)}
         done = [m.group(0) for m in answers.CODE.finditer(task.get("instruction", ""))
