@@ -105,7 +105,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         pool = existing[g["ref"]]
         if not pool:
             return lambda i, row: None
-        if "quota" in g or "same" in g:
+        if "quota" in g or "same" in g or "open_parent" in g:
             return _constrained_ref(g, rng, pool, existing)
         if "not_after" in g:
             return _started_ref(g, rng, pool, existing)
@@ -273,9 +273,17 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
     ``"quota": {"column": "status", "in": [...], "cap": N}``: a row in one of those statuses goes to a
     parent holding fewer than N of them (the history obeys the quota rule). ``"same": {"column": COL,
     "via": COL2}``: only a target whose ``COL2`` equals this row's ``COL`` (a card payment of a bidder
-    points at that bidder's order). ``None`` where no target qualifies and the column may be empty.
+    points at that bidder's order). ``"open_parent": {"column": "status", "in": [...], "parent_not_in":
+    [...]}``: a row in one of those statuses points at a parent whose status is not in ``parent_not_in`` (a
+    booking still confirmed is never under a cancelled flight: cancelling the flight cancels it). ``None``
+    where no target qualifies and the column may be empty.
     """
-    quota, same = g.get("quota"), g.get("same")
+    quota, same, open_parent = g.get("quota"), g.get("same"), g.get("open_parent")
+    closed: set[Any] = set()
+    if open_parent:
+        table = g["ref"].split(".")[0]
+        shut = set(open_parent["parent_not_in"])
+        closed = {key for key, st in zip(existing[f"{table}.id"], existing[f"{table}.status"]) if st in shut}
     counts: dict[Any, int] = {}
     by_parent: dict[Any, list[Any]] = {}
     if same:
@@ -296,6 +304,10 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
             # Only records already started by this row's date (see _started_ref), where there are any.
             by = str(row[started["column"]])
             options = [o for o in options if _started_by(starts, o, by)] or options
+        if closed and row.get(open_parent["column"]) in open_parent["in"]:
+            options = [o for o in options if o not in closed]
+            if not options:
+                return None if g.get("null_p") else rng.choice([o for o in pool if o not in closed] or pool)
         counted = quota and row.get(quota["column"]) in quota["in"]
         if counted:
             choice = None

@@ -19,13 +19,19 @@ class Rule:
     ``states`` may share the parent named by the key column ``column`` (the argument of that name).
     A ``bound`` rule (a limit a theme states: "bags over 30 kg are refused") holds for every row and
     guards a ``create`` or ``update`` tool that sets ``column``: its argument must keep to the limit.
+
+    A ``duty`` rule is one no tool enforces: a follow-up the agent owes ("when you cancel a flight, also
+    cancel each of its bookings that is still requested or confirmed"). ``tool`` closes a record of
+    ``parent``; every row of ``table`` whose key ``column`` points at it and whose status is in ``states``
+    must then go through the ``follow`` tool. ``guards`` are the parent's statuses that passed ``tool``: no
+    seeded parent there keeps a child in ``states``.
     """
 
     tool: str
     table: str
-    kind: str          # "threshold" | "min_lead_time" | "max_age" | "quota" | "bound"
+    kind: str          # "threshold" | "min_lead_time" | "max_age" | "quota" | "bound" | "duty"
     column: str
-    op: str            # threshold: "max" | "min"; time rules: "hours" | "days"; quota: "max_active"
+    op: str            # threshold: "max" | "min"; time rules: "hours" | "days"; quota: "max_active"; duty: "follow"
     value: float
     text: str
     states: tuple[str, ...] = ()
@@ -34,6 +40,14 @@ class Rule:
     guards: tuple[str, ...] = ()
     #: ``"theme"`` when the theme's own description states the rule, else ``"planned"``.
     source: str = "planned"
+    #: A duty's follow-up tool (on ``table``) and the table its trigger ``tool`` closes records of.
+    follow: str = ""
+    parent: str = ""
+
+    @property
+    def enforced(self) -> bool:
+        """Whether a tool checks the rule (a precondition); a duty is the agent's own to carry out."""
+        return self.kind != "duty"
 
     def expr(self) -> str:
         c = f'"{self.column}"'
@@ -55,7 +69,7 @@ class Rule:
 
     #: The task shapes that exercise each kind of rule (allowed case and trap), for task generation.
     SHAPES = {"threshold": ("rule_threshold",), "min_lead_time": ("time_window",), "max_age": ("time_window",),
-              "quota": ("quota",), "bound": ("create_record",)}
+              "quota": ("quota",), "bound": ("create_record",), "duty": ("duty_sweep",)}
 
     @property
     def shapes(self) -> tuple[str, ...]:
@@ -69,6 +83,9 @@ class Rule:
         c = f'"{self.column}"'
         if self.kind == "bound":
             return f"NOT {self.sql(now)}"
+        if self.kind == "duty":
+            return (f'"status" IN ({_listed(self.states)}) AND {c} IN '
+                    f'(SELECT id FROM "{self.parent}" WHERE "status" IN ({_listed(self.guards)}))')
         if self.kind == "quota" or not self.guards:
             return None
         states = ", ".join("'" + s.replace("'", "''") + "'" for s in self.guards)
@@ -89,6 +106,8 @@ class Rule:
                 f'"status" IN ({states}) GROUP BY "{self.column}" HAVING COUNT(*) > {int(self.value)}')
 
     def precondition(self) -> dict[str, Any]:
+        if not self.enforced:
+            raise ValueError(f"a {self.kind} rule is no tool's precondition")
         return {"expr": self.expr(), "message": f"Policy: {self.text}"}
 
     def to_json(self) -> dict[str, Any]:
@@ -99,18 +118,27 @@ class Rule:
                 del out[key]
         if self.source == "planned":
             del out["source"]
+        for key in ("follow", "parent"):
+            if not out[key]:
+                del out[key]
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Rule":
         return cls(**{k: data[k] for k in ("tool", "table", "kind", "column", "op", "value", "text")},
                    states=tuple(data.get("states", ())), guards=tuple(data.get("guards", ())),
-                   source=data.get("source", "planned"))
+                   source=data.get("source", "planned"), follow=data.get("follow", ""), parent=data.get("parent", ""))
 
     def sql(self, now: str) -> str:
         """The rule as a WHERE condition with ``now`` bound (to find rows that meet or break it); for a
         ``bound``, the row's own value against the limit (its precondition reads the tool's argument)."""
+        if not self.enforced:
+            raise ValueError(f"a {self.kind} rule is no condition on the row a tool acts on")
         if self.kind == "bound":
             c = f'"{self.column}"'
             return f"({c} IS NULL OR {c} {'<=' if self.op == 'max' else '>='} {self.value!r})"
         return self.expr().replace(":now", "'" + now.replace("'", "") + "'")
+
+
+def _listed(values: tuple[str, ...]) -> str:
+    return ", ".join("'" + v.replace("'", "''") + "'" for v in values)

@@ -126,6 +126,11 @@ def _check_references(spec: dict[str, Any]) -> None:
             raise SpecError(f"$.rules[{i}].tool", f"unknown tool {rule['tool']!r}")
         if rule["column"] not in tables.get(rule["table"], ()):
             raise SpecError(f"$.rules[{i}].column", f"unknown column {rule['column']!r} in {rule['table']!r}")
+        if rule["kind"] == "duty":
+            if rule.get("follow") not in tool_names:
+                raise SpecError(f"$.rules[{i}].follow", f"unknown tool {rule.get('follow')!r}")
+            if rule.get("parent") not in tables:
+                raise SpecError(f"$.rules[{i}].parent", f"unknown table {rule.get('parent')!r}")
     task_ids: set[str] = set()
     for i, task in enumerate(spec.get("tasks", [])):
         if task["id"] in task_ids:

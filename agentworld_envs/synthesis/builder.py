@@ -53,10 +53,12 @@ def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = (), now: str
     for ent in entities:
         if ent.workflow:
             rules.append(f"- {title(ent.singular).capitalize()} records: {lifecycle_text(ent.workflow, ent.singular)}")
-    rules += [f"- {text}" for text in dict.fromkeys(rule.text for rule in enforced)]
+    rules += [f"- {text}" for text in dict.fromkeys(rule.text for rule in enforced if rule.enforced)]
+    duties = [f"- {text}" for text in dict.fromkeys(rule.text for rule in enforced if not rule.enforced)]
     rules += [
         "- Identify records by the codes, names or e-mails the user gives; look up internal ids with the tools, never guess them.",
-        "- Make only the changes the request asks for; leave every other record untouched.",
+        "- Make only the changes the request asks for" + (" and the follow-up duties below require" if duties else "")
+        + "; leave every other record untouched.",
         "- When a request conflicts with these rules (for example, a status change that is not allowed), change nothing "
         "for that part and say why in your final answer.",
         "- Finish by calling submit; put any requested value in `answer`.",
@@ -68,7 +70,20 @@ def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = (), now: str
     about = about_text(theme["description"], enforced)
     return (f"You are the operations assistant for {theme['title']}.\n\n{clock}\n\n"
             + (f"About the service: {about}\n\n" if about else "")
-            + "Rules (the tools enforce the status and business rules):\n" + "\n".join(rules))
+            + "Rules (the tools enforce the status and business rules):\n" + "\n".join(rules)
+            + ("\n\nFollow-up duties (no tool carries these out: do them yourself, as part of the same request):\n"
+               + "\n".join(duties) if duties else ""))
+
+
+def _listings(tools: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(table, column) pairs the first full listing of each table filters by equality: how an agent lists
+    a parent's children."""
+    first: dict[str, dict[str, Any]] = {}
+    for t in tools:
+        if t["impl"]["kind"] in ("list", "search") and not t["impl"].get("columns"):
+            first.setdefault(t["impl"]["table"], t)
+    return {(table, f["column"]) for table, t in first.items() for f in t["impl"].get("filters", [])
+            if f.get("op", "eq") == "eq"}
 
 
 def _seed(slug: str) -> int:
@@ -111,6 +126,8 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
     # tests exercise them (an allowed row passes, a row breaking the rule is refused).
     by_name = {t["name"]: t for t in candidates}
     for rule in rules:
+        if not rule.enforced:
+            continue
         tool = by_name[rule.tool]
         tool["impl"].setdefault("preconditions", []).append(rule.precondition())
         tool["description"] += f" Policy: {rule.text}"
@@ -124,7 +141,9 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
     conn.close()
     report.tools_kept = len(spec["tools"])
     kept = {t["name"] for t in spec["tools"]}
-    rules = [r for r in rules if r.tool in kept]
+    listable = _listings(spec["tools"])
+    # a duty needs its follow-up tool, and a listing of the parent's children to find whom it is owed
+    rules = [r for r in rules if r.tool in kept and (r.enforced or (r.follow in kept and (r.table, r.column) in listable))]
     spec["policy"] = _policy(theme, entities, rules)
     if rules:
         spec["rules"] = [r.to_json() for r in rules]

@@ -125,6 +125,10 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
     quotas = [q for ent in entities for q in _quota_rules(ent, entities, tools)]
     if quotas:
         rules.append(rng.choice(quotas))
+    guarded = {r.tool for r in stated + rules}
+    duties = _duty_rules(entities, [t for t in tools if t["name"] not in guarded])
+    if duties:
+        rules.append(rng.choice(duties))
     for rule in rules:
         constrain_history(rule, next(e for e in entities if e.table == rule.table))
     return stated + rules
@@ -234,6 +238,10 @@ def constrain_history(rule: Rule, ent: Any) -> None:
             inner[key] = limit(inner[key], int(rule.value) if inner["gen"] == "int" else rule.value)
             other = "min" if key == "max" else "max"
             inner[other] = min(inner[other], inner[key]) if key == "max" else max(inner[other], inner[key])
+    elif rule.kind == "duty":
+        # an open child never sits under a parent the trigger has closed
+        gens[rule.column] = {**gens[rule.column], "open_parent": {"column": "status", "in": list(rule.states),
+                                                                   "parent_not_in": list(rule.guards)}}
     elif rule.kind == "quota":
         gen = gens[rule.column]
         gens[rule.column] = {**gen, "quota": {"column": "status", "in": list(rule.states), "cap": int(rule.value)},
@@ -283,6 +291,57 @@ def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]]) -> 
         text = f"{indefinite(title(parent.singular)).capitalize()} may have at most {cap} {states} {records} at a time."
         out.append(Rule(create["name"], ent.table, "quota", fk, "max_active", float(cap), text, tuple(active)))
     return out
+
+
+#: Verbs that close a record for good: the trigger of a follow-up duty, and the follow-up itself.
+_CLOSING_VERBS = ("cancel", "close", "retire", "terminate", "deactivate", "discontinue", "withdraw", "archive",
+                  "decommission", "void", "revoke", "suspend")
+_FOLLOW_VERBS = ("cancel", "withdraw", "close", "void", "reject", "decline", "release", "discontinue", "deactivate",
+                 "retire", "archive", "revoke", "suspend")
+
+
+def _duty_rules(entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
+    """Follow-ups no tool carries out: "When you cancel a flight, also cancel each of its bookings that is
+    still requested or confirmed." The trigger closes a parent; the follow-up closes its open children,
+    which the agent finds by listing them (a search filtered by the parent). Same verbs pair first (cancel a
+    flight, cancel its bookings)."""
+    by_table = {e.table: e for e in entities}
+    moves: dict[str, list[dict[str, Any]]] = {}
+    for tool in tools:
+        if tool["impl"]["kind"] == "transition" and tool["impl"].get("column") == "status":
+            moves.setdefault(tool["impl"]["table"], []).append(tool)
+    listable = {(t["impl"]["table"], f["column"]) for t in tools if t["impl"]["kind"] in ("list", "search")
+                and not t["impl"].get("columns") for f in t["impl"].get("filters", []) if f.get("op", "eq") == "eq"}
+    out: list[tuple[int, Rule]] = []
+    for child in entities:
+        status = child.gens.get("status", {})
+        if status.get("gen") != "choice" or not child.workflow:
+            continue
+        for fk, ptable in child.refs.items():
+            parent = by_table.get(ptable)
+            gen = child.gens.get(fk, {})
+            if parent is None or parent is child or not parent.workflow or gen.get("gen") != "ref" \
+                    or (child.table, fk) not in listable or "status" not in parent.gens:
+                continue
+            for trigger in moves.get(ptable, ()):
+                tverb = _verb_of(trigger, parent)
+                if tverb.split("_")[0] not in _CLOSING_VERBS:
+                    continue
+                for follow in moves.get(child.table, ()):
+                    fverb = _verb_of(follow, child)
+                    open_states = tuple(s for s in follow["impl"]["from"] if s in status["values"])
+                    if fverb.split("_")[0] not in _FOLLOW_VERBS or not open_states or follow["impl"]["to"] in open_states:
+                        continue
+                    names = [title(s) for s in open_states]
+                    states = ", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]
+                    text = (f"When you {verb_phrase(tverb, indefinite(title(parent.singular)))}, also "
+                            f"{verb_phrase(fverb, 'each of its ' + title(child.table))} that is still {states}.")
+                    rule = Rule(trigger["name"], child.table, "duty", fk, "follow", 0.0, text, open_states,
+                                guarded_states(parent.workflow, trigger["impl"]["to"]), follow=follow["name"],
+                                parent=ptable)
+                    out.append((0 if fverb == tverb else 1, rule))
+    best = min((rank for rank, _ in out), default=None)
+    return [rule for rank, rule in out if rank == best]
 
 
 def _poisson_quantile(lam: float, q: float) -> int:

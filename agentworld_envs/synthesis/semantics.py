@@ -684,7 +684,7 @@ def sources(gen: dict[str, Any]) -> set[str]:
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
-    for k in ("same", "quota", "not_after"):
+    for k in ("same", "quota", "not_after", "open_parent"):
         if isinstance(gen.get(k), dict):
             out.add(gen[k]["column"])
     for window in (gen.get("windows") or {}).values():

@@ -10,6 +10,7 @@ from typing import Any, Iterable
 import re
 
 from ..engine import state
+from ..engine.actions import format_call
 from . import baselines, factors, hard, llm, shapes
 from ..engine.spec import canonical_json
 from .generate import BYES, HELLOS, Generator, Part, Skip, fmt_value
@@ -20,7 +21,7 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "20"   # 20: the hard shapes the tools do not decide get two tries each first; weekend conditions (a weekday worked out per record) in windows, price-rise tiers and budget scopes; adjust_sweep raises 9 to 16 records, budget_fill fills from 8 to 14, best_fit searches 9 to 13 (at least four in, four out); 19: hard adjust_sweep (a two-tier price rise, rounded, capped; a total) budget_fill (earliest first within a budget) and best_fit (the one set that uses most of a budget) shapes; 18: "those checked in in-home estimates" reads "those in home estimates in status checked in"; 17: window_sweep spans (two dates of a record N days apart), sums never across currencies, a hard program does not stand in for the standard one; 16: hard window_sweep shape (date windows relative to today, a figure's bound, a total), tried first; 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
+GEN_VERSION = "21"   # 21: follow-up duties (a closed record's open children are closed too, by the agent: no tool does it) carried out by every reference that closes such a record; hard duty_sweep shape; 20: the hard shapes the tools do not decide get two tries each first; weekend conditions (a weekday worked out per record) in windows, price-rise tiers and budget scopes; adjust_sweep raises 9 to 16 records, budget_fill fills from 8 to 14, best_fit searches 9 to 13 (at least four in, four out); 19: hard adjust_sweep (a two-tier price rise, rounded, capped; a total) budget_fill (earliest first within a budget) and best_fit (the one set that uses most of a budget) shapes; 18: "those checked in in-home estimates" reads "those in home estimates in status checked in"; 17: window_sweep spans (two dates of a record N days apart), sums never across currencies, a hard program does not stand in for the standard one; 16: hard window_sweep shape (date windows relative to today, a figure's bound, a total), tried first; 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
 HARD_TARGET = 4
@@ -28,8 +29,10 @@ HARD_TARGET = 4
 #: make for the agent (a window worked out from today's date, a figure the agent computes, an order under a
 #: budget) go first and twice, the chains next; the batches whose refusals a tool's error would give away
 #: only fill what is left.
-HARD_HEAD_START = {"hard_window": 2, "hard_adjust": 2, "hard_budget": 2, "hard_best": 2, "hard_cross": 1, "hard_chain": 1}
-HARD_FAMILIES = ["hard_window", "hard_adjust", "hard_budget", "hard_best", "hard_cross", "hard_chain", "hard_hidden", "hard_batch", "hard_rule_batch"]
+HARD_HEAD_START = {"hard_duty": 2, "hard_window": 2, "hard_adjust": 2, "hard_budget": 2, "hard_best": 2, "hard_cross": 1,
+                   "hard_chain": 1}
+HARD_FAMILIES = ["hard_duty", "hard_window", "hard_adjust", "hard_budget", "hard_best", "hard_cross", "hard_chain",
+                 "hard_hidden", "hard_batch", "hard_rule_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
             "graph_any", "prog_bulk", "graph_mixed", "graph_write",
@@ -46,7 +49,7 @@ SHAPES = {"graph_read": "lookup", "graph_write": "write", "graph_any": "lookup_o
           "hard_cross": "cross_sweep", "hard_chain": "chain_sweep", "hard_hidden": "hidden_sweep",
           "hard_batch": "hidden_batch", "hard_rule_batch": "rule_batch", "hard_window": "window_sweep",
           "hard_adjust": "adjust_sweep", "hard_budget": "budget_fill",
-          "hard_best": "best_fit"}
+          "hard_best": "best_fit", "hard_duty": "duty_sweep"}
 #: Compound requests: how two parts are joined (the second part's first letter is lowered where it reads on).
 JOIN_TWO = ["{} Also, {}", "{} And {}", "{} After that, {}", "{}\n{}", "{} Separately, {}"]
 
@@ -108,6 +111,8 @@ def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
         return [hard.budget_fill(gen)], "programmatic"
     if family == "hard_best":
         return [hard.budget_fill(gen, best=True)], "programmatic"
+    if family == "hard_duty":
+        return [hard.duty_sweep(gen)], "graph"
     raise ValueError(family)
 
 
@@ -129,6 +134,22 @@ def _join(gen: Generator, texts: list[str]) -> str:
     return "\n".join(f"{i + 1}. {t}" for i, t in enumerate(texts))
 
 
+def _with_duties(gen: Generator, steps: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """``steps`` with the follow-up duties each trigger call owed (as the generator carried them out,
+    right after it) put in after that call: the policy asks them of the agent, so the reference does them.
+    Each trigger counts as a condition the request does not state."""
+    out = []
+    for step in steps:
+        out.append(step)
+        if step["name"] in gen.duties:
+            owed = gen.followed.get(format_call(step["name"], step["arguments"]))
+            if owed is None:
+                raise Skip("a trigger call the generator did not make")
+            out += owed
+            gen.hidden += 1
+    return out
+
+
 def candidate(gen: Generator, family: str) -> dict[str, Any]:
     """One task (without id) built from the golden state, or :class:`Skip`."""
     r = gen.r
@@ -142,7 +163,9 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
             raise Skip("more than one answer")
         texts = [p.text for p in parts]
         writes = any(p.writes for p in parts)
-        steps = [s for p in parts for s in p.steps]
+        steps = _with_duties(gen, [s for p in parts for s in p.steps])
+        if len(steps) > sum(len(p.steps) for p in parts) and answers and family not in HARD_FAMILIES:
+            raise Skip("a follow-up duty would move what the answer reads")
         changed = sorted(state.changed_tables(r.conn))
     finally:
         r.conn.execute("ROLLBACK TO candidate")

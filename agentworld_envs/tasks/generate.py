@@ -23,6 +23,7 @@ from typing import Any, Callable, Iterable
 
 from ..engine.language import (average_of, field_question, field_value, flag_words, in_state, indefinite, set_flag_phrase,
                         value_words, verb_phrase)
+from ..engine.actions import format_call
 from ..engine.tools import ToolError
 from .model import EnvModel, TableInfo, words
 from .runner import Runner
@@ -87,21 +88,64 @@ class Generator:
         #: figure, a related record's field): counted for the difficulty, never said in the text.
         self.hidden = 0
         self._reason: str | None = None
+        #: The follow-up duties each trigger tool brings (see :meth:`owed`), and the calls each trigger call
+        #: of this candidate was followed by (keyed by the call's text): the reference carries them out.
+        self.duties: dict[str, list[Any]] = {}
+        for raw in model.spec.get("rules", ()):
+            if raw.get("kind") == "duty" and raw.get("follow") in model.tools:
+                from ..engine.rules import Rule
+
+                self.duties.setdefault(raw["tool"], []).append(Rule.from_json(raw))
+        self.followed: dict[str, list[dict[str, Any]]] = {}
 
     # ------------------------------------------------------------------ helpers
     def run(self, name: str, /, **arguments: Any) -> Any:
-        """Execute a call on the live (savepointed) episode connection; tool errors are Skip."""
+        """Execute a call on the live (savepointed) episode connection; tool errors are Skip. A call that
+        triggers a follow-up duty is followed by it (see :meth:`owed`)."""
         try:
-            return self.r.call(name, arguments)
+            out = self.r.call(name, arguments)
         except ToolError as exc:
             raise Skip(f"{name}: {exc.code}") from None
+        if name in self.duties:
+            self.followed[format_call(name, arguments)] = self.owed(name, arguments)
+        return out
+
+    def owed(self, name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        """Carry out the duties a successful ``name`` call owes on the live state: list the closed record's
+        children, then close each one still open. Returns those calls, for the reference."""
+        tool = self.m.tools[name]
+        rid = arguments[tool["impl"]["key"]["param"]]
+        steps: list[dict[str, Any]] = []
+        for duty in self.duties[name]:
+            p = self.m.tables[duty.parent]
+            label = self.row_now(p.name, rid).get(p.label) if p.label else None
+            about = f"{self.verb(tool, p)} {p.singular} {label if label is not None else rid}"
+            c = self.m.tables[duty.table]
+            if not c.search or duty.column not in c.search_params:
+                raise Skip("a duty's records cannot be listed")
+            args = {c.search_params[duty.column]: rid}
+            if c.search_limit:
+                args[c.search_limit] = 50
+            res = self.run(c.search, **args)
+            if res["total"] > len(res["results"]):
+                raise Skip("a duty owed on more records than one page shows")
+            steps.append(call(c.search, **args))
+            follow = self.m.tools[duty.follow]
+            for row in res["results"]:
+                if row.get("status") in duty.states:
+                    # the agent words its own reason for a follow-up: the reference's is one no request states
+                    fargs = {k: (f"follow-up: {about}" if k != follow["impl"]["key"]["param"] else v)
+                             for k, v in self.transition_args(follow, row["id"]).items()}
+                    self.run(duty.follow, **fargs)
+                    steps.append(call(duty.follow, **fargs))
+        return steps
 
     def rules_allow(self, tool: dict[str, Any], rid: int) -> bool:
         """Whether the theme's enforced rules (thresholds, time windows) let ``tool`` act on row ``rid``."""
         from ..engine.rules import Rule
 
         conds = [Rule.from_json(r).sql(self.m.spec["now"]) for r in self.m.spec.get("rules", [])
-                 if r.get("tool") == tool["name"] and r.get("kind") != "quota"]
+                 if r.get("tool") == tool["name"] and r.get("kind") not in ("quota", "duty")]
         if not conds:
             return True
         table = tool["impl"]["table"]

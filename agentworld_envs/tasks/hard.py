@@ -68,7 +68,7 @@ from .model import TableInfo, words
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
 MIN_CALLS = 8
 SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch", "window_sweep", "adjust_sweep",
-          "budget_fill", "best_fit")
+          "budget_fill", "best_fit", "duty_sweep")
 #: Rule kinds a record's own figure breaks (quotas count other records: not a batch's business).
 RECORD_RULES = ("threshold", "min_lead_time", "max_age")
 
@@ -410,6 +410,60 @@ def hidden_batch(gen: Generator) -> Part:
         return Part(steps, text, refusal=refusal, refusal_check=check, writes=True, structure="conditional",
                     rule=gen.lifecycle_rule(tr, t))
     raise Skip("no table with allowed and forbidden records to batch")
+
+
+def duty_sweep(gen: Generator) -> Part:
+    """Close a few records named by their codes, where the policy's follow-up duty is owed on some: the
+    request says nothing of their children, so only the policy and a listing of each record's children show
+    what else must change (the children still open), and what must not (those already past it, and the
+    children of a record that has none open)."""
+    owed = [(name, duty) for name, duties in gen.duties.items() for duty in duties]
+    gen.rng.shuffle(owed)
+    for name, duty in owed:
+        tr, t, c = gen.m.tools[name], gen.m.tables[duty.parent], gen.m.tables[duty.table]
+        if not t.label or t.label not in t.finders:
+            continue
+        st, allowed = tr["impl"]["column"], list(tr["impl"]["from"])
+        marks = ", ".join("?" * len(duty.states))
+        kids = {pid: (n_open, n) for pid, n_open, n in gen.conn.execute(
+            f'SELECT "{duty.column}", SUM("status" IN ({marks})), COUNT(*) FROM "{c.name}" WHERE "{duty.column}" IS NOT NULL '
+            f'GROUP BY 1', tuple(duty.states))}
+        amarks = ", ".join("?" * len(allowed))
+        rows = [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" IN ({amarks}) AND "{t.label}" IS NOT NULL', tuple(allowed))
+                if gen.rules_allow(tr, r["id"])]
+        owing = [r for r in rows if 1 <= kids.get(r["id"], (0, 0))[0] <= 5]
+        # a record whose children are all past the duty: listing them shows there is nothing more to do
+        quiet = [r for r in rows if kids.get(r["id"], (0, 0))[0] == 0 and kids.get(r["id"], (0, 0))[1] >= 1]
+        n_owing = gen.rng.choice([2, 3, 3])
+        n_quiet = gen.rng.choice([1, 1, 2]) if quiet else 0
+        if len(owing) < n_owing or len(quiet) < n_quiet:
+            continue
+        picked = gen.rng.sample(owing, n_owing) + gen.rng.sample(quiet, n_quiet)
+        if sum(kids[r["id"]][0] for r in picked) < 3:
+            continue
+        gen.rng.shuffle(picked)
+        steps: list[dict[str, Any]] = []
+        last_args: dict[str, Any] = {}
+        for r in picked:                      # look each one up, close it; the duty follows each close
+            find = gen.find(t, r)
+            gen.run(find["name"], **find["arguments"])
+            steps.append(find)
+            gen.visited.add((t.name, r["id"]))
+            last_args = gen.transition_args(tr, r["id"])
+            gen.run(name, **last_args)
+            steps.append(call(name, **last_args))
+        _enough(steps + [s for k, v in gen.followed.items() for s in v])
+        labels = [str(r[t.label]) for r in picked]
+        listing = ", ".join(labels[:-1]) + " and " + labels[-1]
+        plural, label_words = t.plural, words(t.label)
+        text = gen.rng.choice([
+            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}.{_reason(last_args)}",
+            f"I have {len(picked)} {plural} to {gen.verb(tr, t)}, by {label_words}: {listing}.{_reason(last_args)}",
+            f"{_act(gen, tr, t, f'the {plural} {listing}')}.{_reason(last_args)}",
+        ])
+        text = text[0].upper() + text[1:]
+        return Part(steps, text, writes=True, structure="branching", rule=duty.text)
+    raise Skip("no follow-up duty with records owing it")
 
 
 def _leave_out(gen: Generator, t: TableInfo, ok: list[dict[str, Any]], bad: list[dict[str, Any]], n_ok: int, n_bad: int,
