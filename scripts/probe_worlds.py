@@ -256,6 +256,15 @@ def probe_env(name: str, tally: Tally) -> None:
             bad = sum(1 for c in counts if c > v)
             tally.add("quota_parents", bad, len(counts), f"{name}: {table}.{col} max {max(counts or [0])} > {v}")
             continue
+        if rule["kind"] == "duty":
+            # a follow-up the policy owes: no open child under a parent its trigger has closed
+            states, shut = rule.get("states", []), rule.get("guards", [])
+            n, bad = conn.execute(
+                f"SELECT COUNT(*), SUM(p.status IN ({', '.join('?' * len(shut))})) FROM {q(table)} t JOIN "
+                f"{q(rule['parent'])} p ON p.id = t.{q(col)} WHERE t.status IN ({', '.join('?' * len(states))})",
+                (*shut, *states)).fetchone()
+            tally.add("rule_history", bad or 0, n, f"{name}: {rule['text']}")
+            continue
         if rule["kind"] == "bound":
             op = "<=" if rule["op"] == "max" else ">="
             n, ok = conn.execute(f"SELECT COUNT(*), SUM({q(col)} {op} ?) FROM {q(table)} WHERE {q(col)} IS NOT NULL",

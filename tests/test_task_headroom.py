@@ -471,3 +471,132 @@ def test_hidden_batch_leaves_out_what_only_a_weekday_shows(bundles):
             assert runner.run(t, sol[:writes[0]] + sol[writes[0] + 1:]).score < 1.0
     finally:
         runner.close()
+
+
+# ---------------------------------------------------------------------------- follow-up duties
+
+#: A theme whose policy owes a follow-up: cancelling a flight cancels its open unaccompanied-minor bookings.
+DUTY_ENV = "unaccompanied-minor-flight-service"
+
+
+@pytest.fixture(scope="module")
+def duty_bundle():
+    return load_bundle(DUTY_ENV)
+
+
+def _duty(b):
+    from agentworld_envs.engine.rules import Rule
+
+    duties = [Rule.from_json(r) for r in b.spec.get("rules", []) if r["kind"] == "duty"]
+    assert len(duties) == 1, b.spec.get("rules")
+    return duties[0]
+
+
+def _open_children(conn, duty, pid):
+    marks = ", ".join("?" * len(duty.states))
+    return {i for (i,) in conn.execute(f'SELECT id FROM "{duty.table}" WHERE "{duty.column}" = ? AND status IN ({marks})',
+                                       (pid, *duty.states))}
+
+
+def test_a_duty_is_stated_apart_and_no_tool_carries_it_out(duty_bundle):
+    """The policy states the follow-up under its own heading (the tools enforce the rules above it, not this
+    one); the trigger tool has no precondition for it and leaves the children as they were."""
+    b = duty_bundle
+    duty = _duty(b)
+    head, _, duties = b.spec["policy"].partition("Follow-up duties")
+    assert duty.text in duties and duty.text not in head and "no tool carries" in duties
+    assert "the follow-up duties below require" in head
+    trigger = next(t for t in b.spec["tools"] if t["name"] == duty.tool)
+    assert duty.text not in str(trigger["impl"].get("preconditions", "")) and duty.text not in trigger["description"]
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        pid = next(p for (p,) in runner.initial.execute(f'SELECT DISTINCT "{duty.column}" FROM "{duty.table}" WHERE '
+                                                        f'"{duty.column}" IS NOT NULL AND status IN ({", ".join("?" * len(duty.states))})', duty.states)
+                   if runner.initial.execute(f'SELECT status FROM "{duty.parent}" WHERE id = ?', (p,)).fetchone()[0]
+                   in trigger["impl"]["from"])
+        before = _open_children(runner.initial, duty, pid)
+        args = {trigger["impl"]["key"]["param"]: pid, **{p: "route withdrawn" for p in
+                                                         trigger["parameters"].get("required", []) if p.endswith("reason")}}
+        runner.run(None, [{"name": duty.tool, "arguments": args}])
+        assert before and _open_children(runner.conn, duty, pid) == before
+    finally:
+        runner.close()
+
+
+def test_seeded_history_keeps_the_duty_and_lint_catches_a_planted_break(duty_bundle):
+    from agentworld_envs.audit.lint import check_rules
+
+    b = duty_bundle
+    duty = _duty(b)
+    conn = b.connect()
+    try:
+        closed = conn.execute(f'SELECT COUNT(*) FROM "{duty.parent}" WHERE status IN '
+                              f'({", ".join("?" * len(duty.guards))})', duty.guards).fetchone()[0]
+        assert closed and list(check_rules(b.spec, conn)) == []
+        # plant an open child under a closed parent
+        conn.execute(f'UPDATE "{duty.table}" SET status = ?, "{duty.column}" = (SELECT id FROM "{duty.parent}" '
+                     f'WHERE status = ? LIMIT 1) WHERE id = (SELECT MIN(id) FROM "{duty.table}")',
+                     (duty.states[0], duty.guards[0]))
+        found = list(check_rules(b.spec, conn))
+        assert [v.rule for v in found] == ["rule_history"] and duty.text in found[0].detail
+    finally:
+        conn.close()
+
+
+def test_every_reference_that_closes_a_record_carries_out_its_duty(duty_bundle):
+    """Whatever the task (a duty sweep, a window, a compound walk), each trigger call in a reference is
+    followed by the listing of that record's children and the follow-up on exactly those still open; replayed,
+    no closed record keeps an open child. Leaving out any follow-up fails the task."""
+    b = duty_bundle
+    duty = _duty(b)
+    trigger = next(t for t in b.spec["tools"] if t["name"] == duty.tool)
+    follow = next(t for t in b.spec["tools"] if t["name"] == duty.follow)
+    key, fkey = trigger["impl"]["key"]["param"], follow["impl"]["key"]["param"]
+    runner = Runner(b.spec, b.golden, b.tools)
+    checked = 0
+    try:
+        for t in b.tasks:
+            sol = t["solution"]
+            for i, s in enumerate(sol):
+                if s["name"] != duty.tool:
+                    continue
+                pid = s["arguments"][key]
+                owed = _open_children(runner.initial, duty, pid)
+                listing, rest = sol[i + 1], sol[i + 2:]
+                assert listing["name"] != duty.follow and listing["arguments"].get(duty.column) == pid, t["id"]
+                got = [x["arguments"][fkey] for x in rest[:len(owed)] if x["name"] == duty.follow]
+                assert set(got) == owed, (t["id"], pid)
+                checked += 1
+                if owed:
+                    j = i + 2
+                    assert runner.run(t, sol[:j] + sol[j + 1:]).score < 1.0, t["id"]
+            assert runner.run(t, sol).score == 1.0, t["id"]
+    finally:
+        runner.close()
+    assert checked >= 3
+
+
+def test_duty_sweep_hinges_on_the_policy_not_the_request(duty_bundle):
+    """hard duty_sweep: a list of records to close, the request silent on their children. The reference closes
+    each and follows up on the open children of those that have any; doing only what the request says (the
+    greedy baseline) fails, and the request never names the children's table or statuses."""
+    b = duty_bundle
+    duty = _duty(b)
+    key = next(t for t in b.spec["tools"] if t["name"] == duty.tool)["impl"]["key"]["param"]
+    tasks = _shape_tasks(b, "hard_duty", "duty_sweep", attempts=6)
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in tasks:
+            sol = t["solution"]
+            assert _calls(t) >= MIN_CALLS and runner.run(t, sol).score == 1.0
+            assert play(runner, t)["greedy"]
+            literal = [s for s in sol if s["name"] != duty.follow]
+            assert runner.run(t, literal).score < 1.0
+            text = t["instruction"].lower()
+            assert duty.table.replace("_", " ") not in text and not any(f" {s} " in text for s in duty.states)
+            follows = sum(1 for s in sol if s["name"] == duty.follow)
+            closes = [s for s in sol if s["name"] == duty.tool]
+            quiet = [s for s in closes if not _open_children(runner.initial, duty, s["arguments"][key])]
+            assert follows >= 3 and len(closes) >= 3 and len(closes) > len(quiet)
+    finally:
+        runner.close()
