@@ -11,6 +11,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 
+#: The policy line that makes the details a request gives about a record binding (synthesised worlds state
+#: it): the record is found by its code, and a detail that disagrees with it means the request is not about it.
+VERIFY_RULE = ("Act on a record only when every detail the request gives about it matches what the record holds; "
+               "where one does not, change nothing for that record and say what the record holds instead.")
+
+
 @dataclass(frozen=True)
 class Rule:
     """One enforced rule: ``tool`` may act only on rows where ``column`` satisfies it.

@@ -19,6 +19,7 @@ from ..util import cachefile
 from ..engine import datagen, state
 from ..engine.spec import content_hash, validate_spec
 from .naming import title
+from ..engine.rules import VERIFY_RULE
 from .policies import Rule, about_text, plan_rules
 from .schema import build_entities, lifecycle_text, data_recipe, schema_signature, tables_of
 from .toolcheck import NOW, check_tool
@@ -57,6 +58,7 @@ def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = (), now: str
     duties = [f"- {text}" for text in dict.fromkeys(rule.text for rule in enforced if not rule.enforced)]
     rules += [
         "- Identify records by the codes, names or e-mails the user gives; look up internal ids with the tools, never guess them.",
+        f"- {VERIFY_RULE}",
         "- Make only the changes the request asks for" + (" and the follow-up duties below require" if duties else "")
         + "; leave every other record untouched.",
         "- When a request conflicts with these rules (for example, a status change that is not allowed), change nothing "

@@ -29,9 +29,9 @@ HARD_TARGET = 4
 #: make for the agent (a window worked out from today's date, a figure the agent computes, an order under a
 #: budget) go first and twice, the chains next; the batches whose refusals a tool's error would give away
 #: only fill what is left.
-HARD_HEAD_START = {"hard_duty": 2, "hard_window": 2, "hard_adjust": 2, "hard_budget": 2, "hard_best": 2, "hard_cross": 1,
+HARD_HEAD_START = {"hard_verify": 2, "hard_duty": 2, "hard_window": 2, "hard_adjust": 2, "hard_budget": 2, "hard_best": 2, "hard_cross": 1,
                    "hard_chain": 1}
-HARD_FAMILIES = ["hard_duty", "hard_window", "hard_adjust", "hard_budget", "hard_best", "hard_cross", "hard_chain",
+HARD_FAMILIES = ["hard_verify", "hard_duty", "hard_window", "hard_adjust", "hard_budget", "hard_best", "hard_cross", "hard_chain",
                  "hard_hidden", "hard_batch", "hard_rule_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
@@ -49,7 +49,7 @@ SHAPES = {"graph_read": "lookup", "graph_write": "write", "graph_any": "lookup_o
           "hard_cross": "cross_sweep", "hard_chain": "chain_sweep", "hard_hidden": "hidden_sweep",
           "hard_batch": "hidden_batch", "hard_rule_batch": "rule_batch", "hard_window": "window_sweep",
           "hard_adjust": "adjust_sweep", "hard_budget": "budget_fill",
-          "hard_best": "best_fit", "hard_duty": "duty_sweep"}
+          "hard_best": "best_fit", "hard_duty": "duty_sweep", "hard_verify": "verify_batch"}
 #: Compound requests: how two parts are joined (the second part's first letter is lowered where it reads on).
 JOIN_TWO = ["{} Also, {}", "{} And {}", "{} After that, {}", "{}\n{}", "{} Separately, {}"]
 
@@ -113,6 +113,8 @@ def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
         return [hard.budget_fill(gen, best=True)], "programmatic"
     if family == "hard_duty":
         return [hard.duty_sweep(gen)], "graph"
+    if family == "hard_verify":
+        return [hard.verify_batch(gen)], "graph"
     raise ValueError(family)
 
 

@@ -59,7 +59,7 @@ from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
 from typing import Any, Callable, Iterator
 
 from ..engine.language import field_value, flag_words, in_state, indefinite, number, participle, value_words, verb_phrase
-from ..engine.rules import Rule
+from ..engine.rules import VERIFY_RULE, Rule
 from ..synthesis.semantics import ordered_pairs
 from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value, total_of
 from .factors import tool_writes
@@ -68,7 +68,7 @@ from .model import TableInfo, words
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
 MIN_CALLS = 8
 SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch", "window_sweep", "adjust_sweep",
-          "budget_fill", "best_fit", "duty_sweep")
+          "budget_fill", "best_fit", "duty_sweep", "verify_batch")
 #: Rule kinds a record's own figure breaks (quotas count other records: not a batch's business).
 RECORD_RULES = ("threshold", "min_lead_time", "max_age")
 
@@ -464,6 +464,99 @@ def duty_sweep(gen: Generator) -> Part:
         text = text[0].upper() + text[1:]
         return Part(steps, text, writes=True, structure="branching", rule=duty.text)
     raise Skip("no follow-up duty with records owing it")
+
+
+def _detail_columns(t: TableInfo, rows: list[dict[str, Any]], st: str) -> list[str]:
+    """Fields a request may give beside a record's code to say which one it means: a date or a count every
+    row has, that is neither the record's key, label, status nor a reference."""
+    out = []
+    for col, spec in t.cols.items():
+        if col in SKIP_READ or col in t.fks or col in (t.label, st) or spec.get("primary_key") or spec.get("unique"):
+            continue
+        values = [r.get(col) for r in rows]
+        if any(v is None for v in values):
+            continue
+        if spec["type"] == "TEXT" and all(isinstance(v, str) and DATE.match(v) for v in values):
+            out.append(col)
+        elif spec["type"] == "INTEGER" and _COUNTED.search(col) and all(isinstance(v, int) and 1 <= v <= 500 for v in values):
+            out.append(col)
+    return out
+
+
+#: Counts a customer knows of their own record (a party of 4, 3 nights), unlike a stock level or a score.
+_COUNTED = re.compile(r"party_size|nights|guests|adults|children|pax|people|persons|attendees|headcount|quantity|"
+                      r"seats_booked|tickets|passengers|rooms|units|participants")
+
+
+def _misstated(gen: Generator, value: Any) -> Any:
+    """A detail close to the record's own but not it: a date a few days off, a count one or two off."""
+    if isinstance(value, str):
+        day = date.fromisoformat(value[:10]) + timedelta(days=gen.rng.choice([-3, -2, -1, 1, 1, 2, 3, 7]))
+        return day.isoformat()
+    return value + gen.rng.choice([-2, -1, 1, 1, 2]) if value > 2 else value + gen.rng.choice([1, 2])
+
+
+def verify_batch(gen: Generator) -> Part:
+    """A list of records to change, each named by its code and one detail of its own ("BK-12 (reserved for
+    2026-06-19)"), where the detail given for one or two of them is not what the record holds. The policy says
+    a detail that disagrees means the request is not about that record: each must be looked up and its detail
+    compared, the matching ones changed and the others left alone, saying what they hold. Every status allows
+    the change, so no tool refuses anything."""
+    if VERIFY_RULE not in gen.m.spec.get("policy", ""):
+        raise Skip("the policy does not make a request's details binding")
+    opts = [(t, tr) for t in gen.anchors() for tr in t.transitions if t.label in t.finders]
+    gen.rng.shuffle(opts)
+    for t, tr in opts[:6]:
+        st, allowed, to = tr["impl"]["column"], list(tr["impl"]["from"]), tr["impl"]["to"]
+        marks = ", ".join("?" * len(allowed))
+        ok = [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" IN ({marks}) AND "{t.label}" IS NOT NULL', tuple(allowed))
+              if gen.rules_allow(tr, r["id"])]
+        n, n_bad = gen.rng.choice([5, 6, 6, 7]), gen.rng.choice([1, 1, 2])
+        if len(ok) < n:
+            continue
+        rows = gen.rng.sample(ok, n)
+        cols = _detail_columns(t, rows, st)
+        if not cols:
+            continue
+        col = gen.rng.choice(cols)
+        bad = {r["id"]: _misstated(gen, r[col]) for r in gen.rng.sample(rows, n_bad)}
+        given = {r["id"]: bad.get(r["id"], r[col][:10] if isinstance(r[col], str) else r[col]) for r in rows}
+        steps: list[dict[str, Any]] = []
+        done, refused = [], []
+        last_args: dict[str, Any] = {}
+        for r in rows:                        # look each one up, compare its detail, act on the ones that match
+            find = gen.find(t, r)
+            gen.run(find["name"], **find["arguments"])
+            steps.append(find)
+            gen.visited.add((t.name, r["id"]))
+            if r["id"] in bad:
+                held = r[col][:10] if isinstance(r[col], str) else r[col]
+                refused.append((str(r[t.label]), held, given[r["id"]]))
+                continue
+            last_args = gen.transition_args(tr, r["id"])
+            gen.run(tr["name"], **last_args)
+            steps.append(call(tr["name"], **last_args))
+            done.append(str(r[t.label]))
+        _enough(steps)
+        gen.hidden += len(refused)
+        listing = "; ".join(f"{r[t.label]} ({gen.attribute_phrase(col, given[r['id']])})" for r in rows)
+        plural = t.plural
+        noun = date_noun(col) if isinstance(rows[0][col], str) else words(col)
+        text = gen.rng.choice([
+            f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}.{_reason(last_args)}",
+            f"I have {len(rows)} {plural} to {gen.verb(tr, t)}, each with its {noun} as I have it: "
+            f"{listing}.{_reason(last_args)}",
+            f"{_act(gen, tr, t, f'the {plural} below')[0].upper()}{_act(gen, tr, t, f'the {plural} below')[1:]}: "
+            f"{listing}.{_reason(last_args)}",
+        ])
+        why = "; ".join(f"{label}'s {noun} is {fmt_value(held)}, not {fmt_value(said)}" for label, held, said in refused)
+        refusal = (f"I did not {_act(gen, tr, t, ' or '.join(label for label, _, _ in refused))}: {why}, so the request "
+                   f"is not about {'them' if len(refused) > 1 else 'it'}. The other {len(done)} went through.")
+        check = {"reasons": [[held for _, held, _ in refused]], "candidates": [f"{t.name}.{col}"], "values": [],
+                 "exclude": [], "results": [to], "about": [label for label, _, _ in refused]}
+        return Part(steps, text, refusal=refusal, refusal_check=check, writes=True, structure="conditional",
+                    rule=VERIFY_RULE)
+    raise Skip("no records with a detail to give")
 
 
 def _leave_out(gen: Generator, t: TableInfo, ok: list[dict[str, Any]], bad: list[dict[str, Any]], n_ok: int, n_bad: int,
