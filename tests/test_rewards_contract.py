@@ -544,6 +544,14 @@ def test_partial_refusal_words_about_the_done_parts_and_between_refused_records(
                      "ORD-7582923 (its status is returned).").words()
     assert answers.match_refusal(two, [["processing", "returned"]], results=["delivered"],
                                  about=["ORD-5182038", "ORD-7582923"], partial=True).ok
+    # a code of digit groups (a meeting number) joins records the same way; a date after "or" is a second guess
+    digits = Submission("partial", "done, in_progress", "Could not cancel 615-0751-7654 (status done) or "
+                        "660-1463-8244 (status in_progress).").words()
+    assert answers.match_refusal(digits, [["done", "in_progress"]], results=["cancelled"],
+                                 about=["615-0751-7654", "660-1463-8244"], partial=True).ok
+    dated = Submission("partial", "2026-05-02", "INSP-597151 was not finished: its date is 2026-05-02 or "
+                       "2026-05-09.").words()
+    assert not answers.match_refusal(dated, [["2026-05-02"]], results=["done"], about=["INSP-597151"], partial=True).ok
     assert not answers.match_values("processing or returned", ["processing"]).ok
     assert not answers.match_values("2019-09-02 or 2016-07-19", ["2019-09-02"]).ok
 

@@ -600,3 +600,55 @@ def test_duty_sweep_hinges_on_the_policy_not_the_request(duty_bundle):
             assert follows >= 3 and len(closes) >= 3 and len(closes) > len(quiet)
     finally:
         runner.close()
+
+
+def test_verify_batch_acts_only_where_every_given_detail_matches(bundles):
+    """hard verify_batch: codes each given with one detail of the record (a date or a count); one or two details
+    are not what the record holds. The policy makes details binding, so the reference changes only the records
+    whose detail matches and says what the others hold; acting on a misstated one too fails, and so does a
+    refusal that does not say what the record holds."""
+    import re
+
+    from agentworld_envs.engine.rules import VERIFY_RULE
+    from agentworld_envs.tasks.model import EnvModel
+
+    b = bundles["wine-club-subscriptions"]
+    assert VERIFY_RULE in b.spec["policy"]
+    tasks = _shape_tasks(b, "hard_verify", "verify_batch", attempts=8)
+    model = EnvModel(b.spec)
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in tasks:
+            text, sol = t["instruction"], t["solution"]
+            check = next(c for c in t["checks"] if c.get("mode") == "refusal")
+            table, col = check["candidates"][0].split(".")
+            info = model.tables[table]
+            pairs = re.findall(r"([A-Z]+-\d+) \(([^)]*)\)", text)
+            assert len(pairs) >= 5, text
+            writes = [s for s in sol[:-1] if b.tools[s["name"]].writes]
+            key = next(x for x in b.spec["tools"] if x["name"] == writes[0]["name"])["impl"]["key"]["param"]
+            done = {s["arguments"][key] for s in writes}
+            mismatched = set()
+            for code, detail in pairs:
+                rid, held = runner.initial.execute(f'SELECT id, "{col}" FROM "{table}" WHERE "{info.label}" = ?',
+                                                   (code,)).fetchone()
+                held = held[:10] if isinstance(held, str) else str(held)
+                if not re.search(rf"(?<![\d-]){re.escape(held)}(?![\d-])", detail):
+                    mismatched.add(code)
+                    assert rid not in done, (code, detail, held)
+                else:
+                    assert rid in done, (code, detail, held)
+            assert mismatched == set(check["about"]) and 1 <= len(mismatched) <= 2
+            assert _calls(t) >= MIN_CALLS and play(runner, t)["greedy"]
+            assert runner.run(t, sol).score == 1.0
+            # acting on a misstated record as well fails
+            code = sorted(mismatched)[0]
+            rid = runner.initial.execute(f'SELECT id FROM "{table}" WHERE "{info.label}" = ?', (code,)).fetchone()[0]
+            more = sol[:-1] + [{"name": writes[0]["name"], "arguments": {**writes[0]["arguments"], key: rid}}, sol[-1]]
+            assert runner.run(t, more).score < 1.0
+            # a refusal that does not say what the record holds fails
+            vague = {**sol[-1]["arguments"], "answer": "", "message": f"I left {' and '.join(sorted(mismatched))} alone: "
+                                                                      "the details you gave do not match."}
+            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": vague}]).score < 1.0
+    finally:
+        runner.close()

@@ -164,8 +164,11 @@ _GAP_HEDGE = re.compile(r"^[\W_\s]*(?:(?:or|nor|either|maybe|possibly|perhaps|pr
 _AFTER_VALUE = r"^[\s\"'\])(\[]{0,3}(?:,\s*)?"
 _HEDGE_AFTER = r"\b(?:either|maybe|possibly|perhaps|probably|otherwise)\b|/(?=\s*\w)"
 _OR_AFTER = re.compile(_AFTER_VALUE + r"(?:\bor\b|" + _HEDGE_AFTER + ")")
-# In the message, "processing) or ORD-7582923 (returned": an "or" before another record's code joins records.
-_OR_AFTER_IN_MESSAGE = re.compile(_AFTER_VALUE + r"(?:\bor\b(?!\s+#?[^\W\d_]+[-_]?\d)|" + _HEDGE_AFTER + ")")
+# In the message, "processing) or ORD-7582923 (returned" and "(status done) or 660-1463-8244 (status …": an "or"
+# before another record's code (letters then digits, or digit groups joined by hyphens that are no date) joins
+# records.
+_OR_AFTER_IN_MESSAGE = re.compile(_AFTER_VALUE + r"(?:\bor\b(?!\s+#?(?:[^\W\d_]+[-_]?\d|(?!\d{4}-\d\d-\d\d\b)\d+(?:-\d+)+\b))|"
+                                  + _HEDGE_AFTER + ")")
 _OR_BEFORE = re.compile(r"(?:\b(?:or|either|maybe|possibly|perhaps|probably)|(?<=\w)\s*/)[\s\"'(\[]{0,3}$")
 _NEGATION = re.compile(
     r"\b(?:can ?not|can't|cant|could not|couldn't|couldnt|unable|not able|isn't able|am not able|"

@@ -21,16 +21,16 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "21"   # 21: follow-up duties (a closed record's open children are closed too, by the agent: no tool does it) carried out by every reference that closes such a record; hard duty_sweep shape; 20: the hard shapes the tools do not decide get two tries each first; weekend conditions (a weekday worked out per record) in windows, price-rise tiers and budget scopes; adjust_sweep raises 9 to 16 records, budget_fill fills from 8 to 14, best_fit searches 9 to 13 (at least four in, four out); 19: hard adjust_sweep (a two-tier price rise, rounded, capped; a total) budget_fill (earliest first within a budget) and best_fit (the one set that uses most of a budget) shapes; 18: "those checked in in-home estimates" reads "those in home estimates in status checked in"; 17: window_sweep spans (two dates of a record N days apart), sums never across currencies, a hard program does not stand in for the standard one; 16: hard window_sweep shape (date windows relative to today, a figure's bound, a total), tried first; 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
+GEN_VERSION = "21"   # 21: follow-up duties (a closed record's open children are closed too, by the agent: no tool does it) carried out by every reference that closes such a record; hard duty_sweep and verify_batch (a detail per record, one or two misstated) shapes, at most two hard tasks of a family per env (one verify_batch); 20: the hard shapes the tools do not decide get two tries each first; weekend conditions (a weekday worked out per record) in windows, price-rise tiers and budget scopes; adjust_sweep raises 9 to 16 records, budget_fill fills from 8 to 14, best_fit searches 9 to 13 (at least four in, four out); 19: hard adjust_sweep (a two-tier price rise, rounded, capped; a total) budget_fill (earliest first within a budget) and best_fit (the one set that uses most of a budget) shapes; 18: "those checked in in-home estimates" reads "those in home estimates in status checked in"; 17: window_sweep spans (two dates of a record N days apart), sums never across currencies, a hard program does not stand in for the standard one; 16: hard window_sweep shape (date windows relative to today, a figure's bound, a total), tried first; 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
 HARD_TARGET = 4
 #: Tries a hard shape gets before the round robin reaches it: the shapes whose decisions the tools do not
-#: make for the agent (a window worked out from today's date, a figure the agent computes, an order under a
-#: budget) go first and twice, the chains next; the batches whose refusals a tool's error would give away
-#: only fill what is left.
-HARD_HEAD_START = {"hard_verify": 2, "hard_duty": 2, "hard_window": 2, "hard_adjust": 2, "hard_budget": 2, "hard_best": 2, "hard_cross": 1,
-                   "hard_chain": 1}
+#: make for the agent (a follow-up duty only the policy states, a window worked out from today's date, a
+#: figure the agent computes, an order under a budget) go first and twice, a detail to check against each
+#: record and the chains next; the batches whose refusals a tool's error would give away fill what is left.
+HARD_HEAD_START = {"hard_duty": 2, "hard_window": 2, "hard_adjust": 2, "hard_budget": 2, "hard_best": 2,
+                   "hard_verify": 1, "hard_cross": 1, "hard_chain": 1}
 HARD_FAMILIES = ["hard_verify", "hard_duty", "hard_window", "hard_adjust", "hard_budget", "hard_best", "hard_cross", "hard_chain",
                  "hard_hidden", "hard_batch", "hard_rule_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
@@ -217,6 +217,10 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
 STRUCT = {"linear": 0.0, "branching": 1.0, "aggregation": 1.0, "conditional": 1.5}
 #: Tasks of one env that may share an instruction skeleton (see :func:`skeleton`).
 MAX_PER_SKELETON = 2
+#: Hard-tier tasks of one env that may share a family: the tier stays a mix of shapes (a check of the details
+#: a request gives fits almost every env, so it takes one place at most).
+MAX_PER_HARD_FAMILY = 2
+HARD_FAMILY_CAP = {"hard_verify": 1}
 
 
 def skeleton(task: dict[str, Any]) -> str:
@@ -280,7 +284,9 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
         sig = canonical_json([task["solution"], task["instruction"]])
         start = canonical_json([task["knobs"]["family"], task["solution"][0]])
         skel = skeleton(task)
-        if sig in seen or start in seen or skeletons[skel] >= MAX_PER_SKELETON:
+        same_family = sum(1 for k in kept if k["knobs"]["family"] == family)
+        if sig in seen or start in seen or skeletons[skel] >= MAX_PER_SKELETON \
+                or (family in HARD_FAMILIES and same_family >= HARD_FAMILY_CAP.get(family, MAX_PER_HARD_FAMILY)):
             rejected["duplicate"] += 1
             return
         try:
