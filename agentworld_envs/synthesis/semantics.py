@@ -173,7 +173,8 @@ _RANK_WORDS = (
     (2, ("end", "ends", "ended", "finished", "completed", "closed", "resolved", "period_end", "valid_until",
          "expires", "expiration", "expiry", "due", "return", "termination", "closes", "target_end",
          "estimated_delivery", "delivered", "resulted", "graded", "deadline", "respond_by",
-         "evidence_due_by", "decision_due", "current_period_end", "expected_close", "next_due")),
+         "evidence_due_by", "decision_due", "current_period_end", "expected_close", "next_due", "expected",
+         "expected_delivery", "expected_arrival")),
     (3, ("updated", "last",)),
 )
 #: Ranks whose values lie in the past by nature (a record cannot be updated or closed in the future).
@@ -296,11 +297,11 @@ def status_stamps(columns: list[str], workflow: dict[str, Any]) -> dict[str, set
 
 
 #: Statuses of a record whose work has not started (when every status before them has not either).
-PRESTART_STATES = frozenset({"queued", "pending", "waiting", "draft", "new", "requested", "backlog", "todo",
+PRESTART_STATES = frozenset({"queued", "pending", "waiting", "draft", "new", "requested", "opened", "backlog", "todo",
                              "not_started", "scheduled", "rescheduled", "label_created", "planned"})
 #: Statuses of a record at work that has not finished.
 UNFINISHED_STATES = frozenset({"running", "in_progress", "processing", "checked_in", "in_transit", "boarding",
-                               "out_for_delivery"})
+                               "out_for_delivery", "under_review", "in_review", "awaiting_info", "investigating"})
 _STARTED_WORDS = ("started", "began", "commenced", "checked_in", "picked_up", "dispatched", "executed", "acknowledged",
                   "sent")
 #: What a draft has not been yet.
