@@ -631,3 +631,18 @@ def test_a_list_of_handled_ids_runs_on_past_an_id_that_is_also_a_written_figure(
     smuggled = "Cancelled 4 cards (ids 209, 1, 7, 210)."
     assert not answers.match_values(Submission("done", "4", smuggled).words(), ["4"], slot, observed=done,
                                     numeric=True).ok
+
+
+def test_a_handled_records_id_in_brackets_after_its_name_is_a_reference():
+    """ "East (138, Sun 2026-05-10)": the id of a record the episode changed, in brackets after its name, is no
+    rival total; a number in brackets that is no handled record's id still competes."""
+    from agentworld_envs.engine.answers import Observed
+
+    seen = Observed([{"updated": {"id": i, "name": name, "status": "in_progress"}}
+                     for i, name in ((197, "Keystone"), (138, "East"), (179, "North"))])
+    assert seen.ids() == {197, 138, 179}
+    text = Submission("done", "147,156.82", "Started Keystone (id 197, due Sun 2026-04-12), East (138, Sun "
+                      "2026-05-10) and North (179, Sat 2026-07-18). Their total is 147,156.82.").words()
+    assert answers.match_values(text, ["147156.82"], observed=seen).ok
+    rival = Submission("done", "147,156.82", "Started Keystone (id 197) and East (140,000.00).").words()
+    assert not answers.match_values(rival, ["147156.82"], observed=seen).ok

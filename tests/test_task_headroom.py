@@ -652,3 +652,23 @@ def test_verify_batch_acts_only_where_every_given_detail_matches(bundles):
             assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": vague}]).score < 1.0
     finally:
         runner.close()
+
+
+def test_a_record_naming_its_parent_twice_is_no_child_list_of_it():
+    """An fx conversion names two wallets (from, to): "the conversions of the wallet" would mean either, so no
+    shape lists a parent's children through such a pair, and no duty is owed through it."""
+    from agentworld_envs.tasks.model import EnvModel
+
+    b = load_bundle("multi-currency-accounts")
+    model = EnvModel(b.spec)
+    twice = {(t.name, p) for t in model.tables.values() for p in set(t.fks.values()) if list(t.fks.values()).count(p) > 1}
+    assert twice
+    for child, parent in twice:
+        assert not [fk for c, fk in model.tables[parent].children if c == child], (child, parent)
+    duties = [r for r in b.spec.get("rules", []) if r["kind"] == "duty"]
+    assert not [r for r in duties if (r["table"], r["parent"]) in twice]
+    for t in b.tasks:   # no reference lists a parent's children through either key
+        for s in t["solution"]:
+            args = set(s["arguments"])
+            assert not any(fk in args for child, parent in twice for fk, p in model.tables[child].fks.items()
+                           if p == parent and s["name"] == model.tables[child].search), (t["id"], s)

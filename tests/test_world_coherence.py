@@ -598,3 +598,15 @@ def test_a_required_reference_with_no_record_of_its_parent_names_one_of_no_paren
     assert one("SELECT COUNT(*) FROM fixtures f WHERE NOT EXISTS (SELECT 1 FROM teams t WHERE t.league_id = f.league_id)") > 0
     assert one("SELECT COUNT(*) FROM fixtures f JOIN teams t ON t.id = f.away_id WHERE t.league_id != f.league_id") == 0
     assert one("SELECT COUNT(*) FROM fixtures WHERE away_id IS NULL") == 0
+
+
+def test_what_happened_comes_before_its_report():
+    """An incident is reported, and a claim decided, after it happened; an expected delivery follows the order."""
+    assert ("incident_date", "reported_at", False) in semantics.ordered_pairs(["incident_date", "reported_at"])
+    assert ("order_date", "expected_date", False) in semantics.ordered_pairs(["order_date", "expected_date"])
+    spec, _ = synthesize(env_registry.theme("cargo-damage-claims"))
+    conn = _conn(spec)
+    table = next(t["name"] for t in spec["tables"] if {"incident_date", "reported_at"} <= {c["name"] for c in t["columns"]})
+    rows = conn.execute(f'SELECT COUNT(*), SUM(substr(reported_at, 1, 10) < substr(incident_date, 1, 10)) FROM "{table}" '
+                        "WHERE reported_at IS NOT NULL AND incident_date IS NOT NULL").fetchone()
+    assert rows[0] > 20 and rows[1] == 0, rows

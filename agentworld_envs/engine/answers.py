@@ -1138,6 +1138,10 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         if handled_id and id_end and _ID_LIST.fullmatch(text.t[id_end:n.start]):
             id_end = n.end
             continue   # the rest of a list of ids: "scripts 19, 62 and 39"
+        if handled_id and re.search(r"[^\W\d_]\s*\(\s*$", text.t[max(0, n.start - 24):n.start]) \
+                and re.match(r"\s*[,;)]", text.t[n.end:]):
+            id_end = n.end
+            continue   # a handled record's id in brackets after its name: "East (138, Sun 2026-05-10)"
         if mentioned_number(n.number):
             continue
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):

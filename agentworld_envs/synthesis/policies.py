@@ -319,6 +319,8 @@ def _duty_rules(entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
             continue
         for fk, ptable in child.refs.items():
             parent = by_table.get(ptable)
+            if list(child.refs.values()).count(ptable) > 1:
+                continue   # "its conversions" is no list where a conversion names two wallets
             gen = child.gens.get(fk, {})
             if parent is None or parent is child or not parent.workflow or gen.get("gen") != "ref" \
                     or (child.table, fk) not in listable or "status" not in parent.gens:

@@ -161,8 +161,10 @@ def fk_matches_target(column: str, table: str) -> bool:
 
 # ------------------------------------------------------------------------------------------- dates
 
-#: A date column's place in a record's life: 0 created, 1 starts, 2 ends or is due, 3 last touched.
+#: A date column's place in a record's life: -1 what happened before it was recorded (an incident), 0 created,
+#: 1 starts, 2 ends or is due, 3 last touched.
 _RANK_WORDS = (
+    (-1, ("incident", "occurred", "happened", "accident")),
     (0, ("created", "registered", "added", "joined", "signup", "established", "opened", "hired", "onboarded",
          "enrolled", "submitted", "requested", "placed", "ordered", "order", "booked", "applied", "filed",
          "initiated", "received", "issued", "referred", "originated", "acquired", "purchased", "purchase",
@@ -204,7 +206,7 @@ def happens_before_change(column: str) -> bool:
     """Whether a record's status can only move after this date, once it has passed: it was made (created,
     requested, submitted) or something happened to it (triggered, collected). Not a due, start or end
     date: a review may be decided before it is due."""
-    return clock_role(column) is None and (date_rank(column) == 0 or any(w in column.split("_") for w in _HAPPENED_WORDS))
+    return clock_role(column) is None and (date_rank(column) in (-1, 0) or any(w in column.split("_") for w in _HAPPENED_WORDS))
 
 
 def is_past_column(column: str) -> bool:
@@ -218,12 +220,12 @@ def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
     """``(earlier, later, strict)`` for every date column that follows another in a record's life.
 
     Each later column is tied to the latest-ranked column before it (ties: the first listed), so
-    created <= starts < ends <= last touched.
+    happened <= created <= starts < ends <= last touched.
     """
     ranked = [(c, date_rank(c)) for c in date_columns]
     out = []
     for col, rank in ranked:
-        if rank is None or rank == 0:
+        if rank is None or rank < 0:
             continue
         before = [(c, r) for c, r in ranked if r is not None and r < rank and c != col]
         if rank == 3:
@@ -579,7 +581,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         # it, it was made a week before, so a start that has passed still follows its making.
         gen = gens[c]
         top = -7 if clocked and date_rank(c) == 0 else 0
-        if gen.get("gen") in _DATE_GENS and (date_rank(c) == 0 or is_past_column(c)) and gen.get("days", [0, 0])[1] > top:
+        if gen.get("gen") in _DATE_GENS and (date_rank(c) in (-1, 0) or is_past_column(c)) and gen.get("days", [0, 0])[1] > top:
             lo, hi = gen["days"]
             gens[c] = {**gen, "days": [min(lo, top - 1), top]}
     for earlier, later, strict in ordered_pairs(dates):

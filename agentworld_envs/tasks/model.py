@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -59,8 +60,10 @@ class EnvModel:
                     info.fks[c["name"]] = c["references"].split(".")[0]
             self.tables[t["name"]] = info
         for t in self.tables.values():
+            links = Counter(t.fks.values())
             for fk, parent in t.fks.items():
-                if parent in self.tables and parent != t.name:
+                # "the conversions of the wallet" means nothing where a conversion names two wallets (from, to)
+                if parent in self.tables and parent != t.name and links[parent] == 1:
                     self.tables[parent].children.append((t.name, fk))
         for tool in spec["tools"]:
             impl, name = tool["impl"], tool["name"]
