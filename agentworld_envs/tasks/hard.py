@@ -452,7 +452,7 @@ def duty_sweep(gen: Generator) -> Part:
             last_args = gen.transition_args(tr, r["id"])
             gen.run(name, **last_args)
             steps.append(call(name, **last_args))
-        _enough(steps + [s for k, v in gen.followed.items() for s in v])
+        _enough(steps + [s for owed_calls in gen.followed.values() for s in owed_calls])
         labels = [str(r[t.label]) for r in picked]
         listing = ", ".join(labels[:-1]) + " and " + labels[-1]
         plural, label_words = t.plural, words(t.label)
@@ -488,6 +488,11 @@ _COUNTED = re.compile(r"party_size|nights|guests|adults|children|pax|people|pers
                       r"seats_booked|tickets|passengers|rooms|units|participants")
 
 
+def _as_given(value: Any) -> Any:
+    """A detail as a request gives it: a timestamp by its date, a count as it is."""
+    return value[:10] if isinstance(value, str) else value
+
+
 def _misstated(gen: Generator, value: Any) -> Any:
     """A detail close to the record's own but not it: a date a few days off, a count one or two off."""
     if isinstance(value, str):
@@ -520,7 +525,7 @@ def verify_batch(gen: Generator) -> Part:
             continue
         col = gen.rng.choice(cols)
         bad = {r["id"]: _misstated(gen, r[col]) for r in gen.rng.sample(rows, n_bad)}
-        given = {r["id"]: bad.get(r["id"], r[col][:10] if isinstance(r[col], str) else r[col]) for r in rows}
+        given = {r["id"]: bad.get(r["id"], _as_given(r[col])) for r in rows}
         steps: list[dict[str, Any]] = []
         done, refused = [], []
         last_args: dict[str, Any] = {}
@@ -530,8 +535,7 @@ def verify_batch(gen: Generator) -> Part:
             steps.append(find)
             gen.visited.add((t.name, r["id"]))
             if r["id"] in bad:
-                held = r[col][:10] if isinstance(r[col], str) else r[col]
-                refused.append((str(r[t.label]), held, given[r["id"]]))
+                refused.append((str(r[t.label]), _as_given(r[col]), given[r["id"]]))
                 continue
             last_args = gen.transition_args(tr, r["id"])
             gen.run(tr["name"], **last_args)
@@ -542,12 +546,12 @@ def verify_batch(gen: Generator) -> Part:
         listing = "; ".join(f"{r[t.label]} ({gen.attribute_phrase(col, given[r['id']])})" for r in rows)
         plural = t.plural
         noun = date_noun(col) if isinstance(rows[0][col], str) else words(col)
+        below = _act(gen, tr, t, f"the {plural} below")
         text = gen.rng.choice([
             f"Please {_act(gen, tr, t, f'these {plural}')}: {listing}.{_reason(last_args)}",
             f"I have {len(rows)} {plural} to {gen.verb(tr, t)}, each with its {noun} as I have it: "
             f"{listing}.{_reason(last_args)}",
-            f"{_act(gen, tr, t, f'the {plural} below')[0].upper()}{_act(gen, tr, t, f'the {plural} below')[1:]}: "
-            f"{listing}.{_reason(last_args)}",
+            f"{below[0].upper()}{below[1:]}: {listing}.{_reason(last_args)}",
         ])
         why = "; ".join(f"{label}'s {noun} is {fmt_value(held)}, not {fmt_value(said)}" for label, held, said in refused)
         refusal = (f"I did not {_act(gen, tr, t, ' or '.join(label for label, _, _ in refused))}: {why}, so the request "
