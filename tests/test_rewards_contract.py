@@ -646,3 +646,17 @@ def test_a_handled_records_id_in_brackets_after_its_name_is_a_reference():
     assert answers.match_values(text, ["147156.82"], observed=seen).ok
     rival = Submission("done", "147,156.82", "Started Keystone (id 197) and East (140,000.00).").words()
     assert not answers.match_values(rival, ["147156.82"], observed=seen).ok
+
+
+
+def test_a_group_counted_before_its_ids_is_no_rival_figure():
+    """ "… and the other 8, rounded": the size of a group of the records the episode changed is a count, not a
+    second total; a figure after "the" larger than the records handled still competes."""
+    from agentworld_envs.engine.answers import Observed
+
+    seen = Observed([{"updated": {"id": i, "daily_budget": 100.0 + i}} for i in range(1, 17)])
+    words = Submission("done", "23718.34", "Raised all 16 budgets: the 8 with a weekend start date by more and the "
+                       "other 8, rounded to the cent. The new daily budgets add up to 23718.34.").words()
+    assert answers.match_values(words, ["23718.34"], observed=seen).ok
+    rival = Submission("done", "23718.34", "The new budgets add up to 23718.34; the other 23000, it seems.").words()
+    assert not answers.match_values(rival, ["23718.34"], observed=seen).ok

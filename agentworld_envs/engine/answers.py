@@ -1160,6 +1160,10 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         if n.integer and not n.currency and after and after.group(1) not in _UNITS and after.group(1) not in count_words \
                 and not _OR_BEFORE.search(text.t[text.sentence(n.start)[0]:n.start]):
             continue   # a count of things: "the 3 payments", "2 of them" (not "or 4 of them")
+        if n.integer and not n.currency and not after and observed is not None and 0 < n.number <= len(observed.ids()) \
+                and re.search(r"\b(?:the(?: other| remaining)?|all|both)\s+$", text.t[max(0, n.start - 20):n.start]) \
+                and not re.match(r"\s*(?:%|percent\b)", text.t[n.end:]):
+            continue   # a group of the records the episode handled, counted: "+2% for the other 8 (ids 3, 36, …)"
         if n.start >= message_from and (n.currency or after and after.group(1) in _MEASURES) and not answer_measured:
             continue   # "TSK-2 (8.0 h)" to the user beside a count: a measurement of something else, no guess
         shown = _fmt(n.number)

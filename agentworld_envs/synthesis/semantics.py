@@ -305,7 +305,7 @@ PRESTART_STATES = frozenset({"queued", "pending", "waiting", "draft", "new", "re
 UNFINISHED_STATES = frozenset({"running", "in_progress", "processing", "checked_in", "in_transit", "boarding",
                                "out_for_delivery", "under_review", "in_review", "awaiting_info", "investigating"})
 _STARTED_WORDS = ("started", "began", "commenced", "checked_in", "picked_up", "dispatched", "executed", "acknowledged",
-                  "sent")
+                  "sent", "login")
 #: What a draft has not been yet.
 _DRAFT_WORDS = ("submitted", "issued", "sent", "signed", "filed")
 _FINISHED_WORDS = ("finished", "completed", "ended", "resolved", "closed", "delivered", "paid", "approved", "rejected",
