@@ -108,6 +108,22 @@ def _confirm(gen: Generator, c: TableInfo, fk: str, pid: int, st: str, to: str) 
     return None
 
 
+def _look_up(gen: Generator, t: TableInfo, row: dict[str, Any], steps: list[dict[str, Any]]) -> None:
+    """Find one record a batch names by its code (the call goes into ``steps``)."""
+    find = gen.find(t, row)
+    gen.run(find["name"], **find["arguments"])
+    steps.append(find)
+    gen.visited.add((t.name, row["id"]))
+
+
+def _allowed_rows(gen: Generator, t: TableInfo, tr: dict[str, Any]) -> list[dict[str, Any]]:
+    """The labelled records of ``t`` whose status and business rules let ``tr`` act on them."""
+    st, allowed = tr["impl"]["column"], list(tr["impl"]["from"])
+    marks = ", ".join("?" * len(allowed))
+    return [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" IN ({marks}) AND "{t.label}" IS NOT NULL', tuple(allowed))
+            if gen.rules_allow(tr, r["id"])]
+
+
 def _enough(steps: list[dict[str, Any]]) -> None:
     if len(steps) < MIN_CALLS:
         raise Skip("reference too short for the hard tier")
@@ -356,8 +372,7 @@ def hidden_batch(gen: Generator) -> Part:
     for t, tr in opts[:6]:
         st, allowed, to = tr["impl"]["column"], list(tr["impl"]["from"]), tr["impl"]["to"]
         marks = ", ".join("?" * len(allowed))
-        ok = [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" IN ({marks}) AND "{t.label}" IS NOT NULL', tuple(allowed))
-              if gen.rules_allow(tr, r["id"])]
+        ok = _allowed_rows(gen, t, tr)
         # refused for their status alone: a record a business rule blocks too would have two reasons to give
         bad = [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" NOT IN ({marks}) AND "{st}" != ? AND "{t.label}" IS NOT NULL',
                                      (*allowed, to)) if gen.rules_allow(tr, r["id"])]
@@ -376,10 +391,7 @@ def hidden_batch(gen: Generator) -> Part:
         done, refused = [], []
         last_args: dict[str, Any] = {}
         for r in rows:                        # the program: look each one up, act, leave out or refuse
-            find = gen.find(t, r)
-            gen.run(find["name"], **find["arguments"])
-            steps.append(find)
-            gen.visited.add((t.name, r["id"]))
+            _look_up(gen, t, r, steps)
             if r["id"] in out:
                 continue
             if r[st] in allowed:
@@ -423,14 +435,11 @@ def duty_sweep(gen: Generator) -> Part:
         tr, t, c = gen.m.tools[name], gen.m.tables[duty.parent], gen.m.tables[duty.table]
         if not t.label or t.label not in t.finders:
             continue
-        st, allowed = tr["impl"]["column"], list(tr["impl"]["from"])
         marks = ", ".join("?" * len(duty.states))
         kids = {pid: (n_open, n) for pid, n_open, n in gen.conn.execute(
             f'SELECT "{duty.column}", SUM("status" IN ({marks})), COUNT(*) FROM "{c.name}" WHERE "{duty.column}" IS NOT NULL '
             f'GROUP BY 1', tuple(duty.states))}
-        amarks = ", ".join("?" * len(allowed))
-        rows = [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" IN ({amarks}) AND "{t.label}" IS NOT NULL', tuple(allowed))
-                if gen.rules_allow(tr, r["id"])]
+        rows = _allowed_rows(gen, t, tr)
         owing = [r for r in rows if 1 <= kids.get(r["id"], (0, 0))[0] <= 5]
         # a record whose children are all past the duty: listing them shows there is nothing more to do
         quiet = [r for r in rows if kids.get(r["id"], (0, 0))[0] == 0 and kids.get(r["id"], (0, 0))[1] >= 1]
@@ -445,10 +454,7 @@ def duty_sweep(gen: Generator) -> Part:
         steps: list[dict[str, Any]] = []
         last_args: dict[str, Any] = {}
         for r in picked:                      # look each one up, close it; the duty follows each close
-            find = gen.find(t, r)
-            gen.run(find["name"], **find["arguments"])
-            steps.append(find)
-            gen.visited.add((t.name, r["id"]))
+            _look_up(gen, t, r, steps)
             last_args = gen.transition_args(tr, r["id"])
             gen.run(name, **last_args)
             steps.append(call(name, **last_args))
@@ -512,10 +518,8 @@ def verify_batch(gen: Generator) -> Part:
     opts = [(t, tr) for t in gen.anchors() for tr in t.transitions if t.label in t.finders]
     gen.rng.shuffle(opts)
     for t, tr in opts[:6]:
-        st, allowed, to = tr["impl"]["column"], list(tr["impl"]["from"]), tr["impl"]["to"]
-        marks = ", ".join("?" * len(allowed))
-        ok = [r for r in gen.m.rows(gen.conn, t.name, f'"{st}" IN ({marks}) AND "{t.label}" IS NOT NULL', tuple(allowed))
-              if gen.rules_allow(tr, r["id"])]
+        st, to = tr["impl"]["column"], tr["impl"]["to"]
+        ok = _allowed_rows(gen, t, tr)
         n, n_bad = gen.rng.choice([5, 6, 6, 7]), gen.rng.choice([1, 1, 2])
         if len(ok) < n:
             continue
@@ -530,10 +534,7 @@ def verify_batch(gen: Generator) -> Part:
         done, refused = [], []
         last_args: dict[str, Any] = {}
         for r in rows:                        # look each one up, compare its detail, act on the ones that match
-            find = gen.find(t, r)
-            gen.run(find["name"], **find["arguments"])
-            steps.append(find)
-            gen.visited.add((t.name, r["id"]))
+            _look_up(gen, t, r, steps)
             if r["id"] in bad:
                 refused.append((str(r[t.label]), _as_given(r[col]), given[r["id"]]))
                 continue
@@ -634,10 +635,7 @@ def rule_batch(gen: Generator) -> Part:
         steps: list[dict[str, Any]] = []
         last_args: dict[str, Any] = {}
         for r in rows:                        # the program: look each one up, leave out, or act unless its figure breaks the rule
-            find = gen.find(t, r)
-            gen.run(find["name"], **find["arguments"])
-            steps.append(find)
-            gen.visited.add((t.name, r["id"]))
+            _look_up(gen, t, r, steps)
             if r["id"] in out:
                 continue
             if r is not blocked:
