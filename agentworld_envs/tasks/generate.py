@@ -24,6 +24,7 @@ from typing import Any, Callable, Iterable
 from ..engine.language import (average_of, field_question, field_value, flag_words, in_state, indefinite, set_flag_phrase,
                         value_words, verb_phrase)
 from ..engine.actions import format_call
+from ..engine.rules import Rule
 from ..engine.tools import ToolError
 from .model import EnvModel, TableInfo, words
 from .runner import Runner
@@ -90,11 +91,9 @@ class Generator:
         self._reason: str | None = None
         #: The follow-up duties each trigger tool brings (see :meth:`owed`), and the calls each trigger call
         #: of this candidate was followed by (keyed by the call's text): the reference carries them out.
-        self.duties: dict[str, list[Any]] = {}
+        self.duties: dict[str, list[Rule]] = {}
         for raw in model.spec.get("rules", ()):
             if raw.get("kind") == "duty" and raw.get("follow") in model.tools:
-                from ..engine.rules import Rule
-
                 self.duties.setdefault(raw["tool"], []).append(Rule.from_json(raw))
         self.followed: dict[str, list[dict[str, Any]]] = {}
 
@@ -142,8 +141,6 @@ class Generator:
 
     def rules_allow(self, tool: dict[str, Any], rid: int) -> bool:
         """Whether the theme's enforced rules (thresholds, time windows) let ``tool`` act on row ``rid``."""
-        from ..engine.rules import Rule
-
         conds = [Rule.from_json(r).sql(self.m.spec["now"]) for r in self.m.spec.get("rules", [])
                  if r.get("tool") == tool["name"] and r.get("kind") not in ("quota", "duty")]
         if not conds:
