@@ -69,7 +69,7 @@ class Rule:
 
     def active_count(self, parent: str) -> str:
         """SQL counting the rows in ``states`` under ``parent`` (a bound name or a column reference)."""
-        states = ", ".join("'" + s.replace("'", "''") + "'" for s in self.states)
+        states = _listed(self.states)
         return (f'(SELECT COUNT(*) FROM "{self.table}" AS quota_rows WHERE quota_rows."{self.column}" = {parent} '
                 f'AND quota_rows."status" IN ({states}))')
 
@@ -94,7 +94,7 @@ class Rule:
                     f'(SELECT id FROM "{self.parent}" WHERE "status" IN ({_listed(self.guards)}))')
         if self.kind == "quota" or not self.guards:
             return None
-        states = ", ".join("'" + s.replace("'", "''") + "'" for s in self.guards)
+        states = _listed(self.guards)
         if self.kind == "threshold":
             bad = f"{c} IS NOT NULL AND NOT ({self.sql(now)})"
         elif self.kind == "min_lead_time":
@@ -107,7 +107,7 @@ class Rule:
 
     def over_quota(self) -> str:
         """SQL listing ``(parent, open children)`` for parents holding more than the quota allows."""
-        states = ", ".join("'" + s.replace("'", "''") + "'" for s in self.states)
+        states = _listed(self.states)
         return (f'SELECT "{self.column}", COUNT(*) FROM "{self.table}" WHERE "{self.column}" IS NOT NULL AND '
                 f'"status" IN ({states}) GROUP BY "{self.column}" HAVING COUNT(*) > {int(self.value)}')
 
@@ -147,4 +147,5 @@ class Rule:
 
 
 def _listed(values: tuple[str, ...]) -> str:
+    """Statuses as an SQL list of quoted strings."""
     return ", ".join("'" + v.replace("'", "''") + "'" for v in values)
