@@ -34,6 +34,10 @@ Counts (each as "bad of checked"):
 * ``transition_stamp`` a status-change tool that clears or overwrites the stamp of another status than the one
                       it moves to (acknowledge clearing triggered_at)
 * ``email_name``      an e-mail whose local part shares no word with the name on the same row
+* ``outcome_state``   finished rows (decided, done, closed, ...) whose outcome, verdict or recommendation says
+                      nothing is decided yet; rows still scheduled, or cancelled before they took place, that
+                      already carry a score, rating, recommendation or outcome
+* ``part_whole``      payments (refunds, instalments, payouts) of one record that add up to more than its total
 """
 
 from __future__ import annotations
@@ -71,7 +75,9 @@ PAST_ONLY = re.compile(r"(^|_)(created|updated|status_changed|registered|joined|
 USED_CAP = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("times_redeemed", "max_redemptions"),
             ("quantity_reserved", "quantity_on_hand"), ("seats_available", "seats_total"),
             ("spend_to_date", "budget"), ("salary_min", "salary_max"), ("amount_paid", "amount_due"),
-            ("attendee_count", "capacity"), ("used", "quota"), ("used", "limit"))
+            ("attendee_count", "capacity"), ("used", "quota"), ("used", "limit"), ("clicks", "opens"),
+            ("opens", "recipients"), ("clicks", "impressions"), ("conversions", "clicks"), ("conversions", "visitors"),
+            ("threshold", "observed_value"))
 TOTAL_PARTS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")), ("line_total", None))
 
 
@@ -288,6 +294,8 @@ def probe_env(name: str, tally: Tally) -> None:
                                  f"NOT NULL", (v, to)).fetchone()
         tally.add("rule_history", n - (ok or 0), n, f"{name}: {rule['text']} ({n - (ok or 0)} of {n} {to})")
     probe_lifecycle(name, spec, conn, tally)
+    probe_outcomes(name, spec, conn, tally)
+    probe_parts(name, spec, conn, tally)
     # numbers in the policy prose (a hand-built domain's Python tools enforce figures no rule record states)
     if "generator" in spec.get("data", {}):
         conn.close()
@@ -347,6 +355,68 @@ def _words(text: str) -> set[str]:
 
     folded = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode().lower()
     return {w for w in re.split(r"[^a-z]+", folded) if len(w) >= 2}
+
+
+FINISHED = {"done", "completed", "decided", "closed", "resolved", "finished", "settled", "graded", "appealed"}
+NOT_HAPPENED = {"scheduled", "rescheduled", "upcoming", "booked", "planned", "cancelled", "canceled", "withdrawn"}
+NOT_DECIDED = ("undecided", "pending", "tbd", "undetermined", "unknown", "unresolved", "not_decided", "none")
+VERDICT_COL = re.compile(r"^(outcome|result|verdict|decision|recommendation|disposition)$")
+SCORE_COL = re.compile(r"^(outcome|result|verdict|recommendation|score|home_score|away_score|mood_score|csat_score|"
+                       r"satisfaction_rating|feedback_rating|final_score|final_grade|winner_id|exit_code)$")
+PAYING = re.compile(r"(^|_)(payments?|refunds?|installments?|instalments?|payouts?|remittances?|disbursements?|"
+                    r"reimbursements?)$")
+PAID_PART = ("amount", "payment_amount", "amount_paid", "paid_amount", "refund_amount", "amount_refunded")
+WHOLE = ("total_amount", "amount_due", "grand_total", "total", "amount", "order_total", "invoice_total")
+
+
+def probe_outcomes(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """An outcome agrees with the status: decided once finished, absent before the thing took place."""
+    undecided = ", ".join(f"'{w}'" for w in NOT_DECIDED)
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = columns(conn, table)
+        if "status" not in cols:
+            continue
+        states = {s for (s,) in conn.execute(f"SELECT DISTINCT status FROM {q(table)}")}
+        done = sorted(FINISHED & states)
+        for col in [c for c in cols if VERDICT_COL.match(c)]:
+            if done:
+                marks = ", ".join("?" * len(done))
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM(lower({q(col)}) IN ({undecided})) FROM {q(table)} "
+                                      f"WHERE status IN ({marks})", tuple(done)).fetchone()
+                tally.add("outcome_state", bad or 0, n, f"{name}: {table}.{col} undecided while {done}")
+        ahead = sorted(NOT_HAPPENED & states)
+        for col in [c for c in cols if SCORE_COL.match(c)]:
+            if ahead:
+                marks = ", ".join("?" * len(ahead))
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM({q(col)} IS NOT NULL AND lower({q(col)}) NOT IN "
+                                      f"({undecided})) FROM {q(table)} WHERE status IN ({marks})",
+                                      tuple(ahead)).fetchone()
+                ex = conn.execute(f"SELECT id, status, {q(col)} FROM {q(table)} WHERE status IN ({marks}) AND "
+                                  f"{q(col)} IS NOT NULL AND lower({q(col)}) NOT IN ({undecided}) LIMIT 1",
+                                  tuple(ahead)).fetchone()
+                tally.add("outcome_state", bad or 0, n, f"{name}: {table}.{col} {ex}")
+
+
+def probe_parts(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """What pays a record (its payments, its refunds) adds up to no more than the record's total."""
+    for t in spec["tables"]:
+        table = t["name"]
+        if not PAYING.search(table):
+            continue
+        cols = columns(conn, table)
+        part = next((c for c in PAID_PART if c in cols), None)
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not part or not parent or parent == table:
+                continue
+            whole = next((w for w in WHOLE if w in columns(conn, parent)), None)
+            if whole is None:
+                continue
+            n, bad = conn.execute(f"SELECT COUNT(*), SUM(paid > whole + 0.005) FROM (SELECT p.{q(whole)} AS whole, "
+                                  f"SUM(c.{q(part)}) AS paid FROM {q(table)} c JOIN {q(parent)} p ON p.id = "
+                                  f"c.{q(c['name'])} WHERE p.{q(whole)} IS NOT NULL GROUP BY p.id)").fetchone()
+            tally.add("part_whole", bad or 0, n, f"{name}: {table}.{part} over {parent}.{whole}")
 
 
 def probe_lifecycle(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:

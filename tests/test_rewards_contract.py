@@ -604,6 +604,19 @@ def test_a_done_heading_over_the_parts_done_claims_nothing_of_the_refused_one():
         assert answers.claims(bad, **refused) is not None, bad
 
 
+def test_a_result_heading_over_the_parts_done_claims_nothing_of_the_refused_one():
+    """ "Withdrawn: A, B. Not withdrawn: C is approved." (blind round 22) heads a list of the parts done with the
+    action's own result; over the refused record, over "all of them", or alone it still claims the refused part."""
+    refused = dict(results=["withdrawn"], about=["ROLE-99163935"], partial=True, reasons=["approved"])
+    ok = ("Withdrawn: ROLE-41103978, ROLE-97227481. Not withdrawn: ROLE-99163935 is approved, so it was left "
+          "unchanged.")
+    assert answers.claims(ok, **refused) is None
+    for bad in ("Withdrawn: ROLE-41103978 and ROLE-99163935. ROLE-99163935 is approved.",
+                "Withdrawn: all of them, ROLE-41103978 first. ROLE-99163935 is approved.",
+                "Withdrawn. ROLE-99163935 is approved.", "Withdrawn: ROLE-99163935 (approved)."):
+        assert answers.claims(bad, **refused) is not None, bad
+
+
 def test_a_refusal_may_name_the_refused_record_by_its_title_beside_its_code():
     """A lookup that found one record (a search page of one) is a lookup of that record: its title beside its
     code names it, no rival value; a title the episode only saw in a page of many still counts as a guess."""

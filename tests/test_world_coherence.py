@@ -422,7 +422,7 @@ def test_stamps_of_a_status_left_forward_stay():
     assert semantics.status_stamps(["triggered_at"], incident)["triggered_at"] == set(incident["states"])
     pipeline = env_registry.workflows()["pipeline"]
     assert semantics.unreached_columns(["started_at", "exit_code"], pipeline) == {
-        "started_at": {"queued"}, "exit_code": {"queued", "running"}}
+        "started_at": {"queued"}, "exit_code": {"queued", "running", "cancelled"}}   # a cancelled run has no exit code
     assert semantics.prestart_states(env_registry.workflows()["ticket_triage"]) == {"new"}
 
 
@@ -610,3 +610,84 @@ def test_what_happened_comes_before_its_report():
     rows = conn.execute(f'SELECT COUNT(*), SUM(substr(reported_at, 1, 10) < substr(incident_date, 1, 10)) FROM "{table}" '
                         "WHERE reported_at IS NOT NULL AND incident_date IS NOT NULL").fetchone()
     assert rows[0] > 20 and rows[1] == 0, rows
+
+
+# -------------------------------------------- outcomes, payments of a whole, alerts (issue 23, blind round 22)
+
+
+def test_an_outcome_is_decided_once_finished_and_absent_before_or_when_called_off():
+    """A scheduled or cancelled hearing has no outcome; a decided dispute is not "undecided"."""
+    hearing = env_registry.workflows()["scheduling"]
+    assert semantics.unreached_columns(["outcome", "score"], hearing) == {
+        "outcome": {"scheduled", "rescheduled", "in_progress", "cancelled"},
+        "score": {"scheduled", "rescheduled", "in_progress", "cancelled"}}
+    undecided, decided = semantics.undecided_split({"gen": "choice", "values": ["undecided", "won", "lost"],
+                                                    "weights": [5, 3, 2]})
+    assert undecided == "undecided" and decided == {"gen": "choice", "values": ["won", "lost"], "weights": [3, 2]}
+    assert semantics.undecided_split({"gen": "choice", "values": ["won", "lost"]}) == (None, None)
+    from agentworld_envs.audit.lint import check_lifecycle
+
+    for slug in ("chargeback-dispute-management", "small-claims-court-e-filing"):
+        spec, _ = synthesize(env_registry.theme(slug))
+        conn = _conn(spec)
+        assert [v for v in check_lifecycle(spec, conn) if v.rule in ("undecided_outcome", "prestart_stamp")] == []
+        rows = []
+        for t in spec["tables"]:
+            names = {c["name"] for c in t["columns"]}
+            if {"outcome", "status"} <= names:
+                rows += conn.execute(f'SELECT status, outcome FROM "{t["name"]}"').fetchall()
+        finished = [o for s, o in rows if s in ("decided", "closed", "appealed", "done")]
+        assert finished and all(o not in semantics.UNDECIDED_VALUES for o in finished), slug
+        assert all(o in (None, "undecided", "pending") for s, o in rows if s in ("scheduled", "cancelled", "opened",
+                                                                                 "under_review")), slug
+
+
+def test_lint_undecided_outcome_part_over_whole_and_a_floor():
+    from agentworld_envs.audit.lint import check_arithmetic, check_lifecycle
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript(
+        "CREATE TABLE disputes (id, status, outcome); CREATE TABLE invoices (id, total_amount);"
+        "CREATE TABLE payments (id, invoice_id, amount); CREATE TABLE alerts (id, threshold, observed_value);"
+        "INSERT INTO disputes VALUES (1, 'opened', 'undecided'), (2, 'decided', 'won');"
+        "INSERT INTO invoices VALUES (1, 100.0); INSERT INTO payments VALUES (1, 1, 60.0), (2, 1, 40.0);"
+        "INSERT INTO alerts VALUES (1, 80.0, 91.5);")
+    spec = {"tables": [{"name": "disputes", "columns": [{"name": "id"}, {"name": "status", "enum": [
+        "opened", "under_review", "decided", "closed"]}, {"name": "outcome"}]},
+                       {"name": "invoices", "columns": [{"name": "id"}, {"name": "total_amount"}]},
+                       {"name": "payments", "columns": [{"name": "id"}, {"name": "invoice_id",
+                                                                          "references": "invoices.id"}]},
+                       {"name": "alerts", "columns": [{"name": "id"}]}],
+            "tools": [{"name": "review_dispute", "impl": {"kind": "transition", "table": "disputes", "column": "status",
+                                                         "from": ["opened"], "to": "under_review", "set": {}}},
+                      {"name": "decide_dispute", "impl": {"kind": "transition", "table": "disputes", "column": "status",
+                                                         "from": ["under_review"], "to": "decided", "set": {}}},
+                      {"name": "close_dispute", "impl": {"kind": "transition", "table": "disputes", "column": "status",
+                                                        "from": ["decided"], "to": "closed", "set": {}}}]}
+    assert list(check_lifecycle(spec, conn)) == [] and list(check_arithmetic(spec, conn, {})) == []
+    conn.executescript("INSERT INTO disputes VALUES (3, 'decided', 'undecided'), (4, 'under_review', 'lost');"
+                       "INSERT INTO payments VALUES (3, 1, 0.01); INSERT INTO alerts VALUES (2, 78.99, 54.06);")
+    assert {(v.rule, v.where) for v in check_lifecycle(spec, conn)} == {
+        ("undecided_outcome", "disputes.outcome"), ("prestart_stamp", "disputes.outcome")}
+    assert {(v.rule, v.where) for v in check_arithmetic(spec, conn, {})} == {
+        ("part_over_whole", "payments.amount"), ("over_cap", "alerts.observed_value")}
+
+
+def test_payments_never_add_up_to_more_than_what_they_pay():
+    """The payments of an invoice (the generator's ``part_of``) are scaled down together where they would
+    pay more than it; each keeps at least a cent, and parts within their whole are left as drawn."""
+    import random as _random
+
+    existing = {"invoices.id": [1, 2, 3], "invoices.total_amount": [100.0, 0.05, 2500.0]}
+    gens = {"amount": {"gen": "part_of", "via": "invoice_id", "table": "invoices", "field": "total_amount",
+                       "inner": {"gen": "money", "min": 5, "max": 900}}}
+    rows = [{"invoice_id": i % 3 + 1, "amount": float(50 + 37 * i % 800)} for i in range(12)] + \
+           [{"invoice_id": 9, "amount": 700.0}, {"invoice_id": None, "amount": 5.0}]
+    drawn = [dict(r) for r in rows]
+    datagen.fit_parts(gens, drawn, existing, _random.Random(4))
+    for inv, whole in ((1, 100.0), (2, 0.05), (3, 2500.0)):
+        parts = [r["amount"] for r in drawn if r["invoice_id"] == inv]
+        assert sum(parts) <= whole + 1e-9 and all(p >= 0.01 for p in parts), (inv, parts)
+    assert drawn[-2:] == rows[-2:]                      # no whole to fit: left as drawn
+    spec, _ = synthesize(env_registry.theme("small-business-invoicing"))
+    assert any(g.get("gen") == "part_of" for t in spec["data"]["tables"].values() for g in t["columns"].values())

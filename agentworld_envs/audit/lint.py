@@ -66,7 +66,7 @@ from ..synthesis import semantics
 RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
-         "transition_stamp", "email_name")
+         "transition_stamp", "email_name", "undecided_outcome", "part_over_whole")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -427,6 +427,11 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(used)} > {q(cap)}").fetchone()[0]
                 if n:
                     yield Violation("over_cap", f"{table}.{used}", f"{n} rows with {used} above {cap}")
+        for value, floor in semantics.FLOORS:
+            if value in cols and floor in cols:
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(value)} < {q(floor)}").fetchone()[0]
+                if n:
+                    yield Violation("over_cap", f"{table}.{value}", f"{n} rows with {value} below {floor}")
         for paid, due in semantics.PAID:
             if paid not in cols or due not in cols:
                 continue
@@ -445,6 +450,19 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 if n:
                     yield Violation("over_cap", f"{table}.{paid}", f"{n} rows {what}")
             break
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            pair = semantics.part_of_whole(table, cols, _columns(conn, parent)) if parent and parent != table else None
+            if pair:
+                # the payments of an invoice (the refunds of a payment) come to no more than its whole
+                part, whole = pair
+                n = conn.execute(f"SELECT COUNT(*) FROM (SELECT p.{q(whole)} AS whole, SUM(c.{q(part)}) AS paid "
+                                 f"FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                                 f"GROUP BY p.id) WHERE paid > whole + 0.005").fetchone()[0]
+                if n:
+                    yield Violation("part_over_whole", f"{table}.{part}",
+                                    f"{n} {parent} whose {table} add up to more than their {whole}")
+                break
         if {"tax_amount", "subtotal"} <= cols:
             # one rate for the whole world, and never more tax than the goods cost
             lo, hi, n = conn.execute(f"SELECT MIN(tax_amount / subtotal), MAX(tax_amount / subtotal), COUNT(*) FROM "
@@ -546,12 +564,24 @@ def check_lifecycle(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[
             continue
         cols = _columns(conn, table)
         required = {c["name"] for c in t["columns"] if c.get("nullable") is False or c.get("primary_key")}
+        undecided = tuple(sorted(semantics.UNDECIDED_VALUES))
+        not_yet = ", ".join("?" * len(undecided))
         for col, states in semantics.unreached_columns(cols, wf).items():
+            marks = ", ".join("?" * len(states))
+            outcome = semantics.is_outcome_column(col)
+            if outcome:
+                # a finished record's outcome is decided: no dispute "decided" with outcome "undecided"
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(wf['column'])} NOT IN ({marks}) "
+                                 f"AND lower({q(col)}) IN ({not_yet})", (*sorted(states), *undecided)).fetchone()[0]
+                if n:
+                    yield Violation("undecided_outcome", f"{table}.{col}",
+                                    f"{n} rows past {'/'.join(sorted(states))} whose {col} is not decided")
             if col in required:
                 continue   # the schema demands a value in every row: the generator cannot leave it empty either
-            marks = ", ".join("?" * len(states))
-            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(wf['column'])} IN ({marks}) AND {q(col)} IS NOT NULL",
-                             tuple(sorted(states))).fetchone()[0]
+            # an unfinished record holds no outcome, or one that says it is not decided yet
+            open_word = f" AND lower({q(col)}) NOT IN ({not_yet})" if outcome else ""
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(wf['column'])} IN ({marks}) AND {q(col)} IS NOT NULL"
+                             f"{open_word}", (*sorted(states), *(undecided if outcome else ()))).fetchone()[0]
             if n:
                 yield Violation("prestart_stamp", f"{table}.{col}", f"{n} rows in {'/'.join(sorted(states))} with {col} set")
         stamps = semantics.status_stamps(cols, wf)
@@ -560,7 +590,7 @@ def check_lifecycle(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[
             if impl.get("kind") != "transition" or impl.get("table") != table:
                 continue
             for col, value in (impl.get("set") or {}).items():
-                if col not in stamps or col.rsplit("_", 1)[0] == impl["to"]:
+                if col not in stamps or semantics.stamp_status(col) == impl["to"]:
                     continue
                 if value is not None:
                     yield Violation("transition_stamp", tool["name"], f"writes {col}, the stamp of another status")

@@ -1415,13 +1415,16 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
 
         text = re.sub(r"\(([^()]*(?:->|→|=>)[^()]*)\)", gloss, text)
 
-        # "Done: published JOW and HYM." - a heading over a list of the parts done, where that sentence names
-        # records by their codes, none of them refused, and never all of them
+        # "Done: published JOW and HYM.", "Withdrawn: ROLE-41103978, ROLE-97227481." - a heading over a list of
+        # the parts done, where that sentence names records by their codes, none of them refused, and never all
+        # of them
         def heading(m: re.Match[str]) -> str:
             rest = re.split(r"[.!?\n]", m.string[m.end():])[0]
             return " " if _names_only_others(rest, about_keys) and not _ALL_OF_THEM.search(rest) else m.group(0)
 
-        text = re.sub(r"(?:^|(?<=[.!?\n]))\s*(?:done|completed|finished|processed)\s*:", heading, text)
+        heads = "|".join(["done", "completed", "finished", "processed",
+                          *(re.escape(r) for r in sorted(set(result_words), key=len, reverse=True))])
+        text = re.sub(rf"(?:^|(?<=[.!?\n]))\s*(?:{heads})\s*:", heading, text)
     # A blocking status that is itself a word of completion ("done") is the reason where it is said of the
     # record ("it is done", "status: done"); standing alone as a clause ("... while it is done. Done!") it
     # is the claim - unless it is the whole of a separate ``answer`` (the slot's value, beside a message).

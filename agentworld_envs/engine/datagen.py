@@ -23,6 +23,7 @@ from __future__ import annotations
 import bisect
 import datetime as dt
 import functools
+import math
 import random
 import sqlite3
 import string
@@ -198,6 +199,18 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return round(rng.uniform(min(lo, cap), cap), 2)
 
         return draw_at_most
+    if kind == "at_least":
+        inner, of = _compile(g["inner"], rng, now, locale, existing), g["of"]
+
+        def draw_at_least(i: int, row: dict[str, Any]) -> Any:
+            value, floor = inner(i, row), row.get(of)
+            if value is None or floor is None or value >= floor:
+                return value
+            if isinstance(value, int) and isinstance(floor, int):
+                return rng.randint(floor, max(floor, floor + floor // 2))
+            return round(rng.uniform(floor, floor * 1.5 if floor > 0 else floor + 1), 2)
+
+        return draw_at_least
     if kind == "paid":
         of, column = g["of"], g["column"]
         full, partial = set(g.get("full", ())), set(g.get("partial", ()))
@@ -237,6 +250,9 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return _fmt(_between(rng, lo, hi), as_date)
 
         return draw_not_before
+    if kind == "part_of":
+        # Drawn as its inner value; ``fit_parts`` scales a whole's parts down once the table is drawn.
+        return _compile(g["inner"], rng, now, locale, existing)
     if kind == "email_of":
         inner, of = _compile(g["inner"], rng, now, locale, existing), list(g["of"])
 
@@ -589,6 +605,34 @@ def _table_order(spec: dict[str, Any]) -> list[dict[str, Any]]:
     return [by_name[n] for n in nx.lexicographical_topological_sort(graph)]
 
 
+def fit_parts(gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]], existing: dict[str, list[Any]],
+              rng: random.Random) -> None:
+    """The parts of one whole (``part_of``: the payments of an invoice, the refunds of a payment) that add up
+    to more than it are scaled down together to a share of it, each keeping its weight and at least a cent."""
+    for col, g in gens.items():
+        if g.get("gen") != "part_of":
+            continue
+        where, source = _id_index(existing, g["table"]), existing.get(f"{g['table']}.{g['field']}", [])
+        groups: dict[Any, list[dict[str, Any]]] = {}
+        for row in rows:
+            if isinstance(row.get(col), (int, float)) and row.get(g["via"]) is not None:
+                groups.setdefault(row[g["via"]], []).append(row)
+        for key, parts in groups.items():
+            at = where.get(key)
+            whole = source[at] if at is not None else None
+            total = sum(r[col] for r in parts)
+            if not isinstance(whole, (int, float)) or whole <= 0 or total <= whole:
+                continue
+            cents = math.floor(whole * 100 * rng.uniform(0.6, 1.0))   # a whole not yet paid in full
+            if cents < len(parts):
+                cents = min(len(parts), math.floor(whole * 100))
+            shares = [max(1, math.floor(r[col] / total * cents)) for r in parts]
+            while sum(shares) > cents and max(shares) > 1:
+                shares[shares.index(max(shares))] -= 1
+            for r, c in zip(parts, shares):
+                r[col] = c / 100
+
+
 def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
     """Fill an empty schema with the spec's data recipe."""
     recipe = spec["data"]
@@ -613,6 +657,7 @@ def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
             for name, factory in factories.items():
                 row[name] = factory(i, row)
             rows.append(row)
+        fit_parts(plan["columns"], rows, existing, rng)
         if rows:
             # executemany, not sqlite_utils.insert_all: the latter JSON-inspects every value and
             # dominated build time (~40% of a synthesised env's build).

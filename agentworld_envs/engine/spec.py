@@ -43,7 +43,7 @@ LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
-                        "not_before"})
+                        "not_before", "part_of", "at_least"})
 
 
 @functools.cache
@@ -463,7 +463,8 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                     raise bad(f"cases.{key}", "must be a generator")
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
-    elif kind in ("clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of", "not_before"):
+    elif kind in ("clock", "changed", "at_most", "at_least", "paid", "lookup", "lookup_row", "email_of", "not_before",
+                  "part_of"):
         _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
@@ -487,7 +488,7 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     for col in reads:
         if col not in earlier:
             raise bad("gen", f"{kind!r} reads {str(col)[:40]!r}, which is not an earlier column of the row")
-    if kind in ("lookup", "not_before") and g.get("field") not in columns_of.get(g.get("table"), []):
+    if kind in ("lookup", "not_before", "part_of") and g.get("field") not in columns_of.get(g.get("table"), []):
         raise bad("field", f"unknown column {g.get('table')!r}.{g.get('field')!r}")
     for key in ("inner", "else"):
         if key in g:

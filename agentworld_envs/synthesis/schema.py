@@ -165,7 +165,30 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
                 ent.rows = min(ent.rows, len(gen["values"]))
     link_same_parents(entities)
     link_parent_dates(entities)
+    link_parent_amounts(entities)
     return entities
+
+
+def link_parent_amounts(entities: list[Entity]) -> None:
+    """The payments of an invoice (the refunds of a payment) pay part of it: together they never come to more
+    than its whole (``semantics.part_of_whole``; ``datagen.fit_parts`` scales them once drawn, so no other
+    column of the row may read the part)."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        for fk, parent in ent.refs.items():
+            pent = by_table.get(parent)
+            if pent is None or parent == ent.table or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
+                continue
+            pair = semantics.part_of_whole(ent.table, ent.gens, pent.gens)
+            if pair is None:
+                continue
+            part, whole = pair
+            if (ent.column(part) or {}).get("type") != "REAL" or (pent.column(whole) or {}).get("type") != "REAL" \
+                    or part in _reads(ent.gens, fk) or any(part in semantics.sources(g) for g in ent.gens.values()):
+                continue
+            ent.gens[part] = semantics.wrap(ent.gens[part], gen="part_of", via=fk, table=parent, field=whole)
+            ent.gens = semantics.dependency_order(ent.gens)
+            break
 
 
 def link_parent_dates(entities: list[Entity]) -> None:

@@ -176,7 +176,7 @@ _RANK_WORDS = (
          "expires", "expiration", "expiry", "due", "return", "termination", "closes", "target_end",
          "estimated_delivery", "delivered", "resulted", "graded", "deadline", "respond_by",
          "evidence_due_by", "decision_due", "current_period_end", "expected_close", "next_due", "expected",
-         "expected_delivery", "expected_arrival")),
+         "expected_delivery", "expected_arrival", "processed")),
     (3, ("updated", "last",)),
 )
 #: Ranks whose values lie in the past by nature (a record cannot be updated or closed in the future).
@@ -273,6 +273,18 @@ def forward_moves(workflow: dict[str, Any]) -> dict[str, set[str]]:
     return nexts
 
 
+#: Stamps named after what reaching a status does, not after the status (``granted_at`` ↔ approved).
+_STAMP_ALIASES = {"granted": "approved"}
+#: What a record has spent: nothing before its work starts (a draft campaign has no spend to date).
+_SPENT_COLUMNS = frozenset({"spend_to_date", "spent_to_date", "amount_spent"})
+
+
+def stamp_status(column: str) -> str:
+    """The status a timestamp column is named after (``delivered_at`` → delivered, ``granted_at`` → approved)."""
+    stem = re.sub(r"_(at|on|date)$", "", column)
+    return _STAMP_ALIASES.get(stem, stem)
+
+
 def status_stamps(columns: list[str], workflow: dict[str, Any]) -> dict[str, set[str]]:
     """``{timestamp column: statuses in which it is set}`` (``delivered_at`` ↔ status delivered).
 
@@ -284,7 +296,7 @@ def status_stamps(columns: list[str], workflow: dict[str, Any]) -> dict[str, set
     states, nexts = workflow["states"], forward_moves(workflow)
     out: dict[str, set[str]] = {}
     for col in columns:
-        stem = re.sub(r"_(at|on|date)$", "", col)
+        stem = stamp_status(col)
         if stem == col or stem not in states:
             continue
         reach, todo = set(), [stem]
@@ -311,9 +323,18 @@ _DRAFT_WORDS = ("submitted", "issued", "sent", "signed", "filed")
 _FINISHED_WORDS = ("finished", "completed", "ended", "resolved", "closed", "delivered", "paid", "approved", "rejected",
                    "decided", "graded", "resulted", "processed", "checked_out", "mitigated", "published", "fulfilled",
                    "settled", "returned")
-#: Columns holding what came of finished work.
+#: Columns holding what came of finished work: a scheduled interview has no score yet, an unplayed fixture no
+#: home score, a new ticket no satisfaction rating.
 OUTCOME_COLUMNS = frozenset({"exit_code", "result", "result_code", "outcome", "duration_seconds", "duration_ms",
-                             "winner_id", "billable_minutes", "final_score", "issues_found", "defects_found", "passed"})
+                             "winner_id", "billable_minutes", "final_score", "issues_found", "defects_found", "passed",
+                             "score", "recommendation", "mood_score", "home_score", "away_score", "csat_score",
+                             "satisfaction_rating", "feedback_rating"})
+#: An outcome's values that say nothing has been decided yet: what an unfinished record holds, never a
+#: finished one (a decided dispute is not "undecided").
+UNDECIDED_VALUES = frozenset({"undecided", "pending", "tbd", "undetermined", "unknown", "unresolved", "not_decided",
+                              "awaiting_decision", "none"})
+#: Statuses of a record called off before it came to an end (a cancelled hearing has no outcome).
+_CALLED_OFF = re.compile(r"cancel|withdr|void|abandon|scratch|no_show|called_off")
 #: Columns holding what came of finished work by their names: the winner of a game, a final mark (a
 #: ``final_…_id`` is a document the record points at, not an outcome).
 _OUTCOME_NAME = re.compile(r"^winner_|^final_(?!.*_id$)")
@@ -340,12 +361,26 @@ def prestart_states(workflow: dict[str, Any]) -> set[str]:
     return out
 
 
+def called_off_states(workflow: dict[str, Any]) -> set[str]:
+    """The statuses of a record called off before it came to an end (a hearing cancelled, an enrolment
+    withdrawn, a job voided): it has no outcome, whenever it was called off."""
+    states = list(workflow["states"])
+    return {s for s in states[1:] if _CALLED_OFF.search(s)}
+
+
+def is_outcome_column(col: str) -> bool:
+    """Whether a column holds what came of finished work (``OUTCOME_COLUMNS``, a winner, a final mark)."""
+    return col in OUTCOME_COLUMNS or bool(_OUTCOME_NAME.search(col))
+
+
 def unreached_columns(columns: list[str], workflow: dict[str, Any]) -> dict[str, set[str]]:
     """``{column: statuses in which it is empty}``: the stamps of events that come after the work starts
     (``started_at``, ``finished_at``, ``sent_on``) and the outcome of finished work (``exit_code``), empty
-    while the record has not got that far. A status's own timestamp (``status_stamps``) is not one."""
+    while the record has not got that far, or where it was called off before it started. A status's own
+    timestamp (``status_stamps``) is not one."""
     before = prestart_states(workflow)
     working = before | (UNFINISHED_STATES & set(workflow["states"]))
+    called_off = called_off_states(workflow)
     stamped = status_stamps(columns, workflow)
     out: dict[str, set[str]] = {}
     for col in columns:
@@ -355,9 +390,11 @@ def unreached_columns(columns: list[str], workflow: dict[str, Any]) -> dict[str,
             out[col] = before
         elif _event_word(col, _DRAFT_WORDS) and "draft" in before:
             out[col] = {"draft"}
-        elif (_event_word(col, _FINISHED_WORDS) or col in OUTCOME_COLUMNS or _OUTCOME_NAME.search(col)) and working:
+        elif is_outcome_column(col) and (working or called_off):
+            out[col] = working | called_off
+        elif _event_word(col, _FINISHED_WORDS) and working:
             out[col] = working
-        elif col.startswith("actual_") and before:
+        elif (col.startswith("actual_") or col in _SPENT_COLUMNS) and before:
             out[col] = before   # an actual cost or duration accrues once the work starts
     return out
 
@@ -409,7 +446,35 @@ CAPS = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("times_re
         ("salary_min", "salary_max"), ("balance", "initial_value"), ("outstanding_balance", "principal"),
         ("refills_remaining", "refills_total"), ("guest_passes_remaining", "guest_passes_total"),
         ("actual_minutes", "estimated_minutes_cap"), ("credits_used", "credits_total"),
-        ("deliveries_completed", "deliveries_assigned"), ("discount_amount", "unit_price"))
+        ("deliveries_completed", "deliveries_assigned"), ("discount_amount", "unit_price"),
+        # a funnel narrows: no more clicks than opens, no more opens than recipients
+        ("opens", "recipients"), ("clicks", "opens"), ("unsubscribes", "recipients"), ("clicks", "impressions"),
+        ("conversions", "clicks"), ("conversions", "visitors"))
+#: Same-row (value, floor) pairs: the first is never below the second (an alert fired because what it
+#: observed passed its threshold).
+FLOORS = (("observed_value", "threshold"),)
+#: Records that pay (or pay back) part of the record they point at, by the last word of their table's name.
+_PART_TABLES = frozenset({"payment", "payments", "refund", "refunds", "installment", "installments", "instalment",
+                          "instalments", "remittance", "remittances", "payout", "payouts", "disbursement",
+                          "disbursements", "receipt", "receipts", "reimbursement", "reimbursements"})
+#: Such a record's amount, and the whole of the record it points at, in order of preference.
+PART_COLUMNS = ("amount", "payment_amount", "amount_paid", "paid_amount", "refund_amount", "amount_refunded",
+                "refunded_amount")
+WHOLE_COLUMNS = ("total_amount", "amount_due", "grand_total", "order_total", "invoice_total", "total_price", "total",
+                 "amount")
+
+
+def part_of_whole(table: str, columns: Iterable[str], parent_columns: Iterable[str]) -> tuple[str, str] | None:
+    """``(part, whole)`` where the rows of ``table`` pay part of the record they point at (a payment of an
+    invoice, a refund of a payment): together they never come to more than its whole."""
+    if table.rsplit("_", 1)[-1] not in _PART_TABLES:
+        return None
+    cols, pcols = set(columns), set(parent_columns)
+    part = next((c for c in PART_COLUMNS if c in cols), None)
+    whole = next((c for c in WHOLE_COLUMNS if c in pcols), None)
+    return (part, whole) if part and whole else None
+
+
 #: (paid, due) pairs whose paid part follows the record's status (the workflow's ``paid`` map).
 PAID = (("amount_paid", "amount_due"), ("amount_paid", "total_amount"), ("paid_amount", "amount_due"))
 
@@ -612,6 +677,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 gens[col] = wrap(inner, gen="clock", column="status", past=past, future=future,
                                  kind=date_kind(inner), **({"floor": floor} if floor else {}), **gap)
         for col, empty in unreached_columns(list(gens), ent.workflow).items():
+            undecided, decided = undecided_split(gens[col])
+            if undecided and decided:
+                # An outcome with a word for "not decided yet": unfinished records hold it, finished ones
+                # one of the others (a dispute under review is undecided; a decided one was won or lost).
+                gens[col] = {"gen": "by", "column": "status", "default": decided,
+                             "cases": {s: {"gen": "const", "value": undecided} for s in sorted(empty)}}
+                continue
             # A queued job has not started, a running one has no exit code yet.
             if nullable.get(col, True) and gens[col].get("gen") != "when":
                 inner = {k: v for k, v in gens[col].items() if k != "null_p"}
@@ -621,7 +693,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         for col, states in stamps.items():
             if nullable.get(col, True):
                 then = {k: v for k, v in gens[col].items() if k != "null_p"}
-                stem = re.sub(r"_(at|on|date)$", "", col)
+                stem = stamp_status(col)
                 read = any(col in sources(g) for c, g in gens.items() if c != col)
                 past, future = clock_constraints(ent.workflow, col)
                 if past or future:
@@ -667,11 +739,30 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     for used, cap in CAPS:
         if used in gens and cap in gens and gens[used].get("gen") != "at_most":
             gens[used] = wrap(gens[used], gen="at_most", of=cap)
+    for value, floor in FLOORS:
+        if value in gens and floor in gens and gens[value].get("gen") != "at_least":
+            gens[value] = wrap(gens[value], gen="at_least", of=floor)
     if not ent.workflow:
         for paid_col, due_col in PAID:
             if paid_col in gens and due_col in gens:
                 gens[paid_col] = wrap(gens[paid_col], gen="at_most", of=due_col)
     ent.gens = dependency_order(gens)
+
+
+def undecided_split(gen: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
+    """For a generator choosing among words, its word for "not decided yet" (``UNDECIDED_VALUES``) and the
+    generator of the other words; (None, None) where it has no such word or nothing else."""
+    if gen.get("gen") != "choice":
+        return None, None
+    values, weights = list(gen["values"]), gen.get("weights")
+    undecided = [v for v in values if isinstance(v, str) and v.lower() in UNDECIDED_VALUES]
+    keep = [i for i, v in enumerate(values) if v not in undecided]
+    if not undecided or not keep:
+        return None, None
+    decided = {**gen, "values": [values[i] for i in keep]}
+    if weights:
+        decided["weights"] = [weights[i] for i in keep]
+    return undecided[0], decided
 
 
 def wrap(inner: dict[str, Any], **outer: Any) -> dict[str, Any]:

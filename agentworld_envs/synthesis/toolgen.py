@@ -11,7 +11,7 @@ from typing import Any
 from ..engine.language import indefinite, verb_phrase
 from .naming import create_verb, title
 from .schema import Entity
-from .semantics import PAID, status_stamps
+from .semantics import PAID, stamp_status, status_stamps
 
 _JSON_TYPES = {"INTEGER": "integer", "REAL": "number", "TEXT": "string", "BOOLEAN": "boolean"}
 _SKIP_ON_CREATE = {"id", "status", "status_changed_at", "status_reason"}
@@ -154,7 +154,7 @@ def entity_tools(ent: Entity, entities: list[Entity], service: str) -> list[dict
             for col, reached in stamps.items():
                 # A status timestamp is set on reaching its status and cleared on leaving for an earlier one.
                 nullable = (ent.column(col) or {}).get("nullable", True) is not False
-                if tr["to"] == col.rsplit("_", 1)[0]:
+                if tr["to"] == stamp_status(col):
                     tset[col] = "$today" if col.endswith(("_on", "_date")) else "$now"
                 elif tr["to"] not in reached and nullable:
                     tset[col] = None
