@@ -20,7 +20,7 @@ from ..engine import datagen, state
 from ..engine.spec import content_hash, validate_spec
 from .naming import title
 from ..engine.rules import VERIFY_RULE
-from .policies import Rule, about_text, plan_rules
+from .policies import Rule, about_text, child_listings, plan_rules
 from .schema import build_entities, lifecycle_text, data_recipe, schema_signature, tables_of
 from .toolcheck import NOW, check_tool
 from .toolgen import generate_tools
@@ -75,17 +75,6 @@ def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = (), now: str
             + "Rules (the tools enforce the status and business rules):\n" + "\n".join(rules)
             + ("\n\nFollow-up duties (no tool carries these out: do them yourself, as part of the same request):\n"
                + "\n".join(duties) if duties else ""))
-
-
-def _listings(tools: list[dict[str, Any]]) -> set[tuple[str, str]]:
-    """(table, column) pairs the first full listing of each table filters by equality: how an agent lists
-    a parent's children."""
-    first: dict[str, dict[str, Any]] = {}
-    for t in tools:
-        if t["impl"]["kind"] in ("list", "search") and not t["impl"].get("columns"):
-            first.setdefault(t["impl"]["table"], t)
-    return {(table, f["column"]) for table, t in first.items() for f in t["impl"].get("filters", [])
-            if f.get("op", "eq") == "eq"}
 
 
 def _seed(slug: str) -> int:
@@ -143,7 +132,7 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
     conn.close()
     report.tools_kept = len(spec["tools"])
     kept = {t["name"] for t in spec["tools"]}
-    listable = _listings(spec["tools"])
+    listable = child_listings(spec["tools"])
     # a duty needs its follow-up tool, and a listing of the parent's children to find whom it is owed
     rules = [r for r in rules if r.tool in kept and (r.enforced or (r.follow in kept and (r.table, r.column) in listable))]
     spec["policy"] = _policy(theme, entities, rules)

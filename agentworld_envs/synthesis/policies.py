@@ -300,6 +300,17 @@ _FOLLOW_VERBS = ("cancel", "withdraw", "close", "void", "reject", "decline", "re
                  "retire", "archive", "revoke", "suspend")
 
 
+def child_listings(tools: list[dict[str, Any]]) -> set[tuple[str, str]]:
+    """(table, column) pairs the first full listing of each table filters by equality: how an agent lists
+    a parent's children (and the listing the task model reads them with)."""
+    first: dict[str, dict[str, Any]] = {}
+    for t in tools:
+        if t["impl"]["kind"] in ("list", "search") and not t["impl"].get("columns"):
+            first.setdefault(t["impl"]["table"], t)
+    return {(table, f["column"]) for table, t in first.items() for f in t["impl"].get("filters", [])
+            if f.get("op", "eq") == "eq"}
+
+
 def _duty_rules(entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
     """Follow-ups no tool carries out: "When you cancel a flight, also cancel each of its bookings that is
     still requested or confirmed." The trigger closes a parent; the follow-up closes its open children,
@@ -310,8 +321,7 @@ def _duty_rules(entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
     for tool in tools:
         if tool["impl"]["kind"] == "transition" and tool["impl"].get("column") == "status":
             moves.setdefault(tool["impl"]["table"], []).append(tool)
-    listable = {(t["impl"]["table"], f["column"]) for t in tools if t["impl"]["kind"] in ("list", "search")
-                and not t["impl"].get("columns") for f in t["impl"].get("filters", []) if f.get("op", "eq") == "eq"}
+    listable = child_listings(tools)
     out: list[tuple[int, Rule]] = []
     for child in entities:
         status = child.gens.get("status", {})
