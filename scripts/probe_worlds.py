@@ -38,6 +38,8 @@ Counts (each as "bad of checked"):
                       nothing is decided yet; rows still scheduled, or cancelled before they took place, that
                       already carry a score, rating, recommendation or outcome
 * ``part_whole``      payments (refunds, instalments, payouts) of one record that add up to more than its total
+* ``before_parent``   something done to or by a record (made, sent, received, paid, closed, status changed) on a
+                      day before the record it points at was created, registered or placed
 """
 
 from __future__ import annotations
@@ -296,6 +298,7 @@ def probe_env(name: str, tally: Tally) -> None:
     probe_lifecycle(name, spec, conn, tally)
     probe_outcomes(name, spec, conn, tally)
     probe_parts(name, spec, conn, tally)
+    probe_before_parent(name, spec, conn, tally)
     # numbers in the policy prose (a hand-built domain's Python tools enforce figures no rule record states)
     if "generator" in spec.get("data", {}):
         conn.close()
@@ -417,6 +420,30 @@ def probe_parts(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally
                                   f"SUM(c.{q(part)}) AS paid FROM {q(table)} c JOIN {q(parent)} p ON p.id = "
                                   f"c.{q(c['name'])} WHERE p.{q(whole)} IS NOT NULL GROUP BY p.id)").fetchone()
             tally.add("part_whole", bad or 0, n, f"{name}: {table}.{part} over {parent}.{whole}")
+
+
+PARENT_MADE = re.compile(r"^(created|registered|signup|signed_up|joined|opened|placed|submitted|requested|filed|"
+                         r"intake|enrolled|onboarded)(_at|_on|_date)?$")
+CHILD_EVENT = re.compile(r"^(created|sent|received|submitted|requested|filed|placed|occurred|logged|recorded|reported|"
+                         r"paid|processed|completed|closed|resolved|delivered|status_changed)(_at|_on|_date)$")
+
+
+def probe_before_parent(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """What happens to a record comes no earlier than the day the record it points at was made."""
+    for t in spec["tables"]:
+        table = t["name"]
+        events = [c for c in columns(conn, table) if CHILD_EVENT.match(c)]
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not events or not parent or parent == table:
+                continue
+            for made in [p for p in columns(conn, parent) if PARENT_MADE.match(p)]:
+                for ev in events:
+                    n, bad = conn.execute(
+                        f"SELECT COUNT(*), SUM(substr(c.{q(ev)}, 1, 10) < substr(p.{q(made)}, 1, 10)) FROM {q(table)} c "
+                        f"JOIN {q(parent)} p ON p.id = c.{q(c['name'])} WHERE c.{q(ev)} IS NOT NULL AND "
+                        f"p.{q(made)} IS NOT NULL").fetchone()
+                    tally.add("before_parent", bad or 0, n, f"{name}: {table}.{ev} before {parent}.{made}")
 
 
 def probe_lifecycle(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:

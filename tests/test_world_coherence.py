@@ -691,3 +691,28 @@ def test_payments_never_add_up_to_more_than_what_they_pay():
     assert drawn[-2:] == rows[-2:]                      # no whole to fit: left as drawn
     spec, _ = synthesize(env_registry.theme("small-business-invoicing"))
     assert any(g.get("gen") == "part_of" for t in spec["data"]["tables"].values() for g in t["columns"].values())
+
+
+def test_lint_before_parent_and_what_a_record_does_follows_its_parent():
+    """No text to a lead before the lead was created (blind audit 37): the lint plants and finds one; the
+    generator draws sent_at after the lead's making and the status change after it too."""
+    from agentworld_envs.audit.lint import check_before_parent
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript("CREATE TABLE leads (id, created_at); CREATE TABLE texts (id, lead_id, sent_at, status_changed_at);"
+                       "INSERT INTO leads VALUES (1, '2026-06-05T10:00:00Z');"
+                       "INSERT INTO texts VALUES (1, 1, '2026-06-05T09:00:00Z', '2026-06-06T10:00:00Z');")
+    spec = {"tables": [{"name": "leads", "columns": [{"name": "id"}, {"name": "created_at"}]},
+                       {"name": "texts", "columns": [{"name": "id"}, {"name": "lead_id", "references": "leads.id"},
+                                                     {"name": "sent_at"}, {"name": "status_changed_at"}]}],
+            "tools": []}
+    assert list(check_before_parent(spec, conn)) == []          # the same day: the text may be that morning
+    conn.execute("INSERT INTO texts VALUES (2, 1, '2026-03-23T09:00:00Z', '2026-04-01T10:00:00Z')")
+    assert sorted(v.where for v in check_before_parent(spec, conn)) == ["texts.sent_at", "texts.status_changed_at"]
+    spec, _ = synthesize(env_registry.theme("agent-team-lead-follow-up"))
+    conn = _conn(spec)
+    assert list(check_before_parent(spec, conn)) == []
+    late = conn.execute("SELECT COUNT(*) FROM text_messages t JOIN buyer_leads l ON l.id = t.buyer_lead_id "
+                        "WHERE substr(t.sent_at, 1, 10) < substr(l.created_at, 1, 10)").fetchone()[0]
+    linked = conn.execute("SELECT COUNT(*) FROM text_messages WHERE buyer_lead_id IS NOT NULL").fetchone()[0]
+    assert late == 0 and linked > 100

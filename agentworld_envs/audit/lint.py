@@ -66,7 +66,7 @@ from ..synthesis import semantics
 RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
-         "transition_stamp", "email_name", "undecided_outcome", "part_over_whole")
+         "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -617,6 +617,36 @@ def check_parent_start(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
                         yield Violation("parent_start", f"{table}.{due}", f"{n} rows due before their {parent}.{start}")
 
 
+def _made_columns(spec: dict[str, Any], conn: sqlite3.Connection, table: str) -> list[str]:
+    """When a record of ``table`` was made: its dates of making that no status stamps."""
+    cols = _columns(conn, table)
+    wf = _workflow_of(spec, table)
+    stamps = semantics.status_stamps(cols, wf) if wf else {}
+    return [c for c in _date_columns(conn, table, cols) if semantics.date_rank(c) == 0 and c not in stamps
+            and not semantics.clock_role(c)]
+
+
+def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """Nothing done to or by a record (its making, a message sent, a status change) comes before the record
+    it belongs to was made: no text to a lead before the lead existed."""
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = _columns(conn, table)
+        wf = _workflow_of(spec, table)
+        stamps = semantics.status_stamps(cols, wf) if wf else {}
+        events = [c for c in _date_columns(conn, table, cols) if c not in stamps
+                  and (semantics.is_event_column(c) or c == "status_changed_at")]
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            for made, col in [(m, e) for m in (_made_columns(spec, conn, parent) if parent and parent != table else [])
+                              for e in events]:
+                # days compared: what happened the day the parent was made may have happened that morning
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                                 f"WHERE substr(c.{q(col)}, 1, 10) < substr(p.{q(made)}, 1, 10)").fetchone()[0]
+                if n:
+                    yield Violation("before_parent", f"{table}.{col}", f"{n} rows before their {parent}.{made}")
+
+
 def check_email_names(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """An address's local part shares a word with the name on its row (``datagen.name_words``)."""
     from ..engine.datagen import name_words
@@ -653,6 +683,7 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_lifecycle(spec, conn)
     out += check_parent_start(spec, conn)
     out += check_email_names(spec, conn)
+    out += check_before_parent(spec, conn)
     return out
 
 

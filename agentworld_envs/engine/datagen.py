@@ -27,7 +27,7 @@ import math
 import random
 import sqlite3
 import string
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ..util.registry import Registry
@@ -106,6 +106,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         pool = existing[g["ref"]]
         if not pool:
             return lambda i, row: None
+        if "made_by" in g:
+            pool = _made_by(g, existing, now) or pool
         if "quota" in g or "same" in g or "open_parent" in g:
             return _constrained_ref(g, rng, pool, existing)
         if "not_after" in g:
@@ -186,7 +188,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
     if kind == "clock":
         return _clock_drawer(g, rng, now, locale, existing)
     if kind == "changed":
-        return _changed_drawer(g, rng, now)
+        return _changed_drawer(g, rng, now, existing)
     if kind == "at_most":
         inner, of, lo = _compile(g["inner"], rng, now, locale, existing), g["of"], g.get("min", 0)
 
@@ -227,6 +229,27 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return 0.0 if state in g.get("none", ()) else min(round(due * rng.uniform(0, 0.9), 2), due)
 
         return draw_paid
+    if kind == "after_parents":
+        # Made (or happened) no earlier than the records it belongs to were made, and never after now: no
+        # text to a lead before the lead existed.
+        inner, as_date, span = _compile(g["inner"], rng, now, locale, existing), g.get("kind") == "date", g.get("span", 30)
+        made_of = _parents_made(g["parents"], existing)
+        latest = now + dt.timedelta(days=g.get("latest", 0)) - dt.timedelta(minutes=1)
+
+        def draw_made(i: int, row: dict[str, Any]) -> Any:
+            value = inner(i, row)
+            base = made_of(row)
+            if value is None or base is None:
+                return value
+            when = parse_when(value)
+            if (when.date() >= base.date()) if as_date else when > base:
+                return value
+            lo = dt.datetime.combine(base.date(), dt.time()) if as_date else base + dt.timedelta(minutes=1)
+            if lo > latest:
+                return value   # made after the latest this date may be: the reference chose another record
+            return _fmt(_between(rng, lo, min(lo + _DAY * span, latest)), as_date)
+
+        return draw_made
     if kind == "not_before":
         # Not before a date of the record it belongs to (a rent payment is not due before its lease starts),
         # on the same side of today as drawn where the two allow it.
@@ -377,6 +400,23 @@ def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
     return draw
 
 
+def _made_by(g: dict[str, Any], existing: dict[str, list[Any]], now: dt.datetime) -> list[Any]:
+    """``"made_by": {"fields": [COL, ...], "days": D, "through": {"field": FK, "table": T}}``: the records
+    the reference may name that were made (every COL) before the day D days from now, so what this row
+    records can follow their making; with ``through``, whose record ``FK`` (of table T) was."""
+    spec = g["made_by"]
+    table, cutoff = g["ref"].split(".")[0], (now + dt.timedelta(days=spec["days"])).date().isoformat()
+    keys = existing[f"{table}.id"]
+    if "through" in spec:
+        made_table, at = spec["through"]["table"], _id_index(existing, spec["through"]["table"])
+        rows = [at.get(v) for v in existing.get(f"{table}.{spec['through']['field']}", [None] * len(keys))]
+    else:
+        made_table, rows = table, list(range(len(keys)))
+    columns = [existing.get(f"{made_table}.{f}", ()) for f in spec["fields"]]
+    return [key for key, n in zip(keys, rows)
+            if all(n is None or n >= len(c) or not c[n] or str(c[n])[:10] < cutoff for c in columns)]
+
+
 def _start_dates(g: dict[str, Any], existing: dict[str, list[Any]]) -> dict[Any, Any]:
     """``"not_after"``'s start date of every record the reference may name, by id."""
     table = g["ref"].split(".")[0]
@@ -445,7 +485,24 @@ def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, local
     return draw
 
 
-def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> Callable[[int, dict[str, Any]], Any]:
+def _parents_made(parents: Sequence[dict[str, Any]], existing: dict[str, list[Any]]
+                  ) -> Callable[[dict[str, Any]], dt.datetime | None]:
+    """The latest making of the records a row points at (each ``{"via": FK, "table": T, "field": COL}``)."""
+    looks = [(p["via"], _id_index(existing, p["table"]), existing.get(f"{p['table']}.{p['field']}", [])) for p in parents]
+
+    def made_of(row: dict[str, Any]) -> dt.datetime | None:
+        made = []
+        for via, where, source in looks:
+            at = where.get(row.get(via))
+            if at is not None and source[at]:
+                made.append(parse_when(source[at]))
+        return max(made, default=None)
+
+    return made_of
+
+
+def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime,
+                    existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
     """When a record reached its current status: after the dates it follows, never after now.
 
     ``{"gen": "changed", "after": [COL, ...], "column": "status", "windows": {STATE: {"before": COL,
@@ -454,9 +511,11 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> 
     30 days of being placed), so no row sits in a status its rule forbids reaching; a ``pull`` date (of
     something that happened to the record) the window leaves after the change is moved back to it. A row
     still in its ``initial`` status (which no change leads back to) changed within the hour after the last
-    ``pull`` date that has passed: when it was made, or when the last thing happened to it.
+    ``pull`` date that has passed: when it was made, or when the last thing happened to it. ``parents``
+    (``[{"via": FK, "table": T, "field": COL}, ...]``): never before the records it belongs to were made.
     """
     after, column, windows = list(g.get("after", ())), g.get("column", "status"), g.get("windows", {})
+    made_of = _parents_made(g.get("parents", ()), existing)
     initial = g.get("initial")
     pull = [c for c in g.get("pull", ()) if c in after]   # dates of what happened, which the change may bound
     hi_now = now - dt.timedelta(minutes=1)
@@ -475,6 +534,10 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime) -> 
         if any(m <= now for m in made):
             lo = max(m for m in made if m <= now)
             hi = min(max(hi_now, lo), lo + dt.timedelta(hours=1))
+        parent_made = made_of(row)
+        if parent_made is not None and parent_made <= hi_now:
+            # never before the records it belongs to were made (which a rule's window does not move)
+            lo, hi = max(lo, parent_made), max(hi, parent_made)
         if rule:
             base = parse_when(row[base_col])
             if "before" in rule:

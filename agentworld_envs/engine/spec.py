@@ -43,7 +43,7 @@ LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
-                        "not_before", "part_of", "at_least"})
+                        "not_before", "part_of", "at_least", "after_parents"})
 
 
 @functools.cache
@@ -464,7 +464,7 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
     elif kind in ("clock", "changed", "at_most", "at_least", "paid", "lookup", "lookup_row", "email_of", "not_before",
-                  "part_of"):
+                  "part_of", "after_parents"):
         _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
@@ -481,6 +481,12 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     kind = g["gen"]
     reads = [g[k] for k in ("of", "column", "via", "floor") if k in g and not isinstance(g[k], list)]
     reads += list(g.get("after", [])) + (g["of"] if isinstance(g.get("of"), list) else [])
+    if kind in ("changed", "after_parents") and (kind == "after_parents" or "parents" in g):
+        parents = g.get("parents")
+        if not isinstance(parents, list) or not parents or not all(
+                isinstance(p, dict) and p.get("field") in columns_of.get(p.get("table"), []) for p in parents):
+            raise bad("parents", "must list {'via': column, 'table': table, 'field': column of that table}")
+        reads += [p.get("via") for p in parents]
     for window in (g.get("windows") or {}).values():
         if not isinstance(window, dict):
             raise bad("windows", "must map a status to {'before': column, 'hours': n} or {'after': column, 'days': n}")

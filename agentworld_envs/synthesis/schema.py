@@ -165,8 +165,89 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
                 ent.rows = min(ent.rows, len(gen["values"]))
     link_same_parents(entities)
     link_parent_dates(entities)
+    link_parent_made(entities)
     link_parent_amounts(entities)
     return entities
+
+
+def made_columns(ent: Entity) -> list[str]:
+    """The dates a record was made (created, registered, placed …) that no status stamps."""
+    stamps = set(semantics.status_stamps(list(ent.gens), ent.workflow)) if ent.workflow else set()
+    return [c for c, g in ent.gens.items() if semantics.date_rank(c) == 0 and c not in stamps
+            and semantics.date_kind(g) and not semantics.clock_role(c)]
+
+
+def _latest_days(gen: dict[str, Any]) -> float:
+    """The latest a date generator draws, in days from now (0 where it may reach now or beyond): a date a
+    record's status puts in the past stays there (a completed ride departed at least ``gap`` days ago)."""
+    kind = gen.get("gen")
+    if kind in ("date", "datetime"):
+        return min(0, gen.get("days", [-365, 0])[1])
+    if kind == "clock":
+        inner = _latest_days(gen["inner"])
+        return min(inner, -gen.get("gap", 1)) if gen.get("past") else inner
+    if kind == "when":
+        return _latest_days(gen["then"])
+    if kind in ("not_before", "after_parents"):
+        return _latest_days(gen["inner"])
+    return 0
+
+
+def link_parent_made(entities: list[Entity]) -> None:
+    """What a record was made or what happened to it comes no earlier than the making of the records it
+    belongs to: no text to a lead before the lead was created, no payment before its invoice was issued.
+
+    Each such date is floored at its parents' making (``after_parents``), never past the latest its own
+    generator draws; the parent is drawn among those made by then (``made_by``), so the floor always fits."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        parents = []
+        for fk, parent in ent.refs.items():
+            pent = by_table.get(parent)
+            gen = ent.gens.get(fk, {})
+            if gen.get("gen") == "when":
+                gen = gen["then"]   # a winner, only once the game is over
+            if pent is None or parent == ent.table or gen.get("gen") not in ("ref", "lookup"):
+                continue
+            parents += [(fk, {"via": fk, "table": parent, "field": made}) for made in made_columns(pent)]
+        if not parents:
+            continue
+        cutoff: dict[str, float] = {}
+        for col, gen in list(ent.gens.items()):
+            # (a status's stamp read off the status change follows the change, floored below)
+            if not semantics.date_kind(gen) or not semantics.is_event_column(col) \
+                    or gen.get("gen") in ("not_before", "by") or "status_changed_at" in _reads(ent.gens, col):
+                continue
+            # never a loop: a date is floored through a key only where that key is not drawn from it
+            own = [(fk, p) for fk, p in parents if fk not in _reads(ent.gens, col) and col not in _reads(ent.gens, fk)]
+            if not own:
+                continue
+            latest = _latest_days(gen)
+            ent.gens[col] = semantics.wrap(gen, gen="after_parents", parents=[p for _, p in own],
+                                           kind=semantics.date_kind(gen), latest=latest)
+            for fk, _ in own:
+                cutoff[fk] = min(cutoff.get(fk, 0), latest)
+        status = ent.gens.get("status_changed_at", {})
+        own_status = [(fk, p) for fk, p in parents if "status_changed_at" not in _reads(ent.gens, fk)]
+        if status.get("gen") == "changed" and own_status:
+            ent.gens["status_changed_at"] = {**status, "parents": [p for _, p in own_status]}
+            for fk, _ in own_status:
+                cutoff.setdefault(fk, 0)
+        for fk, days in cutoff.items():
+            gen = ent.gens[fk]
+            made_by = {"fields": [p["field"] for k, p in parents if k == fk], "days": days}
+            if gen.get("gen") == "when":
+                ent.gens[fk] = {**gen, "then": {**gen["then"], "made_by": made_by}}
+            elif gen.get("gen") == "ref":
+                ent.gens[fk] = {**gen, "made_by": made_by}
+            elif gen.get("gen") == "lookup" and ent.gens.get(gen["via"], {}).get("gen") == "ref":
+                # the owner copied from another record (a payment's buyer, its offer's): that record is drawn
+                # among those whose owner was made by then
+                ent.gens[gen["via"]] = {**ent.gens[gen["via"]], "made_by": {
+                    **made_by, "through": {"field": gen["field"], "table": ent.refs[fk]}}}
+                if gen.get("else", {}).get("gen") == "ref":
+                    ent.gens[fk] = {**gen, "else": {**gen["else"], "made_by": made_by}}
+        ent.gens = semantics.dependency_order(ent.gens)
 
 
 def link_parent_amounts(entities: list[Entity]) -> None:

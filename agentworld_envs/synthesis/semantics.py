@@ -202,6 +202,13 @@ _HAPPENED_WORDS = ("triggered", "observed", "detected", "raised", "logged", "rec
                    "tagged", "reported", "incurred", "installed")
 
 
+def is_event_column(column: str) -> bool:
+    """A date of something done to or by the record, which cannot come before the record it belongs to was
+    made: its own making, what happened to it (triggered, sent, recorded), what it reached (paid, closed)."""
+    return (happens_before_change(column) or is_past_column(column) or _event_word(column, ("sent",))) \
+        and "birth" not in column and column != "status_changed_at"
+
+
 def happens_before_change(column: str) -> bool:
     """Whether a record's status can only move after this date, once it has passed: it was made (created,
     requested, submitted) or something happened to it (triggered, collected). Not a due, start or end
@@ -542,7 +549,7 @@ _DATE_GENS = ("date", "datetime")
 def date_kind(gen: dict[str, Any]) -> str | None:
     if gen.get("gen") in _DATE_GENS:
         return gen["gen"]
-    if gen.get("gen") in ("after", "clock", "not_before"):
+    if gen.get("gen") in ("after", "clock", "not_before", "after_parents"):
         return gen.get("kind") or "datetime"
     if gen.get("gen") in ("when", "by"):
         return date_kind(gen.get("then") or gen.get("default") or {})
@@ -781,6 +788,8 @@ def sources(gen: dict[str, Any]) -> set[str]:
     for k in ("same", "quota", "not_after", "open_parent"):
         if isinstance(gen.get(k), dict):
             out.add(gen[k]["column"])
+    for parent in gen.get("parents") or ():
+        out.add(parent["via"])
     for window in (gen.get("windows") or {}).values():
         out |= {window[k] for k in ("before", "after") if k in window}
     for sub in [gen.get("then"), gen.get("default"), gen.get("inner"), gen.get("else"), *(gen.get("cases") or {}).values()]:
