@@ -716,3 +716,21 @@ def test_lint_before_parent_and_what_a_record_does_follows_its_parent():
                         "WHERE substr(t.sent_at, 1, 10) < substr(l.created_at, 1, 10)").fetchone()[0]
     linked = conn.execute("SELECT COUNT(*) FROM text_messages WHERE buyer_lead_id IS NOT NULL").fetchone()[0]
     assert late == 0 and linked > 100
+
+
+def test_lint_tax_inside_a_total_and_an_update_before_the_status_change():
+    """A till receipt's tax is one rate's share of its total (blind audit 37: tax 49.68 on a 3.83 sale); a
+    status change is an update, so updated_at is no earlier (audit 37: manifests updated before they moved)."""
+    from agentworld_envs.audit.lint import check_arithmetic, check_data
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript("CREATE TABLE sales (id, total_amount, tax_amount);"
+                       "INSERT INTO sales VALUES (1, 108.0, 8.0), (2, 54.0, 4.0);"
+                       "CREATE TABLE docs (id, status_changed_at, updated_at);"
+                       "INSERT INTO docs VALUES (1, '2026-05-01T10:00:00Z', '2026-05-02T10:00:00Z');")
+    spec = {"now": NOW, "tables": [{"name": "sales", "columns": []}, {"name": "docs", "columns": []}], "tools": []}
+    assert list(check_arithmetic(spec, conn, {})) == [] and list(check_data(spec, conn)) == []
+    conn.executescript("INSERT INTO sales VALUES (3, 3.83, 49.68);"
+                       "INSERT INTO docs VALUES (2, '2026-06-14T10:00:00Z', '2025-02-15T10:00:00Z');")
+    assert [v.where for v in check_arithmetic(spec, conn, {})] == ["sales.tax_amount"]
+    assert [(v.rule, v.where) for v in check_data(spec, conn)] == [("date_order", "docs.updated_at")]

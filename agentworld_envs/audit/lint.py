@@ -463,6 +463,16 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                     yield Violation("part_over_whole", f"{table}.{part}",
                                     f"{n} {parent} whose {table} add up to more than their {whole}")
                 break
+        if {"tax_amount", "total_amount"} <= cols and "subtotal" not in cols:
+            # a total with the tax in it: one rate's share, never the whole of it
+            lo, hi, n = conn.execute(f"SELECT MIN(tax_amount / (total_amount - tax_amount)), MAX(tax_amount / "
+                                     f"(total_amount - tax_amount)), COUNT(*) FROM {q(table)} WHERE total_amount >= 10 "
+                                     f"AND tax_amount IS NOT NULL AND tax_amount < total_amount").fetchone()
+            over = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE tax_amount >= total_amount AND total_amount > 0"
+                                ).fetchone()[0]
+            if over or (n and (hi - lo > 0.01 or hi > 0.3)):
+                yield Violation("over_cap", f"{table}.tax_amount", f"tax of the total from {lo or 0:.1%} to {hi or 0:.1%} "
+                                                                   f"of the rest; {over} rows with tax >= total")
         if {"tax_amount", "subtotal"} <= cols:
             # one rate for the whole world, and never more tax than the goods cost
             lo, hi, n = conn.execute(f"SELECT MIN(tax_amount / subtotal), MAX(tax_amount / subtotal), COUNT(*) FROM "

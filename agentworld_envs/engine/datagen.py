@@ -106,12 +106,25 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         pool = existing[g["ref"]]
         if not pool:
             return lambda i, row: None
+        ok = None
         if "made_by" in g:
             pool = _made_by(g, existing, now) or pool
+            ok = _made_by_row(g, existing)
         if "quota" in g or "same" in g or "open_parent" in g:
-            return _constrained_ref(g, rng, pool, existing)
+            return _constrained_ref(g, rng, pool, existing, ok)
         if "not_after" in g:
-            return _started_ref(g, rng, pool, existing)
+            return _started_ref(g, rng, pool, existing, ok)
+        if ok is not None:
+            fits = ok
+
+            def draw_made_by(i: int, row: dict[str, Any]) -> Any:
+                for _ in range(8):
+                    pick = rng.choice(pool)
+                    if fits(pick, row):
+                        return pick
+                return rng.choice([o for o in pool if fits(o, row)] or pool)
+
+            return draw_made_by
         return lambda i, row: rng.choice(pool)
     if kind == "code":
         make = _code_maker(rng, g["pattern"])
@@ -305,8 +318,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
     raise ValueError(f"unknown generator kind {kind!r}")
 
 
-def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
-                     existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], existing: dict[str, list[Any]],
+                     fits: Callable[[Any, dict[str, Any]], bool] | None = None) -> Callable[[int, dict[str, Any]], Any]:
     """A reference that respects a quota and/or points at a record of the same parent.
 
     ``"quota": {"column": "status", "in": [...], "cap": N}``: a row in one of those statuses goes to a
@@ -343,6 +356,8 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
             # Only records already started by this row's date (see _started_ref), where there are any.
             by = str(row[started["column"]])
             options = [o for o in options if _started_by(starts, o, by)] or options
+        if fits is not None:
+            options = [o for o in options if fits(o, row)] or options
         if closed and row.get(open_parent["column"]) in open_parent["in"]:
             options = [o for o in options if o not in closed]
             if not options:
@@ -373,8 +388,8 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
     return draw
 
 
-def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
-                 existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], existing: dict[str, list[Any]],
+                 fits: Callable[[Any, dict[str, Any]], bool] | None = None) -> Callable[[int, dict[str, Any]], Any]:
     """A reference to a record that had started by a date of this row: ``"not_after": {"column": COL,
     "field": START}`` (a rent payment due on COL belongs to a lease whose START is not later). Where none
     qualifies: no record if the reference may be empty, else the one that started first."""
@@ -389,8 +404,12 @@ def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any],
             return rng.choice(pool)
         for _ in range(8):
             pick = rng.choice(pool)
-            if _started_by(starts, pick, by):
+            if _started_by(starts, pick, by) and (fits is None or fits(pick, row)):
                 return pick
+        if fits is not None:
+            both = [o for o in pool if _started_by(starts, o, by) and fits(o, row)]
+            if both:
+                return rng.choice(both)
         n = bisect.bisect_right(dates, by[:10])
         if n:
             return ordered[rng.randrange(n)][1]
@@ -415,6 +434,34 @@ def _made_by(g: dict[str, Any], existing: dict[str, list[Any]], now: dt.datetime
     columns = [existing.get(f"{made_table}.{f}", ()) for f in spec["fields"]]
     return [key for key, n in zip(keys, rows)
             if all(n is None or n >= len(c) or not c[n] or str(c[n])[:10] < cutoff for c in columns)]
+
+
+def _made_by_row(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[[Any, dict[str, Any]], bool] | None:
+    """With ``made_by``'s ``"by": [COL, ...]``: whether a record was made (every field) no later than the day
+    of each COL of the row (an invoice issued on a day names an importer taken on by then); None without."""
+    spec = g["made_by"]
+    by = list(spec.get("by", ()))
+    if not by:
+        return None
+    table = g["ref"].split(".")[0]
+    keys = existing[f"{table}.id"]
+    if "through" in spec:
+        made_table, at = spec["through"]["table"], _id_index(existing, spec["through"]["table"])
+        rows = [at.get(v) for v in existing.get(f"{table}.{spec['through']['field']}", [None] * len(keys))]
+    else:
+        made_table, rows = table, list(range(len(keys)))
+    columns = [existing.get(f"{made_table}.{f}", ()) for f in spec["fields"]]
+    made: dict[Any, str] = {}
+    for key, n in zip(keys, rows):
+        days = [str(c[n])[:10] for c in columns if n is not None and n < len(c) and c[n]]
+        if days:
+            made[key] = max(days)
+
+    def fits(key: Any, row: dict[str, Any]) -> bool:
+        day = made.get(key)
+        return day is None or all(not row.get(c) or str(row[c])[:10] >= day for c in by)
+
+    return fits
 
 
 def _start_dates(g: dict[str, Any], existing: dict[str, list[Any]]) -> dict[Any, Any]:

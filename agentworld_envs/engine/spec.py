@@ -401,6 +401,14 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
             raise bad("same.via", f"must name a column of {table!r}")
         if "quota" in g and not (isinstance(g["quota"].get("in"), list) and isinstance(g["quota"].get("cap"), int)):
             raise bad("quota", "needs 'in' (a list of values) and 'cap' (an integer)")
+        if "made_by" in g:
+            made_by = g["made_by"]
+            made_table = (made_by.get("through") or {}).get("table", table) if isinstance(made_by, dict) else None
+            if not isinstance(made_by, dict) or not _number(made_by.get("days")) or not isinstance(made_by.get("fields"), list) \
+                    or any(f not in columns_of.get(made_table, []) for f in made_by["fields"]) \
+                    or any(c not in earlier for c in made_by.get("by", ())):
+                raise bad("made_by", "needs 'fields' (columns of the table made), 'days' and optional 'by' (earlier "
+                                     "columns of the row)")
     elif kind == "code":
         if not (isinstance(g["pattern"], str) and 0 < len(g["pattern"]) <= LIMITS["pattern"]):
             raise bad("pattern", f"must be a string of 1 to {LIMITS['pattern']} characters")

@@ -213,6 +213,7 @@ def link_parent_made(entities: list[Entity]) -> None:
         if not parents:
             continue
         cutoff: dict[str, float] = {}
+        by: dict[str, list[str]] = {}
         for col, gen in list(ent.gens.items()):
             # (a status's stamp read off the status change follows the change, floored below)
             if not semantics.date_kind(gen) or not semantics.is_event_column(col) \
@@ -220,6 +221,11 @@ def link_parent_made(entities: list[Entity]) -> None:
                 continue
             # never a loop: a date is floored through a key only where that key is not drawn from it
             own = [(fk, p) for fk, p in parents if fk not in _reads(ent.gens, col) and col not in _reads(ent.gens, fk)]
+            for fk in {fk for fk, _ in parents if col in _reads(ent.gens, fk) and fk not in _reads(ent.gens, col)}:
+                # the key is drawn from this date (an invoice's shipment by its due date): it names a record
+                # made by this date instead
+                by.setdefault(fk, []).append(col)
+                cutoff.setdefault(fk, 0)
             if not own:
                 continue
             latest = _latest_days(gen)
@@ -235,7 +241,8 @@ def link_parent_made(entities: list[Entity]) -> None:
                 cutoff.setdefault(fk, 0)
         for fk, days in cutoff.items():
             gen = ent.gens[fk]
-            made_by = {"fields": [p["field"] for k, p in parents if k == fk], "days": days}
+            made_by = {"fields": [p["field"] for k, p in parents if k == fk], "days": days,
+                       **({"by": by[fk]} if fk in by else {})}
             if gen.get("gen") == "when":
                 ent.gens[fk] = {**gen, "then": {**gen["then"], "made_by": made_by}}
             elif gen.get("gen") == "ref":

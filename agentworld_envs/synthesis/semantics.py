@@ -223,6 +223,10 @@ def is_past_column(column: str) -> bool:
     return any(w in words for w in _PAST_WORDS)
 
 
+#: When a record was last updated: no earlier than its last status change.
+UPDATE_COLUMNS = frozenset({"updated_at", "updated_on", "last_updated_at", "modified_at", "last_modified_at"})
+
+
 def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
     """``(earlier, later, strict)`` for every date column that follows another in a record's life.
 
@@ -243,6 +247,9 @@ def ordered_pairs(date_columns: list[str]) -> list[tuple[str, str, bool]]:
         top = max(r for _, r in before)
         prev = next(c for c, r in before if r == top)
         out.append((prev, col, rank == 2 and top == 1))
+    if "status_changed_at" in date_columns:
+        # a status change is an update
+        out += [("status_changed_at", c, False) for c in date_columns if c in UPDATE_COLUMNS]
     return out
 
 
@@ -638,6 +645,10 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens["tax_amount"] = {"gen": "product", "of": ["subtotal", "tax_rate"]}
         else:
             gens["tax_amount"] = {"gen": "product", "of": ["subtotal"], "factor": rate}
+    elif "tax_amount" in gens and "total_amount" in gens:
+        # A total with tax in it and no subtotal (a till receipt): the tax is the world's rate's share of it.
+        rate = tax_rate(theme)
+        gens["tax_amount"] = {"gen": "product", "of": ["total_amount"], "factor": round(rate / (1 + rate), 6)}
     # Totals add up: an order's total is its subtotal plus tax and shipping; a line is quantity x price.
     for total, parts in TOTALS:
         present = [p for p in parts if p in gens]
@@ -718,6 +729,10 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                     then = {"gen": "by", "column": "status", "default": earlier, "cases": {stem: {
                         "gen": "lookup_row", "of": "status_changed_at", "kind": kind}}}
                 gens[col] = {"gen": "when", "column": "status", "in": sorted(states), "then": then}
+        if "status_changed_at" in gens and "updated_at" in gens and date_kind(gens["updated_at"]):
+            # A status change is an update: the last update is no earlier than it.
+            gens["updated_at"] = {"gen": "after", "of": "status_changed_at", "kind": date_kind(gens["updated_at"]),
+                                  "days": [0, 30], "not_after_now": True}
         if "status_changed_at" in gens:
             # The status changed after the record was made, after what happened to it (an alert triggered,
             # a case opened) and after it started or ended, where that has happened; never after now. A
@@ -790,6 +805,8 @@ def sources(gen: dict[str, Any]) -> set[str]:
             out.add(gen[k]["column"])
     for parent in gen.get("parents") or ():
         out.add(parent["via"])
+    if isinstance(gen.get("made_by"), dict):
+        out |= set(gen["made_by"].get("by", ()))
     for window in (gen.get("windows") or {}).values():
         out |= {window[k] for k in ("before", "after") if k in window}
     for sub in [gen.get("then"), gen.get("default"), gen.get("inner"), gen.get("else"), *(gen.get("cases") or {}).values()]:
