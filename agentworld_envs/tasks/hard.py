@@ -231,8 +231,10 @@ def _cross_sweep_part(gen: Generator, p: TableInfo, c: TableInfo, fk: str, q: Ta
     who = f"whose {q.singular} {phrase}"
     act_all = _act(gen, tr, c, f"every {c.singular} of {pdesc} {who}")
     act_its = _act(gen, tr, c, f"each of its {c.plural} {who}")
-    ask = gen.rng.choice([f"how many of its {c.plural} are in status {state} now", f"the number of {in_state(to, c.plural)} it has now",
-                          f"how many {in_state(to, c.plural)} it has in total now"])
+    # the count is of the parent's records, named as such: "its" could be the related record's (blind round 23)
+    ask = gen.rng.choice([f"how many {c.plural} of that {p.singular} are in status {state} now",
+                          f"the number of {in_state(to, c.plural)} that {p.singular} has now",
+                          f"how many {in_state(to, c.plural)} that {p.singular} has in total now"])
     text = gen.rng.choice([
         f"{act_all[0].upper() + act_all[1:]}.{_reason(last_args)} When that is done, tell me {ask}.",
         f"Go through the {c.plural} of {pdesc}: {act_its}.{_reason(last_args)} Then report {ask}.",
