@@ -191,6 +191,34 @@ def guarded_states(workflow: dict[str, Any] | None, to: str) -> tuple[str, ...]:
     return tuple([to] + [s for s in workflow["states"] if s in everywhere - without and s != to])
 
 
+def _reads_all(gens: dict[str, dict[str, Any]], col: str) -> set[str]:
+    seen: set[str] = set()
+    todo = list(sources(gens.get(col, {})))
+    while todo:
+        c = todo.pop()
+        if c not in seen and c in gens:
+            seen.add(c)
+            todo += sources(gens[c])
+    return seen
+
+
+def _made_by_date(gens: dict[str, dict[str, Any]], fk: str, column: str) -> None:
+    """The key ``fk`` names a record made by the row's ``column`` (``made_by``'s ``by``), where the key's
+    generator already picks by making and ``column`` is not drawn from it."""
+    gen = gens.get(fk, {})
+    if gen.get("gen") == "lookup":
+        fk, gen = gen["via"], gens.get(gen["via"], {})
+    target = gen.get("then") if gen.get("gen") == "when" else gen
+    if not target or "made_by" not in target or fk in _reads_all(gens, column) or column not in gens:
+        return
+    by = list(target["made_by"].get("by", ()))
+    made_by = {**target["made_by"], "by": by + [column] if column not in by else by}
+    if gen.get("gen") == "when":
+        gens[fk] = {**gen, "then": {**target, "made_by": made_by}}
+    else:
+        gens[fk] = {**target, "made_by": made_by}
+
+
 def constrain_history(rule: Rule, ent: Any) -> None:
     """Rewrite ``ent``'s generators so its seeded rows obey ``rule`` (part (c) of a rule: the history).
 
@@ -219,6 +247,11 @@ def constrain_history(rule: Rule, ent: Any) -> None:
         window = {"before": rule.column, "hours": rule.value} if rule.kind == "min_lead_time" \
             else {"after": rule.column, "days": rule.value}
         changed.setdefault("windows", {})[rule.guards[0]] = window
+        if rule.kind == "min_lead_time":
+            # the change comes before the window's date, so the records the row belongs to were made by that
+            # date (a grant withdrawn 72 hours before its start names a researcher who had joined by then)
+            for parent in changed.get("parents", ()):
+                _made_by_date(gens, parent["via"], rule.column)
     elif rule.kind == "bound":
         gen = gens.get(rule.column, {})
         inner = gen.get("inner") if gen.get("gen") == "at_most" else gen
