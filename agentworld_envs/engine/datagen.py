@@ -419,30 +419,10 @@ def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], existin
     return draw
 
 
-def _made_by(g: dict[str, Any], existing: dict[str, list[Any]], now: dt.datetime) -> list[Any]:
-    """``"made_by": {"fields": [COL, ...], "days": D, "through": {"field": FK, "table": T}}``: the records
-    the reference may name that were made (every COL) before the day D days from now, so what this row
-    records can follow their making; with ``through``, whose record ``FK`` (of table T) was."""
+def _made_days(g: dict[str, Any], existing: dict[str, list[Any]]) -> tuple[list[Any], dict[Any, str]]:
+    """``made_by``'s ``{"fields": [COL, ...], "through": {"field": FK, "table": T}}``: the keys the reference
+    may name, and the day each was made (the latest of its COLs; through ``FK``, its record's), where known."""
     spec = g["made_by"]
-    table, cutoff = g["ref"].split(".")[0], (now + dt.timedelta(days=spec["days"])).date().isoformat()
-    keys = existing[f"{table}.id"]
-    if "through" in spec:
-        made_table, at = spec["through"]["table"], _id_index(existing, spec["through"]["table"])
-        rows = [at.get(v) for v in existing.get(f"{table}.{spec['through']['field']}", [None] * len(keys))]
-    else:
-        made_table, rows = table, list(range(len(keys)))
-    columns = [existing.get(f"{made_table}.{f}", ()) for f in spec["fields"]]
-    return [key for key, n in zip(keys, rows)
-            if all(n is None or n >= len(c) or not c[n] or str(c[n])[:10] < cutoff for c in columns)]
-
-
-def _made_by_row(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[[Any, dict[str, Any]], bool] | None:
-    """With ``made_by``'s ``"by": [COL, ...]``: whether a record was made (every field) no later than the day
-    of each COL of the row (an invoice issued on a day names an importer taken on by then); None without."""
-    spec = g["made_by"]
-    by = list(spec.get("by", ()))
-    if not by:
-        return None
     table = g["ref"].split(".")[0]
     keys = existing[f"{table}.id"]
     if "through" in spec:
@@ -456,6 +436,24 @@ def _made_by_row(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[
         days = [str(c[n])[:10] for c in columns if n is not None and n < len(c) and c[n]]
         if days:
             made[key] = max(days)
+    return keys, made
+
+
+def _made_by(g: dict[str, Any], existing: dict[str, list[Any]], now: dt.datetime) -> list[Any]:
+    """``"made_by": {..., "days": D}``: the records the reference may name that were made before the day D
+    days from now (see :func:`_made_days`), so what this row records can follow their making."""
+    keys, made = _made_days(g, existing)
+    cutoff = (now + dt.timedelta(days=g["made_by"]["days"])).date().isoformat()
+    return [key for key in keys if key not in made or made[key] < cutoff]
+
+
+def _made_by_row(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[[Any, dict[str, Any]], bool] | None:
+    """With ``made_by``'s ``"by": [COL, ...]``: whether a record was made no later than the day of each COL of
+    the row (an invoice issued on a day names an importer taken on by then); None without."""
+    by = list(g["made_by"].get("by", ()))
+    if not by:
+        return None
+    _, made = _made_days(g, existing)
 
     def fits(key: Any, row: dict[str, Any]) -> bool:
         day = made.get(key)
