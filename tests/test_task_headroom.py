@@ -118,8 +118,10 @@ def test_generated_task_sets_pass_the_task_lint(bundles):
 
 def test_chain_tasks_reach_new_records_and_describe_them_by_fields(bundles):
     multi, described = 0, 0
-    for name in SYNTH:
-        b = bundles[name]
+    # (academic-integrity-cases: an env whose task set holds several walks; since stop 37's world changes the
+    # sample's own three hold two between them)
+    for name in SYNTH + ["academic-integrity-cases"]:
+        b = bundles[name] if name in bundles else load_bundle(name)
         runner = Runner(b.spec, b.golden, b.tools)
         for t in b.tasks:
             f = t["knobs"]["factors"]

@@ -269,9 +269,10 @@ def test_lint_catches_instruction_smells():
         "Please change the is vip of customer C-1 to yes.", "Please cancel the the order ORD-1.",
         "What is the listed on of the wine?", "Log a audit event for ORD-1.", "Hi, Please cancel ORD-1.",
         "Please start maintenance the reefer logger RL-1.", "Set loyalty_tier of C-1 to gold.",
-        "Please cancel order ORD-1."])]
+        "Please cancel the order of the.", "Please cancel order ORD-1.",
+        "Which repository named option-pm-someone-a?"])]     # a hyphenated name's last part is no dangling word
     flagged = {v.where for v in check_instructions(spec, tasks)}
-    assert flagged == {f"t{i}" for i in range(7)}
+    assert flagged == {f"t{i}" for i in range(8)}
 
 
 def test_lint_cli(private_cache):

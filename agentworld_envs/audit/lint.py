@@ -339,9 +339,10 @@ def _check_text(conn: sqlite3.Connection, table: str, cols: list[str], spec: dic
 _GRAMMAR = (
     (re.compile(r"\bthe (is|has)\s+\w+", re.I), "'the is/has <flag>'"),
     (re.compile(r"\b(\w{2,})\s+\1\b"), "doubled word"),
-    (re.compile(r"(?<![\w./])(of|the|a|an)\s*[.?!](\s|$)"), "dangling word before the full stop"),
+    # (a word joined by a hyphen is part of a name: the repository "option-pm-someone-a")
+    (re.compile(r"(?<![\w./-])(of|the|a|an)\s*[.?!](\s|$)"), "dangling word before the full stop"),
     (re.compile(r"\bthe \w+ (on|at|by) of\b"), "a date column used as a noun ('the listed on of')"),
-    (re.compile(r"(?<![\w./])a (?!one\b|uni|use|usu|uti|ure|eu|once)[aeiou]\w*"), "'a' before a vowel"),
+    (re.compile(r"(?<![\w./-])a (?!one\b|uni|use|usu|uti|ure|eu|once)[aeiou]\w*"), "'a' before a vowel"),
     (re.compile(r"\b(Hi|Hello|Hey there),\s+(Please|Could|Can|What|Which|How|Among|Several|For|Look|Of|Find|List|"
                 r"Count|Total|Set|Update|Mark|Add|The|There|This|My|Our|Note|Quick|When|Is|Does|Who)\b"),
      "capital after a greeting comma"),
