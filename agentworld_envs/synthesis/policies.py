@@ -19,7 +19,7 @@ from typing import Any
 from ..engine.language import date_noun, figures, indefinite, number, sentences, verb_phrase
 from ..engine.rules import Rule
 from .naming import title
-from .semantics import date_rank, dependency_order, sources
+from .semantics import date_rank, dependency_order, reads, sources
 
 
 _AMOUNT_WORDS = ("total", "amount", "price", "fee", "cost", "value", "balance", "charge", "rate", "budget")
@@ -191,17 +191,6 @@ def guarded_states(workflow: dict[str, Any] | None, to: str) -> tuple[str, ...]:
     return tuple([to] + [s for s in workflow["states"] if s in everywhere - without and s != to])
 
 
-def _reads_all(gens: dict[str, dict[str, Any]], col: str) -> set[str]:
-    seen: set[str] = set()
-    todo = list(sources(gens.get(col, {})))
-    while todo:
-        c = todo.pop()
-        if c not in seen and c in gens:
-            seen.add(c)
-            todo += sources(gens[c])
-    return seen
-
-
 def _made_by_date(gens: dict[str, dict[str, Any]], fk: str, column: str) -> None:
     """The key ``fk`` names a record made by the row's ``column`` (``made_by``'s ``by``), where the key's
     generator already picks by making and ``column`` is not drawn from it."""
@@ -209,7 +198,7 @@ def _made_by_date(gens: dict[str, dict[str, Any]], fk: str, column: str) -> None
     if gen.get("gen") == "lookup":
         fk, gen = gen["via"], gens.get(gen["via"], {})
     target = gen.get("then") if gen.get("gen") == "when" else gen
-    if not target or "made_by" not in target or fk in _reads_all(gens, column) or column not in gens:
+    if not target or "made_by" not in target or fk in reads(gens, column) or column not in gens:
         return
     by = list(target["made_by"].get("by", ()))
     made_by = {**target["made_by"], "by": by + [column] if column not in by else by}

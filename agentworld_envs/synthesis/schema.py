@@ -217,11 +217,11 @@ def link_parent_made(entities: list[Entity]) -> None:
         for col, gen in list(ent.gens.items()):
             # (a status's stamp read off the status change follows the change, floored below)
             if not semantics.date_kind(gen) or not semantics.is_event_column(col) \
-                    or gen.get("gen") in ("not_before", "by") or "status_changed_at" in _reads(ent.gens, col):
+                    or gen.get("gen") in ("not_before", "by") or "status_changed_at" in semantics.reads(ent.gens, col):
                 continue
             # never a loop: a date is floored through a key only where that key is not drawn from it
-            own = [(fk, p) for fk, p in parents if fk not in _reads(ent.gens, col) and col not in _reads(ent.gens, fk)]
-            for fk in {fk for fk, _ in parents if col in _reads(ent.gens, fk) and fk not in _reads(ent.gens, col)}:
+            own = [(fk, p) for fk, p in parents if fk not in semantics.reads(ent.gens, col) and col not in semantics.reads(ent.gens, fk)]
+            for fk in {fk for fk, _ in parents if col in semantics.reads(ent.gens, fk) and fk not in semantics.reads(ent.gens, col)}:
                 # the key is drawn from this date (an invoice's shipment by its due date): it names a record
                 # made by this date instead
                 by.setdefault(fk, []).append(col)
@@ -234,7 +234,7 @@ def link_parent_made(entities: list[Entity]) -> None:
             for fk, _ in own:
                 cutoff[fk] = min(cutoff.get(fk, 0), latest)
         status = ent.gens.get("status_changed_at", {})
-        own_status = [(fk, p) for fk, p in parents if "status_changed_at" not in _reads(ent.gens, fk)]
+        own_status = [(fk, p) for fk, p in parents if "status_changed_at" not in semantics.reads(ent.gens, fk)]
         if status.get("gen") == "changed" and own_status:
             ent.gens["status_changed_at"] = {**status, "parents": [p for _, p in own_status]}
             for fk, _ in own_status:
@@ -272,7 +272,7 @@ def link_parent_amounts(entities: list[Entity]) -> None:
                 continue
             part, whole = pair
             if (ent.column(part) or {}).get("type") != "REAL" or (pent.column(whole) or {}).get("type") != "REAL" \
-                    or part in _reads(ent.gens, fk) or any(part in semantics.sources(g) for g in ent.gens.values()):
+                    or part in semantics.reads(ent.gens, fk) or any(part in semantics.sources(g) for g in ent.gens.values()):
                 continue
             ent.gens[part] = semantics.wrap(ent.gens[part], gen="part_of", via=fk, table=parent, field=whole)
             ent.gens = semantics.dependency_order(ent.gens)
@@ -296,7 +296,7 @@ def link_parent_dates(entities: list[Entity]) -> None:
                 continue
             # never a loop: a due date is floored through a key only where that key is not drawn from it
             dues = [c for c, g in ent.gens.items() if semantics.clock_role(c) == "due" and semantics.date_kind(g)
-                    and fk not in _reads(ent.gens, c) and c not in _reads(ent.gens, fk)]
+                    and fk not in semantics.reads(ent.gens, c) and c not in semantics.reads(ent.gens, fk)]
             # a key another dated parent is looked up through (a rent payment's resident, through its lease)
             # is drawn first, so the due date can follow both parents
             read_through = any(fk in semantics.sources(g) and c in ent.refs and starts_of(ent.refs[c])
@@ -316,18 +316,6 @@ def link_parent_dates(entities: list[Entity]) -> None:
                 changed = True
         if changed:
             ent.gens = semantics.dependency_order(ent.gens)
-
-
-def _reads(gens: dict[str, dict[str, Any]], col: str) -> set[str]:
-    """Every column of the row that ``col``'s generator reads, directly or through the columns it reads."""
-    seen: set[str] = set()
-    todo = list(semantics.sources(gens.get(col, {})))
-    while todo:
-        c = todo.pop()
-        if c not in seen and c in gens:
-            seen.add(c)
-            todo += semantics.sources(gens[c])
-    return seen
 
 
 #: Roles of records that own others: a row that names one of them and one of its records names its own.

@@ -815,6 +815,18 @@ def sources(gen: dict[str, Any]) -> set[str]:
     return out
 
 
+def reads(gens: dict[str, dict[str, Any]], col: str) -> set[str]:
+    """Every column of the row that ``col``'s generator reads, directly or through the columns it reads."""
+    seen: set[str] = set()
+    todo = list(sources(gens.get(col, {})))
+    while todo:
+        c = todo.pop()
+        if c not in seen and c in gens:
+            seen.add(c)
+            todo += sources(gens[c])
+    return seen
+
+
 def dependency_order(gens: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
     """Generators ordered so that every column a generator reads is generated before it."""
     out: dict[str, dict[str, Any]] = {}
