@@ -169,6 +169,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         self.transcript: list[str] = []
         #: This episode's successful tool results: a refusal's reason must be one a lookup returned.
         self._observed: list[Any] = []
+        self._written: list[Any] = []   # the results of its write calls: figures an answer may list as parts
         # Re-entrant: step() calls verify() on submit while holding it.
         self._lock = threading.RLock()
 
@@ -194,7 +195,7 @@ class AgentWorldEnv(gym.Env[str, str]):
             self._limit_tools(index)
         self._restore_golden_state()
         self.turn, self.done = 0, False
-        self._observed = []
+        self._observed, self._written = [], []
         obs = f"# Task\n{self.task['instruction']}"
         if self.show_policy:
             obs = f"# Policy\n{self._policy}\n{ANSWER_CONTRACT}\n\n{obs}"
@@ -219,6 +220,7 @@ class AgentWorldEnv(gym.Env[str, str]):
         self.turn += 1
         out = self._interpreter.act(self._conn or self.conn, action)
         self._observed += [c.result for c in out.calls if not c.error]
+        self._written += [c.result for c in out.calls if not c.error and self._writes(c.name)]
         reward, terminated = 0.0, out.submitted
         info: dict[str, Any] = {"tool_name": out.tool_name, "error": out.error,
                                 "calls": [{"tool_name": c.name, "error": c.error} for c in out.calls]}
@@ -241,6 +243,11 @@ class AgentWorldEnv(gym.Env[str, str]):
         if self.render_mode == "human":
             self.render()
         return obs, reward, terminated, truncated, info
+
+    def _writes(self, shown: str | None) -> bool:
+        """Did the call of this shown tool name go to a tool that writes?"""
+        tool = self.bundle.tools.get(self._real.get(shown or "", ""))
+        return tool is not None and tool.writes
 
     def _limit_tools(self, task_index: int) -> None:
         """Show the reference solution's tools plus distractors drawn with a per-task seed."""
@@ -315,7 +322,7 @@ class AgentWorldEnv(gym.Env[str, str]):
             bundle = self.bundle
             ctx = VerifierContext(final=self.conn, initial=bundle.initial,
                                   initial_table_hashes=bundle.initial_table_hashes, memo=bundle.verifier_memo,
-                                  observed=Observed(self._observed), spec=lambda: bundle.spec)
+                                  observed=Observed(self._observed, self._written), spec=lambda: bundle.spec)
             return run_checks(self.task, answer, ctx)
 
     def solution_actions(self) -> list[str]:

@@ -709,7 +709,7 @@ def wide_fairness(c: Case):
         for form in (f"{d.strftime('%a')} {t[:10]}", f"{t[:10]} ({d.strftime('%A')})", f"{month} {d.day}{suffix}, {d.year}",
                      f"{d.strftime('%A')} {d.day} {month} {d.year}", f"the {d.day}{suffix} of {month} {d.year}"):
             yield "date_weekday", c.with_body(c.submit(ref.replace(t, form)))
-    if kind == "names" and len(ref.split()) in (2, 3) and "," not in ref:
+    if kind == "names" and len(ref.split()) in (2, 3) and "," not in ref and all(w[:1].isupper() for w in ref.split()):
         parts = ref.split()
         yield "name_last_first", c.with_body(c.submit(f"{parts[-1]}, {' '.join(parts[:-1])}"))
     if kind in ("words", "names"):

@@ -6,6 +6,7 @@ text, submit's schema, and the gate's per-kind probe counts."""
 from __future__ import annotations
 
 import json
+import re
 
 import gymnasium as gym
 import pytest
@@ -673,3 +674,101 @@ def test_a_group_counted_before_its_ids_is_no_rival_figure():
     assert answers.match_values(words, ["23718.34"], observed=seen).ok
     rival = Submission("done", "23718.34", "The new budgets add up to 23718.34; the other 23000, it seems.").words()
     assert not answers.match_values(rival, ["23718.34"], observed=seen).ok
+
+
+def test_the_refunds_a_write_returned_are_parts_of_the_total_and_cards_go_by_their_last_digits():
+    # A write call's result need not wrap its record as "updated"/"created": a return tool answers
+    # {"return": row, "refunded": 372.97}. Its figures are parts the message may list beside the total;
+    # the same figures only read, or another total, still compete.
+    reads = [{"payment_methods": [{"id": 1, "brand": "Mastercard", "last4": "8795"}, {"id": 3, "last4": "4695"}]},
+             {"total": 2, "results": [{"id": 65, "total": 372.97}, {"id": 176, "total": 219.98}]}]
+    writes = [{"return": {"id": 55, "order_id": 65, "amount": 372.97}, "refunded": 372.97},
+              {"return": {"id": 56, "order_id": 176, "amount": 219.98}, "refunded": 219.98}]
+    seen = answers.Observed(reads + writes, writes)
+    msg = "Returned #W2647635 (372.97 to Mastercard 8795) and #W6779929 (219.98 to Mastercard 4695)."
+    assert answers.match_values(Submission("done", "592.95", msg).words(), ["592.95"], observed=seen, numeric=True).ok
+    unwritten = answers.Observed(reads + writes)   # the same results, none known as a write's
+    assert not answers.match_values(Submission("done", "592.95", msg).words(), ["592.95"], observed=unwritten,
+                                    numeric=True).ok
+    for bad in (msg + " Or 600.00.", msg + " 372.97 or maybe 412.00", "8795 or 592.96",
+                "Refunded 372.97.", "Refunded 372.97, then 372.97 again."):   # parts that do not add up
+        assert not answers.match_values(Submission("done", "592.95", bad).words(), ["592.95"], observed=seen,
+                                        numeric=True).ok, bad
+    # a written figure beside the answer in `answer` itself is a second guess, added up or not
+    assert not answers.match_values(Submission("done", "592.95 (372.97, 219.98)", "").words(), ["592.95"],
+                                    observed=seen, numeric=True).ok
+    # where the answer is a single refund, listing the other one is a second guess
+    assert not answers.match_values(Submission("done", "372.97", msg).words(), ["372.97"], observed=seen,
+                                    numeric=True).ok
+    # where the answer is itself four digits, another card's digits compete
+    assert not answers.match_values(Submission("done", "4695", "Card 8795.").words(), ["4695"], observed=seen,
+                                    numeric=True).ok
+
+
+def test_a_blind_players_breakdown_of_the_refunds_scores_through_the_env(retail):
+    # retail-068: every returnable item back, refunded the way each order was paid; how much in total? The
+    # player's message listed each order's refund and the card it went to.
+    retail.reset(seed=0, options={"task_id": "retail-068"})
+    *steps, submit = retail.solution_actions()
+    # the player also read the profile, where the cards show their last digits
+    seen = "".join(retail.step(a)[0] for a in [*steps[:1], format_call("get_customer_details", {"customer_id": 1}),
+                                                *steps[1:]])
+    refunds = [float(x) for x in re.findall(r'"refunded":\s*([0-9.]+)', seen)]
+    cards = re.findall(r'"last4":\s*"([0-9]{4})"', seen)
+    answer = json.loads(re.search(r"\{.*\}", submit, re.S).group(0))["arguments"]["answer"]
+    assert len(refunds) >= 2 and cards and abs(sum(refunds) - float(str(answer).replace(",", ""))) < 0.01
+    message = "Returned " + ", ".join(f"{r:.2f} to Mastercard {cards[0]}" for r in refunds) + "."
+    _, reward, terminated, _, info = retail.step(format_call("submit", {"outcome": "done", "answer": str(answer),
+                                                                        "message": message}))
+    assert terminated and reward == 1.0, info["checks"]
+
+
+def test_values_put_beside_the_answer_compete_whatever_their_kind():
+    # "Other records show X" / "For completeness: X" in `answer` puts X forward as a second answer, even where X
+    # is a record the episode handled (its e-mail, its name) rather than a rival of the slot
+    seen = answers.Observed([{"total": 1, "results": [{"id": 1, "email": "tim@example.com", "name": "Q4 moving task"}]},
+                             {"fulfilments": [{"carrier": "USPS", "tracking_number": "9400059204801543"}]}])
+    ref = "USPS, 9400059204801543"
+    for bad in (f"The answer is {ref}. Other records show tim@example.com.", f"{ref}. For completeness: tim@example.com.",
+                f"{ref}. For completeness: Q4 moving task.", f"{ref}. See also 9400059204801544."):
+        assert not answers.match_values(Submission("done", bad, "").words(), ["usps", "9400059204801543"],
+                                        observed=seen).ok, bad
+    # in the words to the user, the record's own details are no guess
+    assert answers.match_values(Submission("done", ref, "In transit; we e-mailed tim@example.com.").words(),
+                                ["usps", "9400059204801543"], observed=seen).ok
+
+
+def test_two_figures_within_the_tolerance_of_the_answer_are_a_hedge():
+    assert answers.match_values("0.07", ["0.07"], numeric=True).ok
+    assert answers.match_values("8.333", ["8.33"], numeric=True).ok   # the answer rounded otherwise still matches
+    day = answers.Candidates([], "What is the start date of EXP-78996?")
+    assert not answers.match_values("2026-05-17, May 19", ["2026-05-17"], day).ok   # "May" before a day is the month
+    assert answers.match_values("You may 2 times ask: 2026-05-17", ["2026-05-17"], day).ok
+    for bad in ("0.07 (0.08%)", "0.07, 0.08", "8.33 or 8.34"):
+        assert not answers.match_values(bad, ["0.07" if bad.startswith("0") else "8.33"], numeric=True).ok, bad
+
+
+def test_a_refusal_answer_listing_every_record_of_the_request_is_a_dump():
+    instruction = "Deliver these: TRK-1 (due 2026-05-21), TRK-2 (due 2026-06-05), TRK-3, TRK-4 and TRK-5."
+    slot = answers.Candidates([], instruction)
+    rows = answers.Observed([{"id": i, "tracking_code": f"TRK-{i}", "due": d} for i, d in
+                             ((1, "2026-05-24"), (2, "2026-06-06"), (3, "2026-05-01"), (4, "2026-05-02"), (5, "2026-05-03"))])
+    msg = "I did not deliver TRK-1 or TRK-2: their due dates are 2026-05-24 and 2026-06-06. The other 3 went through."
+    ok = ("2026-05-24, 2026-06-06", "TRK-1: 2026-05-24; TRK-2: 2026-06-06", "TRK-1, TRK-2: 2026-05-24, 2026-06-06")
+    for answer in ok:
+        assert answers.match_refusal(Submission("partial", answer, msg).words(), [["2026-05-24", "2026-06-06"]], slot,
+                                     observed=rows, partial=True).ok, answer
+    dump = "2026-05-24, 2026-06-06\nTRK-1, TRK-2, TRK-3, TRK-4, TRK-5"
+    assert not answers.match_refusal(Submission("partial", dump, msg).words(), [["2026-05-24", "2026-06-06"]], slot,
+                                     observed=rows, partial=True).ok
+
+
+def test_a_cards_last_digits_in_the_answer_are_a_guess():
+    seen = answers.Observed([{"total": 1, "results": [{"id": 240, "payment_reference": "PAY-2878088539",
+                                                       "card_last_four": "3994"}]}])
+    for answer, message in (("3994", "It is PAY-2878088539."), ("PAY-2878088539 (3994)", ""),
+                            ("PAY-2878088539", "It is 3994.")):
+        assert not answers.match_values(Submission("done", answer, message).words(), ["PAY-2878088539"],
+                                        observed=seen).ok, (answer, message)
+    assert answers.match_values(Submission("done", "PAY-2878088539", "Paid by the card ending 3994.").words(),
+                                ["PAY-2878088539"], observed=seen).ok

@@ -90,8 +90,9 @@ _DATE_PATTERNS = [
     (re.compile(r"(?<![\w/.])(\d{1,2})\.(\d{1,2})\.(\d{4})(?![\d.]\d|\w)"), "dmy_dot"),
 ]
 # Dates without a year ("March 19", "19th of March"), read only as rivals of a requested date (never as the
-# date itself, and never hiding a number): that day of :data:`YEARLESS`.
-_MON_FULL = r"(?:january|february|march|april|june|july|august|september|october|november|december|may(?=\s+\d{1,2}(?:st|nd|rd|th)))"
+# date itself, and never hiding a number): that day of :data:`YEARLESS`. "May" is a month only before a day
+# that no word follows ("May 19", "May 19th"; not "you may 2 times").
+_MON_FULL = r"(?:january|february|march|april|june|july|august|september|october|november|december|may(?=\s+\d{1,2}(?:st|nd|rd|th|(?!\d)(?!\s*[a-z]))))"
 _YEARLESS_PATTERNS = [
     (re.compile(rf"\b(?:{_WEEKDAY})?({_MON_FULL})\s+(\d{{1,2}})(?:st|nd|rd|th)?\b(?![:.]\d)"), "md_name"),
     (re.compile(rf"\b(?:{_WEEKDAY})?(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?({_MON_FULL})\b"), "dm_name"),
@@ -113,6 +114,8 @@ CODE = _CODE = re.compile(r"#\w+|(?<![\w.])(?<!\d,)(?=[\w-]*\d)(?=[\w-]*[^\W\d_]
                           r"(?:\.(?:pdf|docx?|xlsx?|csv|txt|json|xml|zip|png|jpe?g|gif|mp[34]|wav|html?|pptx?|md))?(?![\w])"
                           r"|(?<![\w.])\(?\d{3}\)?[\s.-]\d{3}[\s.-]\d{4}(?!\d)|(?<![\w.,])\d{9,}(?![\d\w])(?![.,]\d)")
 _OTHERS = re.compile(r"\b(?:other|others|rest|remaining|else|previous|earlier)\b")
+#: Words that put a value forward beside the answer as a second one ("For completeness: X", "see also X").
+_BESIDE = re.compile(r"\b(?:for completeness|alternatively|alternatives?|see also|also possible|possibly also|other records?)\b")
 _COPULA = re.compile(r"\b(?:is|was|are|were|be|been|equals|means)\b|'s\b|[:=]")
 _FUNCTION_WORDS = frozenset("i it is a an the in on at to of and or no not off out up by for as be so do if me my we us "
                             "our you your he she his her they them their this that all any".split())
@@ -481,8 +484,9 @@ def _name_core(value: str) -> str | None:
 class Observed:
     """What the episode's tool results showed: evidence for refusals, and names a dump may list."""
 
-    def __init__(self, results: Iterable[Any] = ()):
+    def __init__(self, results: Iterable[Any] = (), writes: Iterable[Any] = ()):
         self._results = list(results)
+        self._writes = list(writes)   # the results of the episode's write calls (also in ``results``)
         self._scalars: list[Any] = []
         for r in self._results:
             _flatten(r, self._scalars, 0)
@@ -493,6 +497,7 @@ class Observed:
         self._handled_names: frozenset[str] | None = None
         self._ids: frozenset[int] | None = None
         self._written: list[float] | None = None
+        self._last_digits: frozenset[str] | None = None
 
     def rows(self) -> list[dict[str, Any]]:
         """Every record (JSON object, at any depth) the results held."""
@@ -518,6 +523,14 @@ class Observed:
                 if isinstance(v, str) and 2 <= len(v.split()) <= MAX_RUN and len(v) <= 60 and not _is_date(v))
         return self._handled_names
 
+    def last_digits(self) -> frozenset[str]:
+        """The last digits a card or account is known by (a ``last4`` field of any record the results held)."""
+        if self._last_digits is None:
+            self._last_digits = frozenset(str(v) for _, row in result_rows(self._results) for k, v in row.items()
+                                          if _LAST_DIGITS.search(k) and isinstance(v, (str, int))
+                                          and not isinstance(v, bool) and str(v).isdigit())
+        return self._last_digits
+
     def ids(self) -> frozenset[int]:
         """The internal ids of records a result returned one at a time (read or written individually)."""
         if self._ids is None:
@@ -527,16 +540,25 @@ class Observed:
 
     def written(self) -> list[float]:
         """The figures the episode's writes left in the records they returned (``{"updated": row}``,
-        ``{"created": row}``): per record and field the last one written."""
+        ``{"created": row}``, or any figure of a write call's result: ``{"return": row, "refunded": 372.97}``):
+        per record and field the last one written."""
         if self._written is None:
             last: dict[tuple[Any, ...], float] = {}
+
+            def keep(row: dict[str, Any], where: Any) -> None:
+                for k, v in row.items():
+                    if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "id" and not k.endswith("_id"):
+                        # a record is itself wherever it is returned; a figure outside any record, where it stands
+                        last[tuple(sorted(row)), row["id"] if isinstance(row.get("id"), int) else where, k] = float(v)
+
             for r in self._results:
                 for verb in ("updated", "created"):
                     row = r.get(verb) if isinstance(r, dict) else None
                     if isinstance(row, dict):
-                        for k, v in row.items():
-                            if isinstance(v, (int, float)) and not isinstance(v, bool) and k != "id":
-                                last[tuple(sorted(row)), row.get("id"), k] = float(v)
+                        keep(row, None)
+            for i, r in enumerate(self._writes):
+                for j, (_, row) in enumerate(result_rows([r])):
+                    keep(row, (i, j))
             self._written = list(last.values())
         return self._written
 
@@ -630,6 +652,9 @@ def is_identity_field(name: str) -> bool:
     """Does a field of this name identify the record it is in (its own key, code or reference)?"""
     return bool(_IDENTITY.search(name))
 
+
+# Fields holding the last digits a card or account is known by.
+_LAST_DIGITS = re.compile(r"(?:^|_)last_?(?:4|four|digits)$")
 
 # Fields that identify the record they are in (its own key or code; not "<other>_id", which names another).
 _IDENTITY = re.compile(r"^(?:id|sku|email|rma|code|ref|reference|number|uuid|key)$|_(?:number|ref|reference|code|no|uuid)$")
@@ -876,6 +901,12 @@ class _Text:
         c0, c1 = self.clause(pos)
         return bool(_OTHERS.search(self.t[c0:c1]))
 
+    def put_beside(self, pos: int) -> bool:
+        """Is the value at ``pos`` put forward beside the answer as another ("Other records show X",
+        "For completeness: X", "see also X")?"""
+        s0, _ = self.sentence(pos)
+        return self.about_others(pos) or bool(_BESIDE.search(self.t[s0:pos]))
+
     def bare(self, start: int, end: int, others: list[tuple[int, int]]) -> bool:
         """Is the word at ``start:end`` asserted on its own: alone in its clause but for fillers ("it is",
         "status:", "and") and other values ("magazine and inactive")? Not when a copula links it to one of
@@ -1032,11 +1063,14 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     slots = {e.slot for e in exp}
     exp_keys = {e.key for e in exp} | {e.core for e in exp if e.core}
     exp_nums = [e.number for e in exp if e.number is not None]
-    # the figures the episode's own writes left (the state check holds them to the right ones) may be listed
-    # beside a total they make up, but never where the answer is one of them: then listing them is a dump
-    parts = observed.written() if observed is not None else []
+    # the figures the episode's own writes left (the state check holds them to the right ones) may be listed in
+    # the words to the user beside the one total they make up ("372.97 + 219.98"), but never where the answer is
+    # one of them (then listing them is a dump), and only all of them: figures that do not add up to the answer
+    # ("8, 0") are other guesses
+    parts = observed.written() if observed is not None and len(exp_nums) == 1 else []
     if any(math.isclose(w, x, rel_tol=0, abs_tol=tolerance) for w in parts for x in exp_nums):
         parts = []
+    named_parts: list[tuple[float, int, int]] = []
     exp_days = {e.date[0] for e in exp if e.date is not None}
     mentions = cands.mentions
 
@@ -1105,8 +1139,13 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                 competing.append(m.group(1))
                 spans_seen.append(m.span())
     # codes (ids, e-mails, phone and tracking numbers)
+    named_codes: list[str] = []   # codes the request gave, listed on their own in `answer` beside a message
     for c in text.codes:
-        if _overlaps(covered, c.start, c.end) or c.key in exp_keys or mentioned_key(c.key) or negated(c.start, c.end):
+        if _overlaps(covered, c.start, c.end) or c.key in exp_keys or negated(c.start, c.end):
+            continue
+        if mentioned_key(c.key):
+            if c.start < message_from <= len(text.t) and text.bare(c.start, c.end, [(x.start, x.end) for x in text.codes]):
+                named_codes.append(text.t[c.start:c.end])
             continue
         if any(c.key == k for k in cands.keys()):
             continue   # already counted as a candidate
@@ -1150,8 +1189,13 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         if n.integer and observed is not None and len(digits) >= 4 \
                 and any(k.endswith(digits) and k != digits for k in observed.handled()):
             continue   # the last digits of a record the episode handled: "card -3990", "ending 8317"
-        if parts and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005) for w in parts):
-            continue   # a figure the episode wrote: a part of the answer, no guess at it
+        if n.integer and observed is not None and n.start >= message_from and digits in observed.last_digits() \
+                and not text.asserted(n.start, n.end) and not text.bare(n.start, n.end, covered) \
+                and not any(x == int(x) and len(str(int(x))) == len(digits) for x in exp_nums):
+            continue   # in the words to the user, a card named as its owner knows it: "refunded to Mastercard 8795"
+        if parts and n.start >= message_from and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005) for w in parts):
+            named_parts.append((n.number, n.start, n.end))
+            continue   # a figure the episode wrote: a part of the answer, no guess at it (if they add up, below)
         if negated(n.start, n.end):
             continue
         after = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
@@ -1173,6 +1217,19 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             further.append((shown, n.start, n.end))
             kinds[n.start, n.end] = "number"
         spans_seen.append((n.start, n.end))
+    for x in exp_nums:   # two figures within the tolerance of one expected value: a hedge between them
+        near = {round(n.number, 4): n for n in text.nums if n.number is not None
+                and math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) and not negated(n.start, n.end)}
+        if len(near) > 1:
+            competing += [_fmt(v) for v in sorted(near, key=lambda v: abs(v - x))[1:]]
+    if named_parts and not _adds_up([x for x, _, _ in named_parts], exp_nums[0], tolerance):
+        for x, a, b in named_parts:
+            if "number" in slots:
+                competing.append(_fmt(x))
+            else:
+                further.append((_fmt(x), a, b))
+                kinds[a, b] = "number"
+            spans_seen.append((a, b))
     # names and other multi-word values the episode's results showed; category words listed bare
     if observed is not None:
         for key, shown in observed.names().items():
@@ -1186,7 +1243,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                     continue
                 further[:] = [f for f in further if (f[1], f[2]) not in inner]
                 spans_seen[:] = [sp for sp in spans_seen if sp not in inner]
-                if scoped and a < message_from and text.about_others(a):
+                if scoped and a < message_from and text.put_beside(a):
                     spans_seen.append((a, b))
                     competing.append(shown)   # an answer that reports "other records show <name>": a second guess
                     break
@@ -1244,11 +1301,17 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         return any(e <= a and re.fullmatch(r"\s*[(,:\u2013-]\s*", text.t[e:a]) for _, e in references)
 
     for a, b in references:
+        if scoped and a < message_from and text.put_beside(a):
+            competing.append(text.t[a:b])   # a record handled, put forward in the answer as "other records show"
+            continue
         if text.bare(a, b, taken_all + references) and not text.apposition(a, taken_all) and not glosses(a):
             further.append((text.t[a:b], a, b))
             kinds[a, b] = "code"
     for shown, a, b in further:
         kind = kinds.get((a, b))
+        if scoped and a < message_from and text.put_beside(a):
+            competing.append(shown)   # "The answer is X. Other records show Y.": a second guess, whatever its kind
+            continue
         if a >= message_from and (kind not in answer_kinds or kind == "code" and _shape(shown) not in answer_shapes):
             if text.asserted(a, b):
                 competing.append(shown)   # "It is 05:00." beside an id: a second answer, whatever its kind
@@ -1274,11 +1337,23 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         detail += f"; hedged around {hedged[0][:40]!r}"
     if competing:
         detail += f"; also names {', '.join(c[:40] for c in competing[:3])}{' …' if len(competing) > 3 else ''}"
+    # the records the answer is about may be named in it ("TRK-1: 2026-05-24"), but `answer` listing more of the
+    # request's codes than it has values, beside words to the user, is a list of every record, not an answer
+    if len(named_codes) > max(DUMP_LIMIT, len(exp)):
+        extras += named_codes
     dump = len(extras) >= DUMP_LIMIT
     if dump:
         detail += f"; names {len(extras)} further values ({', '.join(x[:30] for x in extras[:3])} …): a list of guesses"
     ok = not missing and not competing and not hedged and not dump
     return Match(ok, detail if not ok else f"answer {text.raw[:80]!r} matches", tuple(missing), tuple(competing + extras * dump))
+
+
+def _adds_up(figures: list[float], total: float, tolerance: float) -> bool:
+    """Do the figures named add up to ``total`` (each named once, or some named again beside it)?"""
+    for named in (figures, list(dict.fromkeys(figures))):
+        if len(named) >= 2 and math.isclose(sum(named), total, rel_tol=0, abs_tol=tolerance * len(named)):
+            return True
+    return False
 
 
 def split_list(answer: Any) -> list[str]:

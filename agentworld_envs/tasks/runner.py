@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Sequence
 
 from ..engine import state, statediff
 from ..engine.actions import ToolCall, format_call
@@ -65,6 +65,7 @@ class Runner:
         self._prefix: list[str] | None = None
         self._prefix_results: list[Any] = []
         self._prefix_seen: list[Any] = []
+        self._prefix_wrote: list[Any] = []
         # what validation.random_actions sees as env.tools (real names, submit last)
         self.tools = [t.openai_schema() for t in self.compiled.values()] + [SUBMIT_TOOL]
 
@@ -90,23 +91,24 @@ class Runner:
         if self._prefix is not None:
             self.conn.execute("ROLLBACK TO aw_prefix")
             self.conn.execute("RELEASE aw_prefix")
-            self._prefix, self._prefix_results, self._prefix_seen = None, [], []
+            self._prefix, self._prefix_results, self._prefix_seen, self._prefix_wrote = None, [], [], []
 
     def call(self, name: str, arguments: dict[str, Any]) -> Any:
         """Run one call on the live connection (inside the caller's savepoint); raises ToolError."""
         self.drop_prefix()
         return invoke(self.conn, self.compiled[name], arguments, self.now)
 
-    def context(self, observed: list[Any] | None = None) -> VerifierContext:
+    def context(self, observed: list[Any] | None = None, wrote: Sequence[Any] = ()) -> VerifierContext:
         return VerifierContext(final=self.conn, initial=self.initial, initial_table_hashes=self.initial_table_hashes,
-                               memo=self.memo, observed=None if observed is None else Observed(observed), spec=self.spec)
+                               memo=self.memo, observed=None if observed is None else Observed(observed, wrote),
+                               spec=self.spec)
 
     # -------------------------------------------------------------- scoring
     def score(self, task: dict[str, Any], answer: Any, *, full: bool = False,
-              observed: list[Any] | None = None) -> tuple[float, list[dict[str, Any]]]:
+              observed: list[Any] | None = None, wrote: Sequence[Any] = ()) -> tuple[float, list[dict[str, Any]]]:
         """The verifier's score on the live connection (``observed``: the episode's successful tool
-        results). Unless ``full``, stops at the first failing check (same score, less work)."""
-        return run_checks(task, answer, self.context(observed), first_failure=not full)
+        results; ``wrote``: those of its write calls). Unless ``full``, stops at the first failing check (same score, less work)."""
+        return run_checks(task, answer, self.context(observed, wrote), first_failure=not full)
 
     # -------------------------------------------------------------- trajectories
     def run(self, task: dict[str, Any] | None, steps: list[Any], *, keep: bool = False, hash_state: bool = False,
@@ -121,15 +123,17 @@ class Runner:
         out = Outcome(0.0, False)
         out.results = list(self._prefix_results) if start else []
         seen: list[Any] = list(self._prefix_seen) if start else []   # successful results, the verifier's evidence
+        wrote: list[Any] = list(self._prefix_wrote) if start else []   # the write calls' among them
         try:
             for turn, step in enumerate(steps[start:], start=start + 1):
                 act = self.act(step)
                 out.results += [c.result if not c.error else {"error": c.error, "message": c.message} for c in act.calls]
-                seen += [c.result for c in act.calls if not c.error]
+                seen += self._successes(act)
+                wrote += self._successes(act, writes=True)
                 if act.submitted:
                     out.submitted, out.answer, out.submission = True, act.answer, act.submission
                     if task is not None:
-                        out.score, out.checks = self.score(task, act.submission, observed=seen)
+                        out.score, out.checks = self.score(task, act.submission, observed=seen, wrote=wrote)
                     break
                 if turn >= self.max_turns:
                     break
@@ -150,6 +154,11 @@ class Runner:
             return self.interpreter.run_calls(self.conn, [ToolCall(step["name"], step["arguments"])])
         return self.interpreter.act(self.conn, step)
 
+    def _successes(self, act: Any, writes: bool = False) -> list[Any]:
+        """The results of an action's successful calls (``writes``: of those to tools that write)."""
+        return [c.result for c in act.calls if not c.error
+                and (not writes or c.name in self.compiled and self.compiled[c.name].writes)]
+
     def _reuse_prefix(self, steps: list[Any], fresh: bool) -> int:
         """How many leading steps of ``steps`` the held prefix state already covers (0: none; the
         connection is then at the golden state). Holds a new prefix (every step but the last) when none fits."""
@@ -163,15 +172,17 @@ class Runner:
         self.conn.execute("SAVEPOINT aw_prefix")
         results: list[Any] = []
         seen: list[Any] = []
+        wrote: list[Any] = []
         for step in steps[:-1]:
             act = self.act(step)
             results += [c.result if not c.error else {"error": c.error, "message": c.message} for c in act.calls]
-            seen += [c.result for c in act.calls if not c.error]
+            seen += self._successes(act)
+            wrote += self._successes(act, writes=True)
             if act.submitted:   # an early submit ends the episode there: nothing to hold
                 self.conn.execute("ROLLBACK TO aw_prefix")
                 self.conn.execute("RELEASE aw_prefix")
                 return 0
-        self._prefix, self._prefix_results, self._prefix_seen = keys[:-1], results, seen
+        self._prefix, self._prefix_results, self._prefix_seen, self._prefix_wrote = keys[:-1], results, seen, wrote
         return len(steps) - 1
 
     def rewind(self) -> None:
