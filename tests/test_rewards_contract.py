@@ -772,3 +772,25 @@ def test_a_cards_last_digits_in_the_answer_are_a_guess():
                                         observed=seen).ok, (answer, message)
     assert answers.match_values(Submission("done", "PAY-2878088539", "Paid by the card ending 3994.").words(),
                                 ["PAY-2878088539"], observed=seen).ok
+
+
+def test_blind_players_messages_with_a_capped_figure_and_an_address_score():
+    # adjust_sweep: every new figure listed, the capped one at the cap the request gave; they add up to the total
+    instruction = ("Raise the daily budget of every running campaign by 2.5% for those ending on a weekend and by 6% "
+                   "for the rest; none may end above 5000.00: one that would is set to exactly 5000.00. Then tell me "
+                   "the new total.")
+    new = [663.45, 4314.12, 5000.00]
+    seen = answers.Observed([{"updated": {"id": i, "daily_budget": v}} for i, v in enumerate(new, 1)],
+                            [{"updated": {"id": i, "daily_budget": v}} for i, v in enumerate(new, 1)])
+    slot = answers.Candidates([], instruction)
+    msg = "Weekend +2.5% (AC-1 -> 663.45); others +6% (AC-2 -> 4314.12, AC-3 capped at 5000.00). New total: 9977.57."
+    assert answers.match_values(Submission("done", "9977.57", msg).words(), ["9977.57"], slot, observed=seen,
+                                numeric=True).ok
+    short = "Weekend +2.5% (AC-1 -> 663.45); AC-3 capped at 5000.00."   # the parts named do not add up
+    assert not answers.match_values(Submission("done", "9977.57", short).words(), ["9977.57"], slot, observed=seen,
+                                    numeric=True).ok
+    # a count beside the worksite's address, whose number is no rival count; the same number alone is
+    site = answers.Observed([{"id": 21, "address": "500 Butler Overpass Apt. 256", "city": "Williamsburgh"}])
+    words = "INSP-625415 is at worksite 500 Butler Overpass Apt. 256, Williamsburgh. It now has 3 cancelled."
+    assert answers.match_values(Submission("done", "3", words).words(), ["3"], observed=site, numeric=True).ok
+    assert not answers.match_values(Submission("done", "3 (256)", "").words(), ["3"], observed=site, numeric=True).ok

@@ -1161,6 +1161,9 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                                      answer_part))
     count_words = {text.t[e:].split(None, 1)[0].strip(".,;:!?)") for s, e in stated
                    if exp_nums and re.match(r"\s+[a-z]", text.t[e:])} if exp_nums else set()
+    # the spans of the multi-word strings with digits the results held (addresses, names like "Route 9 express")
+    within_names = [sp for key in (observed.names() if observed is not None else {}) if any(ch.isdigit() for ch in key)
+                    for sp in table.get(key, ())]
     id_end = 0   # where the last record id named in the text ends (a list of ids runs on from it)
     for n in text.nums:
         if n.number is None or _overlaps(covered, n.start, n.end):
@@ -1181,10 +1184,16 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                 and re.match(r"\s*[,;)]", text.t[n.end:]):
             id_end = n.end
             continue   # a handled record's id in brackets after its name: "East (138, Sun 2026-05-10)"
+        part = bool(parts) and n.start >= message_from and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005)
+                                                               for w in parts)
         if mentioned_number(n.number):
+            if part:   # a written figure the request gave ("capped at 5000.00"): one of the parts, never a rival
+                named_parts.append((n.number, -1, -1))
             continue
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
             continue
+        if _covered(within_names, n.start, n.end):
+            continue   # a number inside a name or address the results held: "500 Butler Overpass Apt. 256"
         digits = re.sub(r"\D", "", text.t[n.start:n.end])
         if n.integer and observed is not None and len(digits) >= 4 \
                 and any(k.endswith(digits) and k != digits for k in observed.handled()):
@@ -1193,7 +1202,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                 and not text.asserted(n.start, n.end) and not text.bare(n.start, n.end, covered) \
                 and not any(x == int(x) and len(str(int(x))) == len(digits) for x in exp_nums):
             continue   # in the words to the user, a card named as its owner knows it: "refunded to Mastercard 8795"
-        if parts and n.start >= message_from and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005) for w in parts):
+        if part:
             named_parts.append((n.number, n.start, n.end))
             continue   # a figure the episode wrote: a part of the answer, no guess at it (if they add up, below)
         if negated(n.start, n.end):
@@ -1224,6 +1233,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             competing += [_fmt(v) for v in sorted(near, key=lambda v: abs(v - x))[1:]]
     if named_parts and not _adds_up([x for x, _, _ in named_parts], exp_nums[0], tolerance):
         for x, a, b in named_parts:
+            if a < 0:
+                continue   # the request's own figure
             if "number" in slots:
                 competing.append(_fmt(x))
             else:
