@@ -794,3 +794,17 @@ def test_blind_players_messages_with_a_capped_figure_and_an_address_score():
     words = "INSP-625415 is at worksite 500 Butler Overpass Apt. 256, Williamsburgh. It now has 3 cancelled."
     assert answers.match_values(Submission("done", "3", words).words(), ["3"], observed=site, numeric=True).ok
     assert not answers.match_values(Submission("done", "3 (256)", "").words(), ["3"], observed=site, numeric=True).ok
+
+
+def test_beside_a_count_a_records_own_figure_after_its_code_is_a_gloss():
+    # blind round 26: "I processed all of them: DO-28980489 (8.96), DO-67607467 (7.84)" beside the count 3
+    seen = answers.Observed([{"total": 3, "results": [{"id": 1, "order_number": "DO-28980489", "delivery_fee": 8.96},
+                                                      {"id": 2, "order_number": "DO-67607467", "delivery_fee": 7.84},
+                                                      {"id": 3, "order_number": "DO-16347439", "delivery_fee": 9.03}]}])
+    msg = "I processed DO-28980489 (8.96), DO-67607467 (fee 7.84) and DO-16347439 ($9.03)."
+    assert answers.match_values(Submission("done", "3", msg).words(), ["3"], observed=seen, numeric=True).ok
+    for bad in ("DO-28980489 (8.97).", "Processed them. Or 8.96.", "DO-28980489 (8.96) or 4."):
+        assert not answers.match_values(Submission("done", "3", bad).words(), ["3"], observed=seen, numeric=True).ok, bad
+    # where the answer is itself a figure, other records' figures are rivals, glossed or not
+    assert not answers.match_values(Submission("done", "8.96", "DO-67607467 (7.84)").words(), ["8.96"],
+                                    observed=seen, numeric=True).ok

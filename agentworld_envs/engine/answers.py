@@ -523,6 +523,15 @@ class Observed:
                 if isinstance(v, str) and 2 <= len(v.split()) <= MAX_RUN and len(v) <= 60 and not _is_date(v))
         return self._handled_names
 
+    def holds(self, code: str, number: float) -> bool:
+        """Does a record the results held under the identifying ``code`` (a value key) have ``number`` as a figure?"""
+        for _, row in result_rows(self._results):
+            if any(isinstance(v, str) and _IDENTITY.search(k) and value_key(v) == code for k, v in row.items()) \
+                    and any(isinstance(v, (int, float)) and not isinstance(v, bool)
+                            and math.isclose(float(v), number, rel_tol=0, abs_tol=0.005) for v in row.values()):
+                return True
+        return False
+
     def last_digits(self) -> frozenset[str]:
         """The last digits a card or account is known by (a ``last4`` field of any record the results held)."""
         if self._last_digits is None:
@@ -652,6 +661,9 @@ def is_identity_field(name: str) -> bool:
     """Does a field of this name identify the record it is in (its own key, code or reference)?"""
     return bool(_IDENTITY.search(name))
 
+
+# A record's code, then an opening bracket (and a word or two, a currency sign): a figure of that record follows.
+_GLOSSED = re.compile(r"([#\w][\w#-]*\d[\w-]*)\s*\(\s*(?:[a-z]+\s+){0,2}[$€£]?\s*$")
 
 # Fields holding the last digits a card or account is known by.
 _LAST_DIGITS = re.compile(r"(?:^|_)last_?(?:4|four|digits)$")
@@ -1161,6 +1173,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                                      answer_part))
     count_words = {text.t[e:].split(None, 1)[0].strip(".,;:!?)") for s, e in stated
                    if exp_nums and re.match(r"\s+[a-z]", text.t[e:])} if exp_nums else set()
+    counts = bool(exp_nums) and all(x == int(x) for x in exp_nums)   # the answer is a count (or other whole number)
     # the spans of the multi-word strings with digits the results held (addresses, names like "Route 9 express")
     within_names = [sp for key in (observed.names() if observed is not None else {}) if any(ch.isdigit() for ch in key)
                     for sp in table.get(key, ())]
@@ -1192,6 +1205,10 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             continue
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
             continue
+        if counts and not n.integer and n.start >= message_from and observed is not None:
+            gloss = _GLOSSED.search(text.t[max(0, n.start - 40):n.start])
+            if gloss and re.match(r"\s*[),;]", text.t[n.end:]) and observed.holds(value_key(gloss.group(1)), n.number):
+                continue   # beside a count, a record's own figure after its code: "DO-28980489 (8.96)"
         if _covered(within_names, n.start, n.end):
             continue   # a number inside a name or address the results held: "500 Butler Overpass Apt. 256"
         digits = re.sub(r"\D", "", text.t[n.start:n.end])
