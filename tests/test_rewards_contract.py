@@ -808,3 +808,16 @@ def test_beside_a_count_a_records_own_figure_after_its_code_is_a_gloss():
     # where the answer is itself a figure, other records' figures are rivals, glossed or not
     assert not answers.match_values(Submission("done", "8.96", "DO-67607467 (7.84)").words(), ["8.96"],
                                     observed=seen, numeric=True).ok
+
+
+def test_a_name_as_a_register_lists_it_and_labels_before_the_answer():
+    slot = answers.Candidates(["Andrea Brown", "Kathy Santana"], "Who is the registered agent of ACC-152531?")
+    for good in ("Santana, Kathy", "**Answer:** Kathy Santana", '{"answer": "Kathy Santana"}',
+                 "You asked about ACC-152531. The answer: Kathy Santana"):
+        assert answers.match_values(good, ["Kathy Santana"], slot).ok, good
+    for bad in ("Santana, Kathy; Brown, Andrea", "Santana Kathy or Brown Andrea", "Kathy Santana (Brown, Andrea)"):
+        assert not answers.match_values(bad, ["Kathy Santana"], slot).ok, bad
+    # a category word used as a label names what follows; listed on its own it is still asserted
+    words = answers.Candidates([], "Which filing is due first?", vocabulary=["answer", "complaint", "motion"])
+    assert answers.match_values("Filing type: complaint", ["complaint"], words).ok
+    assert not answers.match_values("complaint, answer", ["complaint"], words).ok

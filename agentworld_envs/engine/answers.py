@@ -762,6 +762,9 @@ class Candidates:
             if key and not self.mentions.has_key(key):
                 self._keys.setdefault(key, as_text(v))
                 self.longest = max(self.longest, len(tokens))
+                last_first = _Expected(v, False).last_first   # "Brown, Andrea" names the same rival
+                if last_first and not self.mentions.has_key(last_first):
+                    self._keys.setdefault(last_first, as_text(v))
         self.vocab_keys = {value_key(v): str(v) for v in self.vocabulary if value_key(v)}
         self.noun_words = {w for n in self.nouns for w in words(n)} | {"id", "no", "number", "num", "ref", "code",
                                                                           "item", "items", "row", "record", "line"}
@@ -992,6 +995,11 @@ class _Expected:
         self.date = _is_date(value) if self.number is None else None
         self.key = value_key(value)
         self.core = _name_core(self.shown) if self.number is None and self.date is None else None
+        # a person's name as a register lists it, "Santana, Kathy"
+        parts = self.shown.split()
+        self.last_first = value_key(" ".join(parts[-1:] + parts[:-1])) \
+            if self.number is None and self.date is None and 2 <= len(parts) <= 3 \
+            and all(p[:1].isupper() and p.isalpha() for p in parts) else None
 
     @property
     def slot(self) -> str:
@@ -1012,7 +1020,7 @@ class _Expected:
             return [(d.start, d.end) for d in text.dates if d.day == day and (not time or not d.time or d.time == time)]
         out: list[tuple[int, int]] = []
         table = text.runs(longest)
-        for key in (self.key, self.core):
+        for key in (self.key, self.core, self.last_first):
             if key:
                 out += table.get(key, [])
         out += [(c.start, c.end) for c in text.codes if c.key == self.key and self.key]
@@ -1073,7 +1081,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             continue
         stated += plain
     slots = {e.slot for e in exp}
-    exp_keys = {e.key for e in exp} | {e.core for e in exp if e.core}
+    exp_keys = {e.key for e in exp} | {e.core for e in exp if e.core} | {e.last_first for e in exp if e.last_first}
     exp_nums = [e.number for e in exp if e.number is not None]
     # the figures the episode's own writes left (the state check holds them to the right ones) may be listed in
     # the words to the user beside the one total they make up ("372.97 + 219.98"), but never where the answer is
@@ -1302,6 +1310,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         for a, b in table.get(key, ()):
             if _overlaps(taken, a, b) or negated(a, b):
                 continue
+            if re.match(r"[\s*_\"']*:", text.t[b:]):
+                continue   # a label or a key, "**Answer:** Kathy Santana", {"answer": …}: it names what follows
             if a >= message_from and ("code" if _CODE.fullmatch(shown.lower()) else "name") not in answer_kinds \
                     and not text.asserted(a, b):
                 continue
