@@ -38,8 +38,9 @@ Counts (each as "bad of checked"):
                       nothing is decided yet; rows still scheduled, or cancelled before they took place, that
                       already carry a score, rating, recommendation or outcome
 * ``part_whole``      payments (refunds, instalments, payouts) of one record that add up to more than its total
-* ``before_parent``   something done to or by a record (made, sent, received, paid, closed, status changed) on a
-                      day before the record it points at was created, registered or placed
+* ``before_parent``   something done to or by a record (made, sent, received, paid, closed, status changed) or
+                      its start (shipped, scheduled, effective) on a day before the record it points at was
+                      created, registered, placed, observed or reported
 """
 
 from __future__ import annotations
@@ -423,9 +424,10 @@ def probe_parts(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally
 
 
 PARENT_MADE = re.compile(r"^(created|registered|signup|signed_up|joined|opened|placed|submitted|requested|filed|"
-                         r"intake|enrolled|onboarded)(_at|_on|_date)?$")
+                         r"intake|enrolled|onboarded|observed|reported|detected|occurred|triggered)(_at|_on|_date)?$")
 CHILD_EVENT = re.compile(r"^(created|sent|received|submitted|requested|filed|placed|occurred|logged|recorded|reported|"
-                         r"paid|processed|completed|closed|resolved|delivered|status_changed)(_at|_on|_date)$")
+                         r"paid|processed|completed|closed|resolved|delivered|status_changed|start|starts|started|"
+                         r"ship|shipped|scheduled|departure|departs|launched|effective|valid_from)(_at|_on|_date|_for)$")
 
 
 def probe_before_parent(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:

@@ -734,3 +734,49 @@ def test_lint_tax_inside_a_total_and_an_update_before_the_status_change():
                        "INSERT INTO docs VALUES (2, '2026-06-14T10:00:00Z', '2025-02-15T10:00:00Z');")
     assert [v.where for v in check_arithmetic(spec, conn, {})] == ["sales.tax_amount"]
     assert [(v.rule, v.where) for v in check_data(spec, conn)] == [("date_order", "docs.updated_at")]
+
+
+def test_a_records_start_follows_its_parent_and_a_parent_is_made_when_it_was_observed():
+    """No shipment leaves before its order was placed, no meal plan starts before its customer signed up, no
+    notice before the violation was observed (world audit 26): the lint plants and finds each; the generator
+    keeps the starts of a theme that had them (macro-meal-prep-delivery: 263 plans before their customer)."""
+    from agentworld_envs.audit.lint import check_before_parent
+
+    conn = sqlite3.connect(":memory:")
+    conn.executescript("CREATE TABLE preorders (id, placed_at); CREATE TABLE shipments (id, preorder_id, ship_date);"
+                       "CREATE TABLE violations (id, observed_at); CREATE TABLE notices (id, violation_id, sent_at);"
+                       "INSERT INTO preorders VALUES (1, '2026-05-05T10:00:00Z');"
+                       "INSERT INTO shipments VALUES (1, 1, '2026-05-06');"
+                       "INSERT INTO violations VALUES (1, '2026-06-08T09:00:00Z');"
+                       "INSERT INTO notices VALUES (1, 1, '2026-06-09T10:00:00Z');")
+    spec = {"tables": [{"name": "preorders", "columns": [{"name": "id"}, {"name": "placed_at"}]},
+                       {"name": "shipments", "columns": [{"name": "id"}, {"name": "preorder_id", "references": "preorders.id"},
+                                                         {"name": "ship_date"}]},
+                       {"name": "violations", "columns": [{"name": "id"}, {"name": "observed_at"}]},
+                       {"name": "notices", "columns": [{"name": "id"}, {"name": "violation_id", "references": "violations.id"},
+                                                       {"name": "sent_at"}]}],
+            "tools": []}
+    assert list(check_before_parent(spec, conn)) == []
+    conn.executescript("INSERT INTO shipments VALUES (2, 1, '2026-03-25');"
+                       "INSERT INTO notices VALUES (2, 1, '2026-05-03T10:00:00Z');")
+    assert sorted(v.where for v in check_before_parent(spec, conn)) == ["notices.sent_at", "shipments.ship_date"]
+    spec, _ = synthesize(env_registry.theme("macro-meal-prep-delivery"))
+    conn = _conn(spec)
+    assert list(check_before_parent(spec, conn)) == []
+    early = conn.execute("SELECT COUNT(*) FROM meal_plans m JOIN customers c ON c.id = m.customer_id "
+                         "WHERE substr(m.started_on, 1, 10) < substr(c.signup_date, 1, 10)").fetchone()[0]
+    linked = conn.execute("SELECT COUNT(*) FROM meal_plans WHERE customer_id IS NOT NULL").fetchone()[0]
+    assert early == 0 and linked > 50
+
+
+def test_a_status_reason_is_the_reason_for_that_status():
+    """A denied grant is not denied for a "Schedule conflict", an appeal is not "Entered in error" (world audit
+    26): each reason comes from the pool of its status."""
+    from agentworld_envs.engine.textgen import REASONS, status_reasons
+
+    assert set(status_reasons("denied")).isdisjoint(REASONS) and set(status_reasons("appealed")).isdisjoint(REASONS)
+    assert status_reasons("cancelled") == REASONS and status_reasons("on_hold") != REASONS
+    spec, _ = synthesize(env_registry.theme("grant-application-portal"))
+    conn = _conn(spec)
+    rows = conn.execute("SELECT status, status_reason FROM grant_applications WHERE status_reason IS NOT NULL").fetchall()
+    assert rows and all(reason in status_reasons(status) for status, reason in rows)

@@ -633,20 +633,20 @@ def _made_columns(spec: dict[str, Any], conn: sqlite3.Connection, table: str) ->
     cols = _columns(conn, table)
     wf = _workflow_of(spec, table)
     stamps = semantics.status_stamps(cols, wf) if wf else {}
-    return [c for c in _date_columns(conn, table, cols) if semantics.date_rank(c) == 0 and c not in stamps
-            and not semantics.clock_role(c)]
+    return [c for c in _date_columns(conn, table, cols) if semantics.is_made_column(c) and c not in stamps]
 
 
 def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
-    """Nothing done to or by a record (its making, a message sent, a status change) comes before the record
-    it belongs to was made: no text to a lead before the lead existed."""
+    """Nothing done to or by a record (its making, a message sent, a status change, its start) comes before the
+    record it belongs to was made or came about: no text to a lead before the lead existed, no shipment before
+    its order was placed, no notice before the violation was observed."""
     for t in spec["tables"]:
         table = t["name"]
         cols = _columns(conn, table)
         wf = _workflow_of(spec, table)
         stamps = semantics.status_stamps(cols, wf) if wf else {}
         events = [c for c in _date_columns(conn, table, cols) if c not in stamps
-                  and (semantics.is_event_column(c) or c == "status_changed_at")]
+                  and (semantics.follows_parent(c) or c == "status_changed_at")]
         for c in t["columns"]:
             parent = (c.get("references") or "").split(".")[0]
             for made, col in [(m, e) for m in (_made_columns(spec, conn, parent) if parent and parent != table else [])

@@ -480,6 +480,8 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
         for key in ("subject", "service"):
             if key in g and not (isinstance(g[key], str) and len(g[key]) <= LIMITS["template"]):
                 raise bad(key, f"must be a string of at most {LIMITS['template']} characters")
+        if "by_status" in g and (g.get("kind") != "reason" or g["by_status"] not in earlier):
+            raise bad("by_status", "is for a reason, and must name an earlier column of the row")
 
 
 def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[str]], earlier: list[str],

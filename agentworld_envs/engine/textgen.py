@@ -37,6 +37,24 @@ NOTES = (
 )
 REASONS = ("Requested by the customer", "Duplicate entry", "Entered in error", "Budget change",
            "Schedule conflict", "No longer needed", "Replaced by a newer record", "Policy update")
+#: Why a record reached a status other than cancelled, by the status's stem: a denial, an appeal or a hold
+#: gives the reason a person in that business would write, never a cancellation's.
+STATUS_REASONS = (
+    (("reject", "deni", "deny", "declin", "fail", "disqualif", "refus", "ineligib"),
+     ("Did not meet the criteria", "Incomplete documentation", "Missing required information",
+      "Outside the eligible period", "Could not be verified", "Failed the required checks")),
+    (("appeal", "disput", "contest", "reopen", "escalat", "objection"),
+     ("Disputes the decision", "New information provided", "Second review requested", "Escalated by the team lead",
+      "Decision questioned by the customer")),
+    (("hold", "paus", "suspend", "freez", "frozen", "block", "flag", "quarantin", "defer", "postpon", "waitlist"),
+     ("Awaiting documents", "Payment issue under review", "Pending verification", "Paused at the customer's request",
+      "Under investigation", "Waiting on a third party")),
+    (("return", "refund", "chargeback", "exchang"),
+     ("Arrived damaged", "Wrong item received", "Did not match the description", "Arrived too late",
+      "No longer needed")),
+    (("reschedul",), ("Schedule conflict", "Requested by the customer", "Staff unavailable", "Venue unavailable",
+                      "Weather")),
+)
 #: Why a request was made (a purchase, an exception, a renewal): never why one was closed.
 JUSTIFICATIONS = ("Needed for the upcoming project", "Needed for day-to-day work", "Part of this year's approved plan",
                   "Required to stay compliant", "Asked for by the team lead", "Covers the expected growth in demand",
@@ -49,6 +67,15 @@ MESSAGES = (
     "Reminder: the {subject} needs your attention this week.",
     "Following up on the {subject} we discussed yesterday.",
 )
+
+
+def status_reasons(status: str) -> tuple[str, ...]:
+    """The reasons a record reached ``status`` with (a cancellation's where the status is none of the others)."""
+    st = status.lower()
+    for stems, reasons in STATUS_REASONS:
+        if any(x in st for x in stems):
+            return reasons
+    return REASONS
 
 
 def text_drawer(g: dict[str, Any], rng: random.Random) -> Callable[[int, dict[str, Any]], str]:
@@ -64,6 +91,9 @@ def text_drawer(g: dict[str, Any], rng: random.Random) -> Callable[[int, dict[st
     if kind == "note":
         return lambda i, row: rng.choice(NOTES)
     if kind == "reason":
+        by = g.get("by_status")
+        if by:   # the reason a record in that status was given
+            return lambda i, row: rng.choice(status_reasons(str(row.get(by) or "")))
         return lambda i, row: rng.choice(REASONS)
     if kind == "justification":
         return lambda i, row: rng.choice(JUSTIFICATIONS)

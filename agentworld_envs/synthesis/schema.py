@@ -148,10 +148,10 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
             ent.gens["status_changed_at"] = {"gen": "datetime", "days": [-90, 0]}
             if any(t.get("reason") for t in wf["transitions"]):
                 cols.append({"name": "status_reason", "type": "TEXT"})
-                # a record that reached its status through a change that takes a reason has one
+                # a record that reached its status through a change that takes a reason has one, of that change
                 reasoned = sorted({t["to"] for t in wf["transitions"] if t.get("reason")})
                 ent.gens["status_reason"] = {"gen": "when", "column": "status", "in": reasoned,
-                                             "then": {"gen": "text", "kind": "reason"}}
+                                             "then": {"gen": "text", "kind": "reason", "by_status": "status"}}
         ent.columns = cols
         semantics.apply_value_semantics(theme, ent)
         base = int(ent.module.get("rows", 200))
@@ -171,10 +171,9 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
 
 
 def made_columns(ent: Entity) -> list[str]:
-    """The dates a record was made (created, registered, placed …) that no status stamps."""
+    """The dates a record was made or came about (created, placed, observed …) that no status stamps."""
     stamps = set(semantics.status_stamps(list(ent.gens), ent.workflow)) if ent.workflow else set()
-    return [c for c, g in ent.gens.items() if semantics.date_rank(c) == 0 and c not in stamps
-            and semantics.date_kind(g) and not semantics.clock_role(c)]
+    return [c for c, g in ent.gens.items() if semantics.is_made_column(c) and c not in stamps and semantics.date_kind(g)]
 
 
 def _latest_days(gen: dict[str, Any]) -> float:
@@ -216,7 +215,7 @@ def link_parent_made(entities: list[Entity]) -> None:
         by: dict[str, list[str]] = {}
         for col, gen in list(ent.gens.items()):
             # (a status's stamp read off the status change follows the change, floored below)
-            if not semantics.date_kind(gen) or not semantics.is_event_column(col) \
+            if not semantics.date_kind(gen) or not semantics.follows_parent(col) \
                     or gen.get("gen") in ("not_before", "by") or "status_changed_at" in semantics.reads(ent.gens, col):
                 continue
             # never a loop: a date is floored through a key only where that key is not drawn from it

@@ -209,6 +209,19 @@ def is_event_column(column: str) -> bool:
         and "birth" not in column and column != "status_changed_at"
 
 
+def is_made_column(column: str) -> bool:
+    """A date a record was made or came about (created, placed, observed, occurred): what the records that
+    belong to it come after. A status's own stamp is not one (see ``status_stamps``)."""
+    return happens_before_change(column) and "birth" not in column
+
+
+def follows_parent(column: str) -> bool:
+    """A date of a record that cannot come before the record it belongs to was made: what was done to or by it
+    (``is_event_column``) and when it starts (a shipment's ship date, a contract's start, a session's
+    scheduled time): no shipment leaves before its order was placed."""
+    return is_event_column(column) or (clock_role(column) == "start" and "birth" not in column)
+
+
 def happens_before_change(column: str) -> bool:
     """Whether a record's status can only move after this date, once it has passed: it was made (created,
     requested, submitted) or something happened to it (triggered, collected). Not a due, start or end
