@@ -821,3 +821,11 @@ def test_a_name_as_a_register_lists_it_and_labels_before_the_answer():
     words = answers.Candidates([], "Which filing is due first?", vocabulary=["answer", "complaint", "motion"])
     assert answers.match_values("Filing type: complaint", ["complaint"], words).ok
     assert not answers.match_values("complaint, answer", ["complaint"], words).ok
+
+
+def test_another_time_the_same_day_is_another_moment():
+    when = answers.Candidates([], "When was the delivery order placed?")
+    for good in ("2026-05-22T00:58:29Z", "2026-05-22 00:58", "2026-05-22", "May 22, 2026 at 00:58"):
+        assert answers.match_values(good, ["2026-05-22T00:58:29Z"], when).ok, good
+    assert not answers.match_values("2026-05-22 It is 2026-05-22T01:10:21Z.", ["2026-05-22T00:58:29Z"], when).ok
+    assert answers.match_values("2026-05-22T01:10:21Z", ["2026-05-22"], when).ok   # a day asked: any time of it

@@ -1131,8 +1131,16 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     if len(other_facts) >= DUMP_LIMIT:
         competing += other_facts
     # dates
+    # the moments asked for, where a time of day is part of the answer: another time that day is another moment
+    exp_times = {e.date[0]: e.date[1][:5] for e in exp if e.date is not None and e.date[1]}
     for d in text.dates:
-        if _overlaps(covered, d.start, d.end) or d.day in exp_days or d.day in mentions.days or d.day == cands.today_day:
+        if _overlaps(covered, d.start, d.end):
+            continue
+        if d.day in exp_times and d.time and d.time[:5] != exp_times[d.day] and not negated(d.start, d.end):
+            competing.append(f"{d.day.isoformat()} {d.time}")
+            spans_seen.append((d.start, d.end))
+            continue
+        if d.day in exp_days or d.day in mentions.days or d.day == cands.today_day:
             continue
         if allowed_mentions is not None and d.day in allowed_mentions.days:
             continue
