@@ -786,7 +786,11 @@ def test_blind_players_messages_with_a_capped_figure_and_an_address_score():
     msg = "Weekend +2.5% (AC-1 -> 663.45); others +6% (AC-2 -> 4314.12, AC-3 capped at 5000.00). New total: 9977.57."
     assert answers.match_values(Submission("done", "9977.57", msg).words(), ["9977.57"], slot, observed=seen,
                                 numeric=True).ok
-    short = "Weekend +2.5% (AC-1 -> 663.45); AC-3 capped at 5000.00."   # the parts named do not add up
+    # a record's new figure after its code glosses it; figures on their own must be all the parts
+    some = "Weekend +2.5% (AC-1 -> 663.45); AC-3 capped at 5000.00; the rest +6%."
+    assert answers.match_values(Submission("done", "9977.57", some).words(), ["9977.57"], slot, observed=seen,
+                                numeric=True).ok
+    short = "New figures: 663.45 and 5000.00."   # the parts named do not add up
     assert not answers.match_values(Submission("done", "9977.57", short).words(), ["9977.57"], slot, observed=seen,
                                     numeric=True).ok
     # a count beside the worksite's address, whose number is no rival count; the same number alone is
@@ -829,3 +833,17 @@ def test_another_time_the_same_day_is_another_moment():
         assert answers.match_values(good, ["2026-05-22T00:58:29Z"], when).ok, good
     assert not answers.match_values("2026-05-22 It is 2026-05-22T01:10:21Z.", ["2026-05-22T00:58:29Z"], when).ok
     assert answers.match_values("2026-05-22T01:10:21Z", ["2026-05-22"], when).ok   # a day asked: any time of it
+
+
+def test_the_requests_own_arithmetic_may_explain_the_answer_but_not_stand_beside_it():
+    # budget_fill: each candidate's figure may gloss its record in the message; put forward beside the answer
+    # ("1.00 and 5.00", "It is 5.00.") it is a second guess (black-box probe, restaurant-front-of-house-rota)
+    slot = answers.Candidates([], "Approve the submitted leave requests earliest first within 14.00 days; report "
+                                  "how much of the 14.00 is left.", allowed=["5.00", "13.00", "3.00", "10.00"])
+    for good in ("Approved LV-1 (3.00) and LV-2 (10.00); skipped LV-3 (5.00). 1.00 of the 14.00 is left.",
+                 "One of 5.00 days was skipped, so 13.00 of the 14.00 days are used."):
+        assert answers.match_values(Submission("done", "1.00", good).words(), ["1.00"], slot, numeric=True).ok, good
+    for answer, message in (("1.00 and 5.00", ""), ("1.00", "It is 5.00."), ("1.00 (5.00)", ""),
+                            ("The answer is 1.00. Other records show 5.00.", "")):
+        assert not answers.match_values(Submission("done", answer, message).words(), ["1.00"], slot,
+                                        numeric=True).ok, (answer, message)

@@ -663,7 +663,11 @@ def is_identity_field(name: str) -> bool:
 
 
 # A record's code, then an opening bracket (and a word or two, a currency sign): a figure of that record follows.
-_GLOSSED = re.compile(r"([#\w][\w#-]*\d[\w-]*)\s*\(\s*(?:[a-z]+\s+){0,2}[$€£]?\s*$")
+_GLOSSED = re.compile(r"((?=[\w#-]*[a-z#])(?=[\w#-]*\d)[#\w][\w#-]*)\s*\(\s*(?:[a-z]+\s+){0,2}[$€£]?\s*$")
+# A record's code, then a word or two or an arrow ("EVT-39704 to 111.95", "AC-1 -> 663.45", "EVT-11595 capped
+# at 310.00", "MBR-1 (32.60)"): the figure that follows is that record's.
+_AFTER_CODE = re.compile(r"((?=[\w#-]*[a-z#])(?=[\w#-]*\d)[#\w][\w#-]*)\s*(?:\(|->|→|=|:)?\s*(?:[a-z]+\s+){0,3}"
+                         r"(?:->|→|=|:)?\s*[$€£]?\s*$")
 
 # Fields holding the last digits a card or account is known by.
 _LAST_DIGITS = re.compile(r"(?:^|_)last_?(?:4|four|digits)$")
@@ -749,6 +753,10 @@ class Candidates:
         #: Runs of :data:`QUOTE_RUN` words of the policy: an answer quoting the policy asserts nothing by it.
         self.quotes = quote_grams(self.policy)
         self.mentions = _Mentions(self.instruction + ("\n" + self.rule if self.rule else ""), self.allowed)
+        #: The figures a reply may name in explaining itself (the request's arithmetic: what a budget's
+        #: remainder leaves spent), which still compete when put forward beside the answer ("1.00 and 5.00").
+        self.explained = _Mentions("", self.allowed)
+        self.stated = _Mentions(self.instruction + ("\n" + self.rule if self.rule else ""))
         #: What the request itself names (echoing it is no assertion); the rule's words are public, but a
         #: status it names asserted on its own beside the answer ("approved (rejected)") still competes.
         self.said = said = _Mentions(self.instruction)
@@ -1215,10 +1223,14 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             continue   # a handled record's id in brackets after its name: "East (138, Sun 2026-05-10)"
         part = bool(parts) and n.start >= message_from and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005)
                                                                for w in parts)
-        if mentioned_number(n.number):
+        if cands.stated.has_number(n.number) or (allowed_mentions is not None and allowed_mentions.has_number(n.number)):
             if part:   # a written figure the request gave ("capped at 5000.00"): one of the parts, never a rival
                 named_parts.append((n.number, -1, -1))
             continue
+        after_code = bool(_AFTER_CODE.search(text.t[max(0, n.start - 48):n.start]))
+        if cands.explained.has_number(n.number) and not text.asserted(n.start, n.end) \
+                and (after_code or not text.bare(n.start, n.end, covered)) and not (scoped and text.put_beside(n.start)):
+            continue   # the request's own arithmetic explained ("MBR-209198 (112.80) skipped"), never put forward
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
             continue
         if counts and not n.integer and n.start >= message_from and observed is not None:
@@ -1235,6 +1247,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                 and not text.asserted(n.start, n.end) and not text.bare(n.start, n.end, covered) \
                 and not any(x == int(x) and len(str(int(x))) == len(digits) for x in exp_nums):
             continue   # in the words to the user, a card named as its owner knows it: "refunded to Mastercard 8795"
+        if part and after_code:
+            continue   # a record's new figure after its code: "EVT-39704 to 111.95"
         if part:
             named_parts.append((n.number, n.start, n.end))
             continue   # a figure the episode wrote: a part of the answer, no guess at it (if they add up, below)
