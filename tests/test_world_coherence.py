@@ -780,3 +780,18 @@ def test_a_status_reason_is_the_reason_for_that_status():
     conn = _conn(spec)
     rows = conn.execute("SELECT status, status_reason FROM grant_applications WHERE status_reason IS NOT NULL").fetchall()
     assert rows and all(reason in status_reasons(status) for status, reason in rows)
+
+
+def test_a_quota_leaves_room_on_the_parents_still_open():
+    """A quota's cap counts only the parents that can take new records (world lint at 972bd38:
+    canary-release-analysis had 133 queued or running canaries for 44 open service components at 3 each)."""
+    from agentworld_envs.audit.lint import check_world
+
+    spec, _ = synthesize(env_registry.theme("canary-release-analysis"))
+    conn = _conn(spec)
+    assert [v for v in check_world("canary-release-analysis", spec, conn) if v.rule == "over_quota"] == []
+    rule = next(r for r in spec["rules"] if r["kind"] == "quota" and r["table"] == "canaries")
+    open_parents = conn.execute("SELECT COUNT(*) FROM service_components WHERE status != 'inactive'").fetchone()[0]
+    counted = conn.execute(f"SELECT COUNT(*) FROM canaries WHERE status IN ({', '.join('?' * len(rule['states']))})",
+                           rule["states"]).fetchone()[0]
+    assert counted <= open_parents * rule["value"]

@@ -303,7 +303,9 @@ def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]]) -> 
         if parent is None or not (parent.column(parent.label) or {}).get("unique") or gen.get("gen") != "ref" \
                 or "same" in gen or parent.rows < 5:
             continue
-        per_parent = ent.rows * (1 - gen.get("null_p", 0)) * p_active / parent.rows
+        # only a parent still open takes new records (a closed one's open children are closed with it): the
+        # cap leaves room on the open ones
+        per_parent = ent.rows * (1 - gen.get("null_p", 0)) * p_active / max(1.0, parent.rows * _open_share(parent))
         if per_parent <= 0:
             continue
         cap = max(1, _poisson_quantile(per_parent, 0.75), math.ceil(1.3 * per_parent))
@@ -313,6 +315,22 @@ def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]]) -> 
         text = f"{indefinite(title(parent.singular)).capitalize()} may have at most {cap} {states} {records} at a time."
         out.append(Rule(create["name"], ent.table, "quota", fk, "max_active", float(cap), text, tuple(active)))
     return out
+
+
+#: Statuses of a record closed for good, that takes no new records.
+_SHUT = re.compile(r"inactiv|cancel|terminat|discontinu|closed|retir|archiv|void|revok|suspend|withdr|expir|deactiv|"
+                   r"decommission|churn|lost|reject|denied|declin")
+
+
+def _open_share(ent: Any) -> float:
+    """The share of a table's records its status weights leave open (1.0 without a status)."""
+    status = ent.gens.get("status") or {}
+    values = status.get("values") or []
+    if status.get("gen") != "choice" or not values:
+        return 1.0
+    weights = status.get("weights") or [1] * len(values)
+    shut = sum(w for v, w in zip(values, weights) if _SHUT.search(str(v)))
+    return max(0.2, 1 - shut / sum(weights))
 
 
 #: Verbs that close a record for good: the trigger of a follow-up duty, and the follow-up itself.
