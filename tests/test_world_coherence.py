@@ -795,3 +795,10 @@ def test_a_quota_leaves_room_on_the_parents_still_open():
     counted = conn.execute(f"SELECT COUNT(*) FROM canaries WHERE status IN ({', '.join('?' * len(rule['states']))})",
                            rule["states"]).fetchone()[0]
     assert counted <= open_parents * rule["value"]
+    # a record drawn among the parents started by its date takes no cap: rent payments crowd onto the liens that
+    # started first (self-storage-unit-rentals, lint at 972bd38: over_quota and parent_start)
+    spec, _ = synthesize(env_registry.theme("self-storage-unit-rentals"))
+    conn = _conn(spec)
+    assert [v.rule for v in check_world("self-storage-unit-rentals", spec, conn)
+            if v.rule in ("over_quota", "parent_start")] == []
+    assert not any(r["kind"] == "quota" and r["column"] == "auction_lien_id" for r in spec["rules"])

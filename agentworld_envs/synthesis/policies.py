@@ -300,8 +300,10 @@ def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]]) -> 
     for fk in create["parameters"].get("required", []):
         parent = by_table.get(ent.refs.get(fk, ""))
         gen = ent.gens.get(fk, {})
+        # a record drawn among the parents already started by its date (``not_after``) crowds onto the early ones:
+        # no cap can hold there
         if parent is None or not (parent.column(parent.label) or {}).get("unique") or gen.get("gen") != "ref" \
-                or "same" in gen or parent.rows < 5:
+                or "same" in gen or "not_after" in gen or parent.rows < 5:
             continue
         # only a parent still open takes new records (a closed one's open children are closed with it): the
         # cap leaves room on the open ones
