@@ -662,8 +662,6 @@ def is_identity_field(name: str) -> bool:
     return bool(_IDENTITY.search(name))
 
 
-# A record's code, then an opening bracket (and a word or two, a currency sign): a figure of that record follows.
-_GLOSSED = re.compile(r"((?=[\w#-]*[a-z#])(?=[\w#-]*\d)[#\w][\w#-]*)\s*\(\s*(?:[a-z]+\s+){0,2}[$€£]?\s*$")
 # A record's code, then a word or two or an arrow ("EVT-39704 to 111.95", "AC-1 -> 663.45", "EVT-11595 capped
 # at 310.00", "MBR-1 (32.60)"): the figure that follows is that record's.
 _AFTER_CODE = re.compile(r"((?=[\w#-]*[a-z#])(?=[\w#-]*\d)[#\w][\w#-]*)\s*(?:\(|->|→|=|:)?\s*(?:[a-z]+\s+){0,3}"
@@ -1227,16 +1225,15 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             if part:   # a written figure the request gave ("capped at 5000.00"): one of the parts, never a rival
                 named_parts.append((n.number, -1, -1))
             continue
-        after_code = bool(_AFTER_CODE.search(text.t[max(0, n.start - 48):n.start]))
+        after_code = _AFTER_CODE.search(text.t[max(0, n.start - 48):n.start])
         if cands.explained.has_number(n.number) and not text.asserted(n.start, n.end) \
                 and (after_code or not text.bare(n.start, n.end, covered)) and not (scoped and text.put_beside(n.start)):
             continue   # the request's own arithmetic explained ("MBR-209198 (112.80) skipped"), never put forward
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
             continue
-        if counts and not n.integer and n.start >= message_from and observed is not None:
-            gloss = _GLOSSED.search(text.t[max(0, n.start - 40):n.start])
-            if gloss and re.match(r"\s*[),;]", text.t[n.end:]) and observed.holds(value_key(gloss.group(1)), n.number):
-                continue   # beside a count, a record's own figure after its code: "DO-28980489 (8.96)"
+        if counts and not n.integer and n.start >= message_from and after_code and observed is not None \
+                and observed.holds(value_key(after_code.group(1)), n.number):
+            continue   # beside a count, a record's own figure after its code: "DO-28980489 (8.96)"
         if _covered(within_names, n.start, n.end):
             continue   # a number inside a name or address the results held: "500 Butler Overpass Apt. 256"
         digits = re.sub(r"\D", "", text.t[n.start:n.end])
