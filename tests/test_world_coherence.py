@@ -693,6 +693,14 @@ def test_payments_never_add_up_to_more_than_what_they_pay():
     assert any(g.get("gen") == "part_of" for t in spec["data"]["tables"].values() for g in t["columns"].values())
 
 
+def _before_parent(conn: sqlite3.Connection, child: str, fk: str, col: str, parent: str, made: str) -> tuple[int, int]:
+    """(rows of ``child`` whose ``col`` falls on a day before their parent's ``made``, rows with a parent)."""
+    early = conn.execute(f"SELECT COUNT(*) FROM {child} c JOIN {parent} p ON p.id = c.{fk} "
+                         f"WHERE substr(c.{col}, 1, 10) < substr(p.{made}, 1, 10)").fetchone()[0]
+    linked = conn.execute(f"SELECT COUNT(*) FROM {child} WHERE {fk} IS NOT NULL").fetchone()[0]
+    return early, linked
+
+
 def test_lint_before_parent_and_what_a_record_does_follows_its_parent():
     """No text to a lead before the lead was created (blind audit 37): the lint plants and finds one; the
     generator draws sent_at after the lead's making and the status change after it too."""
@@ -712,9 +720,7 @@ def test_lint_before_parent_and_what_a_record_does_follows_its_parent():
     spec, _ = synthesize(env_registry.theme("agent-team-lead-follow-up"))
     conn = _conn(spec)
     assert list(check_before_parent(spec, conn)) == []
-    late = conn.execute("SELECT COUNT(*) FROM text_messages t JOIN buyer_leads l ON l.id = t.buyer_lead_id "
-                        "WHERE substr(t.sent_at, 1, 10) < substr(l.created_at, 1, 10)").fetchone()[0]
-    linked = conn.execute("SELECT COUNT(*) FROM text_messages WHERE buyer_lead_id IS NOT NULL").fetchone()[0]
+    late, linked = _before_parent(conn, "text_messages", "buyer_lead_id", "sent_at", "buyer_leads", "created_at")
     assert late == 0 and linked > 100
 
 
@@ -763,9 +769,7 @@ def test_a_records_start_follows_its_parent_and_a_parent_is_made_when_it_was_obs
     spec, _ = synthesize(env_registry.theme("macro-meal-prep-delivery"))
     conn = _conn(spec)
     assert list(check_before_parent(spec, conn)) == []
-    early = conn.execute("SELECT COUNT(*) FROM meal_plans m JOIN customers c ON c.id = m.customer_id "
-                         "WHERE substr(m.started_on, 1, 10) < substr(c.signup_date, 1, 10)").fetchone()[0]
-    linked = conn.execute("SELECT COUNT(*) FROM meal_plans WHERE customer_id IS NOT NULL").fetchone()[0]
+    early, linked = _before_parent(conn, "meal_plans", "customer_id", "started_on", "customers", "signup_date")
     assert early == 0 and linked > 50
 
 

@@ -219,7 +219,7 @@ def follows_parent(column: str) -> bool:
     """A date of a record that cannot come before the record it belongs to was made: what was done to or by it
     (``is_event_column``) and when it starts (a shipment's ship date, a contract's start, a session's
     scheduled time): no shipment leaves before its order was placed."""
-    return is_event_column(column) or (clock_role(column) == "start" and "birth" not in column)
+    return is_event_column(column) or clock_role(column) == "start"   # (a birth date has no clock role)
 
 
 def happens_before_change(column: str) -> bool:
