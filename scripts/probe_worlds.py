@@ -38,6 +38,10 @@ Counts (each as "bad of checked"):
                       nothing is decided yet; rows still scheduled, or cancelled before they took place, that
                       already carry a score, rating, recommendation or outcome
 * ``part_whole``      payments (refunds, instalments, payouts) of one record that add up to more than its total
+* ``stale_status``    a record still processing, provisioning, in transit or in review long after it got
+                      there, or an event lasting minutes or hours in progress on a day it did not start
+* ``money_mix``       a local business's records in several currencies, or its people spread evenly over the
+                      world's countries
 * ``before_parent``   something done to or by a record (made, sent, received, paid, closed, status changed) or
                       its start (shipped, scheduled, effective) on a day before the record it points at was
                       created, registered, placed, observed or reported
@@ -80,7 +84,8 @@ USED_CAP = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("time
             ("spend_to_date", "budget"), ("salary_min", "salary_max"), ("amount_paid", "amount_due"),
             ("attendee_count", "capacity"), ("used", "quota"), ("used", "limit"), ("clicks", "opens"),
             ("opens", "recipients"), ("clicks", "impressions"), ("conversions", "clicks"), ("conversions", "visitors"),
-            ("threshold", "observed_value"))
+            ("threshold", "observed_value"), ("unit_cost", "price"), ("unit_cost", "unit_price"), ("cost", "price"),
+            ("amount_awarded", "amount_requested"), ("amount_approved", "amount_requested"))
 TOTAL_PARTS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")), ("line_total", None))
 
 
@@ -300,6 +305,8 @@ def probe_env(name: str, tally: Tally) -> None:
     probe_outcomes(name, spec, conn, tally)
     probe_parts(name, spec, conn, tally)
     probe_before_parent(name, spec, conn, tally)
+    probe_passing(name, spec, conn, tally)
+    probe_money(name, spec, conn, tally)
     # numbers in the policy prose (a hand-built domain's Python tools enforce figures no rule record states)
     if "generator" in spec.get("data", {}):
         conn.close()
@@ -421,6 +428,62 @@ def probe_parts(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally
                                   f"SUM(c.{q(part)}) AS paid FROM {q(table)} c JOIN {q(parent)} p ON p.id = "
                                   f"c.{q(c['name'])} WHERE p.{q(whole)} IS NOT NULL GROUP BY p.id)").fetchone()
             tally.add("part_whole", bad or 0, n, f"{name}: {table}.{part} over {parent}.{whole}")
+
+
+#: Statuses something passes through in days, and the days past which a hostile reader calls it stale.
+STALE_AFTER = {"processing": 30, "provisioning": 30, "in_transit": 45, "out_for_delivery": 7, "picked_up": 14,
+               "boarding": 1, "awaiting_info": 120, "under_review": 180, "in_review": 180}
+HAPPENING = {"in_progress", "checked_in", "boarding", "in_session", "live", "running"}
+TIMED = re.compile(r"(^|_)(duration|length)_(minutes|mins|hours)$")
+EVENT_START = re.compile(r"^(starts_at|start_time|scheduled_at|departs_at|departure_(at|date|time)|session_(at|date)|"
+                         r"appointment_(at|date)|visit_(at|date)|shift_date|check_in_date)$")
+INTERNATIONAL = re.compile(r"import|export|international|global|overseas|foreign|freight|travel|cross-border|customs",
+                           re.IGNORECASE)
+
+
+def probe_passing(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """A record still in a passing status long after it got there (an order processing for months, a device
+    provisioning for years), or an event lasting minutes or hours in progress on a day it did not start."""
+    today = spec["now"][:10]
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = columns(conn, table)
+        if "status" not in cols:
+            continue
+        for state, days in STALE_AFTER.items():
+            if "status_changed_at" in cols:
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM(julianday(?) - julianday(substr(status_changed_at, 1, 10)) "
+                                      f"> ?) FROM {q(table)} WHERE status = ? AND status_changed_at IS NOT NULL",
+                                      (today, days, state)).fetchone()
+                tally.add("stale_status", bad or 0, n, f"{name}: {table} {state} for more than {days} days")
+        timed = any(TIMED.search(c) for c in cols)
+        for col in cols:
+            if not EVENT_START.match(col) or not (timed or col.endswith(("_at", "_time"))):
+                continue
+            marks = ", ".join("?" * len(HAPPENING))
+            n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr({q(col)}, 1, 10) != ?) FROM {q(table)} WHERE status IN "
+                                  f"({marks}) AND {q(col)} IS NOT NULL AND length({q(col)}) >= 10",
+                                  (today, *HAPPENING)).fetchone()
+            tally.add("stale_status", bad or 0, n, f"{name}: {table} happening now with {col} on another day")
+
+
+def probe_money(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """A local business's records in several currencies, or its people spread evenly over the world's countries
+    (a random country per row)."""
+    abroad = bool(INTERNATIONAL.search(f"{spec.get('title', '')} {spec.get('description', '')}"))
+    for t in spec["tables"]:
+        table = t["name"]
+        for col in columns(conn, table):
+            if re.fullmatch(r"(\w+_)?currency(_code)?", col) and not abroad:
+                n = conn.execute(f"SELECT COUNT(DISTINCT {q(col)}) FROM {q(table)}").fetchone()[0]
+                tally.add("money_mix", int(n > 1), 1, f"{name}: {table}.{col} in {n} currencies")
+            elif re.fullmatch(r"(\w+_)?country(_code)?", col):
+                rows = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(col)} IS NOT NULL GROUP BY {q(col)} "
+                                    f"ORDER BY 1 DESC").fetchall()
+                total = sum(r[0] for r in rows)
+                spread = len(rows) > 40 or (total >= 20 and rows[0][0] < 0.3 * total)
+                tally.add("money_mix", int(spread), 1, f"{name}: {table}.{col}: {len(rows)} countries, "
+                                                       f"the commonest {rows[0][0] if rows else 0} of {total}")
 
 
 PARENT_MADE = re.compile(r"^(created|registered|signup|signed_up|joined|opened|placed|submitted|requested|filed|"

@@ -806,3 +806,113 @@ def test_a_quota_leaves_room_on_the_parents_still_open():
     assert [v.rule for v in check_world("self-storage-unit-rentals", spec, conn)
             if v.rule in ("over_quota", "parent_start")] == []
     assert not any(r["kind"] == "quota" and r["column"] == "auction_lien_id" for r in spec["rules"])
+
+
+def _passing_table(status: str, col: str, value: str, workflow_states: list[str]) -> tuple[dict, sqlite3.Connection, dict]:
+    """A one-table world holding one record in ``status`` with ``col`` = ``value`` (for ``check_clock``)."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute(f"CREATE TABLE sessions (id INTEGER PRIMARY KEY, status TEXT, {col} TEXT, duration_minutes INTEGER, "
+                 "status_changed_at TEXT)")
+    conn.execute(f"INSERT INTO sessions (status, {col}, duration_minutes, status_changed_at) VALUES (?, ?, 60, ?)",
+                 (status, value, value if len(value) > 10 else value + "T12:00:00Z"))
+    spec = {"now": NOW, "tables": [{"name": "sessions", "columns": []}]}
+    workflow = {"states": workflow_states, "transitions": [], "clock": {"in_progress": {"start": "past"}}}
+    return spec, conn, {"sessions": SimpleNamespace(workflow=workflow)}
+
+
+def test_lint_stale_status_a_session_in_progress_for_weeks_and_an_order_processing_for_months():
+    """World audit 26: meetings in progress 80 days after they started, installs provisioning for three years,
+    orders processing for five months. A timed event in progress started in the last minutes; a record in a
+    passing status got there within the days it lasts."""
+    states = ["scheduled", "in_progress", "done", "processing"]
+    spec, conn, ents = _passing_table("in_progress", "starts_at", "2026-05-06T10:00:00Z", states)
+    assert [v.rule for v in check_clock(spec, conn, ents)].count("stale_status") == 1
+    spec, conn, ents = _passing_table("in_progress", "starts_at", "2026-06-15T11:55:00Z", states)
+    assert [v for v in check_clock(spec, conn, ents)] == []     # started five minutes ago: no clock_status either
+    spec, conn, ents = _passing_table("processing", "placed_at", "2026-01-10", states)
+    assert sorted(v.where for v in check_clock(spec, conn, ents) if v.rule == "stale_status") == [
+        "sessions.placed_at", "sessions.status_changed_at"]
+    spec, conn, ents = _passing_table("processing", "placed_at", "2026-06-01", states)
+    assert [v for v in check_clock(spec, conn, ents) if v.rule == "stale_status"] == []
+
+
+def test_a_record_in_a_passing_status_got_there_lately():
+    """The generators keep to it: day-use bookings checked in and flights in the air started today, orders
+    processing were placed in the last weeks, and neither world has a stale_status violation."""
+    for name in ("airport-day-use-hotel-rooms", "wooden-toy-webshop"):
+        spec, _ = synthesize(env_registry.theme(name))
+        conn = _conn(spec)
+        assert [v for v in check_world(name, spec, conn) if v.rule in ("stale_status", "clock_status")] == []
+        if name.startswith("airport"):
+            days = conn.execute("SELECT DISTINCT substr(departs_at, 1, 10) FROM flights WHERE status = 'in_progress'").fetchall()
+            assert days == [(NOW[:10],)]
+            assert conn.execute("SELECT COUNT(*) FROM flights WHERE status = 'in_progress' AND departs_at > ?",
+                                (NOW,)).fetchone()[0] == 0
+        else:
+            oldest = conn.execute("SELECT MIN(placed_at), MIN(status_changed_at) FROM orders WHERE status = 'processing'").fetchone()
+            assert oldest[0] >= "2026-05-18" and oldest[1] >= "2026-05-25"
+            # a status the order moves on from (delivered) keeps its older history
+            assert conn.execute("SELECT MIN(placed_at) FROM orders WHERE status = 'delivered'").fetchone()[0] < "2026-03-01"
+
+
+def test_a_local_business_has_one_country_and_one_currency():
+    """World audit 26: a cake studio's customers from 140 countries paying deposits in five currencies. A local
+    business's records are in its home country and currency (its locale's); one that trades abroad has half
+    at home and the rest among real trading partners, never Vatican City."""
+    spec, _ = synthesize(env_registry.theme("custom-cake-studio-orders"))
+    conn = _conn(spec)
+    assert conn.execute("SELECT DISTINCT country_code FROM customers").fetchall() == [("US",)]
+    assert conn.execute("SELECT DISTINCT currency FROM deposits").fetchall() == [("USD",)]
+    deposits = next(t for t in spec["tables"] if t["name"] == "deposits")
+    assert next(c for c in deposits["columns"] if c["name"] == "currency")["enum"] == ["USD"]
+    theme = env_registry.theme("anime-figure-import-marketplace")
+    assert semantics.works_abroad(theme) and not semantics.works_abroad(env_registry.theme("custom-cake-studio-orders"))
+    spec, _ = synthesize(theme)
+    rows = _conn(spec).execute("SELECT country_code, COUNT(*) FROM shops GROUP BY 1 ORDER BY 2 DESC").fetchall()
+    home = semantics.HOME_COUNTRY[theme.get("locale", "en_US")]
+    assert rows[0][0] == home and {c for c, _ in rows} <= set(semantics.COUNTRIES) and len(rows) > 3
+    assert semantics.home_values({"locale": "de_DE", "title": "Bakery"}, "currency") == (["EUR"], [1])
+    assert semantics.home_values({"locale": "en_GB", "title": "Bakery"}, "billing_country") == (["United Kingdom"], [1])
+    assert semantics.home_values({"locale": "en_GB", "title": "Bakery"}, "country_of_origin") is None
+
+
+def test_costs_below_prices_and_awards_within_requests_once_decided():
+    """World audit 26: designs that cost more than they sell for; grants awarded more than was asked, and awards
+    on applications still in review or denied."""
+    spec, _ = synthesize(env_registry.theme("custom-cake-studio-orders"))
+    conn = _conn(spec)
+    assert conn.execute("SELECT COUNT(*) FROM cake_designs WHERE unit_cost > price").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM cake_designs").fetchone()[0] > 50
+    spec, _ = synthesize(env_registry.theme("grant-application-portal"))
+    conn = _conn(spec)
+    rows = dict((s, (n, awarded, over)) for s, n, awarded, over in conn.execute(
+        "SELECT status, COUNT(*), COUNT(amount_awarded), SUM(amount_awarded > amount_requested) FROM grants GROUP BY 1"))
+    assert rows["approved"][0] == rows["approved"][1] > 0 and not rows["approved"][2]
+    assert all(rows[s][1] == 0 for s in ("received", "in_review", "denied", "withdrawn"))
+    # the lint sees both: an award on a grant in review, a cost above its price
+    conn.execute("UPDATE grants SET amount_awarded = 5000 WHERE id = (SELECT MIN(id) FROM grants WHERE status = 'in_review')")
+    assert "grants.amount_awarded" in {v.where for v in check_world("grant-application-portal", spec, conn)}
+    spec, _ = synthesize(env_registry.theme("custom-cake-studio-orders"))
+    conn = _conn(spec)
+    conn.execute("UPDATE cake_designs SET unit_cost = price + 1 WHERE id = 1")
+    assert [v.where for v in check_world("custom-cake-studio-orders", spec, conn) if v.rule == "over_cap"] == [
+        "cake_designs.unit_cost"]
+
+
+def test_spec_validation_reads_the_passing_windows():
+    """A ``recent`` window and a ``changed`` dwell are checked like any generator: a bad one is one clear error."""
+    from agentworld_envs.engine.spec import SpecError, validate_spec
+
+    spec, _ = synthesize(env_registry.theme("wooden-toy-webshop"))
+    gens = spec["data"]["tables"]["orders"]["columns"]
+    assert gens["placed_at"]["gen"] == "recent" and gens["status_changed_at"]["dwell"]["processing"] == 21
+    validate_spec(spec)
+    for bad in ({"processing": {"days": [3, 1]}}, {"processing": {"minutes": 0}}, {"processing": {"hours": 2}}):
+        broken = copy.deepcopy(spec)
+        broken["data"]["tables"]["orders"]["columns"]["placed_at"]["windows"] = bad
+        with pytest.raises(SpecError, match="windows"):
+            validate_spec(broken)
+    broken = copy.deepcopy(spec)
+    broken["data"]["tables"]["orders"]["columns"]["status_changed_at"]["dwell"] = {"processing": "soon"}
+    with pytest.raises(SpecError, match="dwell"):
+        validate_spec(broken)

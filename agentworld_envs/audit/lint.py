@@ -36,6 +36,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``transition_stamp`` a status change that clears the stamp of an earlier status it moves on from, or
                     writes another status's stamp (acknowledging an alarm erasing when it was triggered)
 ``email_name``      an e-mail address that shares no word with the name on its row
+``stale_status``    a record held in a passing status longer than it lasts: a session in progress that
+                    started days ago, an order processing for months, a device provisioning for years
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
@@ -53,6 +55,7 @@ from __future__ import annotations
 import re
 import sqlite3
 from collections import Counter
+from datetime import timedelta
 from dataclasses import asdict, dataclass
 from typing import Any, Iterable
 
@@ -66,7 +69,7 @@ from ..synthesis import semantics
 RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
-         "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent")
+         "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent", "stale_status")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -405,8 +408,12 @@ def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[s
                         yield Violation("clock_status", f"{table}.{col}", f"{n} active rows whose {col} has passed")
         if ent is None or not ent.workflow or "status" not in cols:
             continue
+        passing = semantics.passing_windows(cols, dates, ent.workflow, semantics.status_stamps(cols, ent.workflow))
+        yield from _stale(conn, table, cols, ent.workflow, passing, now)
         for col in dates:
             past, future = semantics.clock_constraints(ent.workflow, col)
+            # an event in progress started earlier today (checked by ``_stale``)
+            past = [s for s in past if "minutes" not in passing.get(col, {}).get(s, {})]
             for states, op, side in ((past, ">=", "on or after today"), (future, "<=", "on or before today")):
                 if not states:
                     continue
@@ -416,6 +423,38 @@ def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[s
                 if n:
                     yield Violation("clock_status", f"{table}.{col}",
                                     f"{n} rows in {'/'.join(states)} with {col} {side} ({today})")
+
+
+def _stale(conn: sqlite3.Connection, table: str, cols: list[str], workflow: dict[str, Any],
+           passing: dict[str, dict[str, dict[str, Any]]], now: str) -> Iterable[Violation]:
+    """Records in a passing status (``semantics.passing_windows``) that got there longer ago than it lasts."""
+    when = parse_when(now)
+    for col, windows in passing.items():
+        for state, window in windows.items():
+            if "minutes" in window:
+                lo = when - timedelta(minutes=window["minutes"])
+                where = (f"(length({q(col)}) = 10 AND {q(col)} != ?) OR (length({q(col)}) > 10 AND "
+                         f"({q(col)} < ? OR {q(col)} > ?))")
+                args: tuple[Any, ...] = (now[:10], lo.strftime("%Y-%m-%dT%H:%M:%SZ"), now)
+                what = f"started more than {window['minutes']} minutes before now"
+            else:
+                first = (when.date() + timedelta(days=window["days"][0])).isoformat()
+                where, args, what = f"substr({q(col)}, 1, 10) < ?", (first,), f"before {first}"
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status = ? AND {q(col)} IS NOT NULL "
+                             f"AND ({where})", (state, *args)).fetchone()[0]
+            if n:
+                yield Violation("stale_status", f"{table}.{col}", f"{n} rows {state} with {col} {what}")
+    if "status_changed_at" in cols:
+        for state in workflow.get("states", ()):
+            days = semantics.DWELL_DAYS.get(state)
+            if days is None:
+                continue
+            first = (when.date() - timedelta(days=days)).isoformat()
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status = ? AND substr(status_changed_at, 1, 10) < ?",
+                             (state, first)).fetchone()[0]
+            if n:
+                yield Violation("stale_status", f"{table}.status_changed_at",
+                                f"{n} rows {state} for more than {days} days")
 
 
 def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:

@@ -202,6 +202,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         return _clock_drawer(g, rng, now, locale, existing)
     if kind == "changed":
         return _changed_drawer(g, rng, now, existing)
+    if kind == "recent":
+        return _recent_drawer(g, rng, now, locale, existing)
     if kind == "at_most":
         inner, of, lo = _compile(g["inner"], rng, now, locale, existing), g["of"], g.get("min", 0)
 
@@ -530,6 +532,50 @@ def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, local
     return draw
 
 
+def _recent_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: str,
+                   existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """A date of a record in a passing status, no older than the status lasts.
+
+    ``{"gen": "recent", "inner": GEN, "column": "status", "kind": "date" | "datetime", "after": [COL, ...],
+    "windows": {STATE: {"days": [LO, HI]} | {"minutes": M}}}``: in a status of ``windows`` the date lies
+    from day ``LO`` to day ``HI`` relative to today (an order still processing was placed in the last
+    weeks), or in the last ``M`` minutes (a session in progress started just now); never before the
+    ``after`` dates of the same row, nor the making of the records it belongs to (``parents``, as for
+    ``after_parents``). Other statuses keep the inner date.
+    """
+    inner = _compile(g["inner"], rng, now, locale, existing)
+    column, windows, as_date, after = g.get("column", "status"), g["windows"], g.get("kind") == "date", list(g.get("after", ()))
+    made_of = _parents_made(g.get("parents", ()), existing)
+    today = now.replace(hour=0, minute=0, second=0, microsecond=0)
+    latest = now - dt.timedelta(minutes=1)
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        value = inner(i, row)
+        window = windows.get(row.get(column))
+        if window is None or value is None:
+            return value
+        if "minutes" in window:
+            lo, hi = now - dt.timedelta(minutes=window["minutes"]), latest
+        else:
+            first, last = window["days"]
+            lo = today + _DAY * first
+            hi = min(latest, today + _DAY * (last + 1) - dt.timedelta(seconds=1))
+        floors = [parse_when(row[c]) for c in after if row.get(c)]
+        parent_made = made_of(row)
+        if parent_made is not None:
+            floors.append(parent_made)
+        if floors and max(floors) > lo:
+            lo = max(floors) if not as_date else dt.datetime.combine(max(floors).date(), dt.time())
+        if lo > hi:
+            return value   # what the row follows happened later than the window allows: keep the order
+        when = parse_when(value)
+        if lo <= when <= hi and not (as_date and len(value) > 10):
+            return value
+        return _fmt(_between(rng, lo, hi), as_date)
+
+    return draw
+
+
 def _parents_made(parents: Sequence[dict[str, Any]], existing: dict[str, list[Any]]
                   ) -> Callable[[dict[str, Any]], dt.datetime | None]:
     """The latest making of the records a row points at (each ``{"via": FK, "table": T, "field": COL}``)."""
@@ -556,10 +602,11 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime,
     30 days of being placed), so no row sits in a status its rule forbids reaching; a ``pull`` date (of
     something that happened to the record) the window leaves after the change is moved back to it. A row
     still in its ``initial`` status (which no change leads back to) changed within the hour after the last
-    ``pull`` date that has passed: when it was made, or when the last thing happened to it. ``parents``
+    ``pull`` date that has passed: when it was made, or when the last thing happened to it. A row in a
+    ``dwell`` status (``{STATE: DAYS}``: processing, in transit) reached it within that many days. ``parents``
     (``[{"via": FK, "table": T, "field": COL}, ...]``): never before the records it belongs to were made.
     """
-    after, column, windows = list(g.get("after", ())), g.get("column", "status"), g.get("windows", {})
+    after, column, windows, dwell = list(g.get("after", ())), g.get("column", "status"), g.get("windows", {}), g.get("dwell", {})
     made_of = _parents_made(g.get("parents", ()), existing)
     initial = g.get("initial")
     pull = [c for c in g.get("pull", ()) if c in after]   # dates of what happened, which the change may bound
@@ -583,6 +630,9 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime,
         if parent_made is not None and parent_made <= hi_now:
             # never before the records it belongs to were made (which a rule's window does not move)
             lo, hi = max(lo, parent_made), max(hi, parent_made)
+        days = dwell.get(row.get(column))
+        if days is not None:
+            lo = min(hi, max(lo, now - dt.timedelta(days=days)))   # a passing status, reached lately
         if rule:
             base = parse_when(row[base_col])
             if "before" in rule:

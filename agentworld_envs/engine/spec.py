@@ -43,7 +43,7 @@ LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
-                        "not_before", "part_of", "at_least", "after_parents"})
+                        "not_before", "part_of", "at_least", "after_parents", "recent"})
 
 
 @functools.cache
@@ -472,7 +472,7 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
     elif kind in ("clock", "changed", "at_most", "at_least", "paid", "lookup", "lookup_row", "email_of", "not_before",
-                  "part_of", "after_parents"):
+                  "part_of", "after_parents", "recent"):
         _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
@@ -491,16 +491,31 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     kind = g["gen"]
     reads = [g[k] for k in ("of", "column", "via", "floor") if k in g and not isinstance(g[k], list)]
     reads += list(g.get("after", [])) + (g["of"] if isinstance(g.get("of"), list) else [])
-    if kind in ("changed", "after_parents") and (kind == "after_parents" or "parents" in g):
+    if kind in ("changed", "after_parents", "recent") and (kind == "after_parents" or "parents" in g):
         parents = g.get("parents")
         if not isinstance(parents, list) or not parents or not all(
                 isinstance(p, dict) and p.get("field") in columns_of.get(p.get("table"), []) for p in parents):
             raise bad("parents", "must list {'via': column, 'table': table, 'field': column of that table}")
         reads += [p.get("via") for p in parents]
-    for window in (g.get("windows") or {}).values():
+    for window in (g.get("windows") or {}).values() if kind != "recent" else ():
         if not isinstance(window, dict):
             raise bad("windows", "must map a status to {'before': column, 'hours': n} or {'after': column, 'days': n}")
         reads += [window[k] for k in ("before", "after") if k in window]
+    if kind == "changed" and "dwell" in g and not (isinstance(g["dwell"], dict) and all(
+            isinstance(d, int) and 0 <= d <= LIMITS["days"] for d in g["dwell"].values())):
+        raise bad("dwell", "must map a status to a number of days")
+    if kind == "recent":
+        windows = g.get("windows")
+        if not isinstance(windows, dict) or not all(
+                isinstance(w, dict) and (list(w) == ["minutes"] and isinstance(w["minutes"], int) and 0 < w["minutes"] <= 1440
+                                         or list(w) == ["days"] and isinstance(w["days"], list) and len(w["days"]) == 2
+                                         and all(isinstance(d, int) and -LIMITS["days"] <= d <= 0 for d in w["days"])
+                                         and w["days"][0] <= w["days"][1])
+                for w in windows.values()):
+            raise bad("windows", "must map a status to {'days': [lo, hi]} (days before today, lo <= hi <= 0) "
+                                 "or {'minutes': m} (1 to 1440)")
+        if g.get("kind", "datetime") not in ("date", "datetime"):
+            raise bad("kind", "must be 'date' or 'datetime'")
     for col in reads:
         if col not in earlier:
             raise bad("gen", f"{kind!r} reads {str(col)[:40]!r}, which is not an earlier column of the row")

@@ -167,6 +167,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
     link_parent_dates(entities)
     link_parent_made(entities)
     link_parent_amounts(entities)
+    link_passing(entities)
     return entities
 
 
@@ -190,6 +191,27 @@ def _latest_days(gen: dict[str, Any]) -> float:
     if kind in ("not_before", "after_parents"):
         return _latest_days(gen["inner"])
     return 0
+
+
+def link_passing(entities: list[Entity]) -> None:
+    """A record in a passing status got there lately (``semantics.passing_windows``): no session in progress
+    for weeks, no order processing for months. The window is drawn last, still after the row's making and
+    its parents' (the floors ``link_parent_made`` set), and the status change follows it."""
+    for ent in entities:
+        if not ent.workflow:
+            continue
+        stamps = semantics.status_stamps(list(ent.gens), ent.workflow)
+        dates = [c for c, g in ent.gens.items() if semantics.date_kind(g)]
+        made = [c for c in dates if semantics.happens_before_change(c) and "birth" not in c]
+        for col, windows in semantics.passing_windows(list(ent.gens), dates, ent.workflow, stamps).items():
+            gen = ent.gens[col]
+            after = [c for c in made if c != col and col not in semantics.reads(ent.gens, c)] \
+                if semantics.clock_role(col) == "start" else []
+            parents = gen.get("parents") if gen.get("gen") == "after_parents" else None
+            ent.gens[col] = semantics.wrap(gen, gen="recent", column="status", windows=windows,
+                                           kind=semantics.date_kind(gen), **({"after": after} if after else {}),
+                                           **({"parents": parents} if parents else {}))
+        ent.gens = semantics.dependency_order(ent.gens)
 
 
 def link_parent_made(entities: list[Entity]) -> None:

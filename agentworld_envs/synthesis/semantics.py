@@ -400,6 +400,24 @@ def is_outcome_column(col: str) -> bool:
     return col in OUTCOME_COLUMNS or bool(_OUTCOME_NAME.search(col))
 
 
+#: A figure decided by an approval (an amount awarded, approved or granted): empty until it is decided.
+_DECIDED_FIGURE = re.compile(r"(^|_)(awarded|approved|granted|sanctioned)(_|$)")
+_APPROVING = re.compile(r"approv|award|grant|fund|accept|sanction")
+
+
+def decided_states(workflow: dict[str, Any]) -> set[str]:
+    """The statuses of a record that was approved (awarded, granted, accepted), and every status after them."""
+    out = {s for s in workflow.get("states", ()) if _APPROVING.search(s)}
+    todo = list(out)
+    while todo:
+        state = todo.pop()
+        for t in workflow.get("transitions", ()):
+            if state in t.get("from", ()) and t["to"] not in out:
+                out.add(t["to"])
+                todo.append(t["to"])
+    return out
+
+
 def unreached_columns(columns: list[str], workflow: dict[str, Any]) -> dict[str, set[str]]:
     """``{column: statuses in which it is empty}``: the stamps of events that come after the work starts
     (``started_at``, ``finished_at``, ``sent_on``) and the outcome of finished work (``exit_code``), empty
@@ -423,6 +441,9 @@ def unreached_columns(columns: list[str], workflow: dict[str, Any]) -> dict[str,
             out[col] = working
         elif (col.startswith("actual_") or col in _SPENT_COLUMNS) and before:
             out[col] = before   # an actual cost or duration accrues once the work starts
+        elif _DECIDED_FIGURE.search(col) and not col.endswith("_id") and decided_states(workflow):
+            # nothing awarded on an application still in review, denied or withdrawn
+            out[col] = set(workflow["states"]) - decided_states(workflow)
     return out
 
 # ----------------------------------------------------------------------------------- value ranges
@@ -476,7 +497,11 @@ CAPS = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("times_re
         ("deliveries_completed", "deliveries_assigned"), ("discount_amount", "unit_price"),
         # a funnel narrows: no more clicks than opens, no more opens than recipients
         ("opens", "recipients"), ("clicks", "opens"), ("unsubscribes", "recipients"), ("clicks", "impressions"),
-        ("conversions", "clicks"), ("conversions", "visitors"))
+        ("conversions", "clicks"), ("conversions", "visitors"),
+        # a business sells above what a thing costs it; an award or approval gives no more than was asked
+        ("unit_cost", "price"), ("unit_cost", "unit_price"), ("unit_cost", "list_price"), ("unit_cost", "base_price"),
+        ("cost", "price"), ("amount_awarded", "amount_requested"), ("amount_approved", "amount_requested"),
+        ("approved_amount", "requested_amount"), ("awarded_amount", "requested_amount"))
 #: Same-row (value, floor) pairs: the first is never below the second (an alert fired because what it
 #: observed passed its threshold).
 FLOORS = (("observed_value", "threshold"),)
@@ -540,6 +565,62 @@ def clock_constraints(workflow: dict[str, Any] | None, column: str) -> tuple[lis
     future = sorted(s for s, roles in clock.items() if roles.get(role) == "future")
     return past, future
 
+# ------------------------------------------------------------------------------- passing statuses
+
+#: Statuses a record passes through, and the most days it sits in one: an order is processed within weeks,
+#: a device provisioned within days, a parcel out for delivery within the week, a claim reviewed within
+#: months. A record in one was made (and started) no longer ago than that.
+DWELL_DAYS = {"processing": 21, "provisioning": 14, "label_created": 14, "picked_up": 10, "in_transit": 30,
+              "out_for_delivery": 5, "shipped": 45, "boarding": 1, "triggered": 30, "awaiting_info": 90,
+              "in_review": 120, "under_review": 120, "investigating": 120, "screening": 90, "interviewing": 90,
+              "offered": 30, "changes_requested": 60}
+#: Statuses of something happening now: a session in progress, a guest checked in, a match being played.
+NOW_STATES = frozenset({"in_progress", "checked_in", "in_session", "boarding", "live", "underway", "ongoing", "running",
+                        "started"})
+#: Minutes since an event in a ``NOW_STATES`` status started (shorter than any event's duration).
+NOW_MINUTES = 10
+#: A start that names an event lasting minutes or hours (a session, a shift, a match, a visit, a flight).
+_TIMED_EVENT = re.compile(r"(^|_)(session|show|game|match|visit|class|lesson|appointment|shift|flight|performance|slot|"
+                          r"departure|departs|tour|demo|hearing|meeting|interview|event|route|starts|check_in)(_|$)")
+_DURATION = re.compile(r"^(duration|length)_(minutes|mins|hours|seconds)$")
+
+
+def is_timed_event(columns: Iterable[str]) -> bool:
+    """Whether a table's records are events lasting minutes or hours: a duration in minutes or hours, or a
+    start named after such an event (``starts_at``, ``shift_date``, ``departure_date``)."""
+    cols = list(columns)
+    return any(_DURATION.match(c) for c in cols) or any(clock_role(c) == "start" and _TIMED_EVENT.search(c) for c in cols)
+
+
+def passing_windows(columns: Iterable[str], date_columns: Iterable[str], workflow: dict[str, Any] | None,
+                    stamped: Iterable[str] = ()) -> dict[str, dict[str, dict[str, Any]]]:
+    """``{date column: {status: window}}`` for records in a passing status, as the ``recent`` generator reads
+    them: a timed event in progress (``NOW_STATES``) started in the last ``NOW_MINUTES`` minutes (a date-only
+    start is today); a record in a ``DWELL_DAYS`` status was made, and started, within that many days
+    (made a week before a dated start, as every made date of a clocked workflow is). A status's own stamp
+    is not bounded here: it follows the status change."""
+    if not workflow:
+        return {}
+    states = set(workflow.get("states", ()))
+    cols, stamps = list(columns), set(stamped)
+    event = is_timed_event(cols)
+    clocked = bool(workflow.get("clock"))
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for col in date_columns:
+        if col in stamps or col == "status_changed_at" or "birth" in col:
+            continue
+        role, made = clock_role(col), happens_before_change(col)
+        past, future = clock_constraints(workflow, col)
+        for state in sorted(states):
+            if role == "start" and event and state in NOW_STATES:
+                out.setdefault(col, {})[state] = {"minutes": NOW_MINUTES}
+            elif state in DWELL_DAYS and state not in future and (made or role == "start"):
+                days = DWELL_DAYS[state]
+                top = -7 if made and clocked and date_rank(col) == 0 else (-1 if state in past else 0)
+                out.setdefault(col, {})[state] = {"days": [top - days, top]}
+    return out
+
+
 #: Free-text columns and the template kind that writes them.
 _TEXT_KIND_WORDS = (
     ("message", ("body", "message", "body_text", "gift_message", "merchant_reply", "cover_letter")),
@@ -569,7 +650,7 @@ _DATE_GENS = ("date", "datetime")
 def date_kind(gen: dict[str, Any]) -> str | None:
     if gen.get("gen") in _DATE_GENS:
         return gen["gen"]
-    if gen.get("gen") in ("after", "clock", "not_before", "after_parents"):
+    if gen.get("gen") in ("after", "clock", "not_before", "after_parents", "recent"):
         return gen.get("kind") or "datetime"
     if gen.get("gen") in ("when", "by"):
         return date_kind(gen.get("then") or gen.get("default") or {})
@@ -587,11 +668,68 @@ def tax_rate(theme: dict[str, Any]) -> float:
     return TAX_RATES[zlib.crc32(str(theme.get("slug") or theme.get("title", "")).encode()) % len(TAX_RATES)]
 
 
+# --------------------------------------------------------------------------- home country and currency
+
+#: ISO 3166-1 codes, English names and ISO 4217 currencies of the countries a business's records name.
+COUNTRIES = {"US": ("United States", "USD"), "CA": ("Canada", "CAD"), "MX": ("Mexico", "MXN"),
+             "GB": ("United Kingdom", "GBP"), "IE": ("Ireland", "EUR"), "DE": ("Germany", "EUR"),
+             "FR": ("France", "EUR"), "NL": ("Netherlands", "EUR"), "BE": ("Belgium", "EUR"), "IT": ("Italy", "EUR"),
+             "ES": ("Spain", "EUR"), "PT": ("Portugal", "EUR"), "AT": ("Austria", "EUR"), "CH": ("Switzerland", "CHF"),
+             "SE": ("Sweden", "SEK"), "DK": ("Denmark", "DKK"), "PL": ("Poland", "PLN"), "JP": ("Japan", "JPY"),
+             "KR": ("South Korea", "KRW"), "CN": ("China", "CNY"), "IN": ("India", "INR"), "SG": ("Singapore", "SGD"),
+             "AU": ("Australia", "AUD"), "NZ": ("New Zealand", "NZD"), "BR": ("Brazil", "BRL"),
+             "ZA": ("South Africa", "ZAR"), "AE": ("United Arab Emirates", "AED")}
+#: A world's home country by its locale.
+HOME_COUNTRY = {"en_US": "US", "en_GB": "GB", "de_DE": "DE", "en_AU": "AU", "fr_FR": "FR", "ja_JP": "JP",
+                "en_CA": "CA", "en_IN": "IN", "nl_NL": "NL", "it_IT": "IT", "es_ES": "ES", "pt_BR": "BR"}
+#: Businesses whose records cross borders (an import marketplace's sellers, a freight forwarder's carriers).
+_ABROAD = re.compile(r"import|export|international|cross[- ]border|global|overseas|foreign|forex|currenc|remittance|"
+                     r"customs|freight|travel|visa|expat|multinational|worldwide|offshore|airline|cruise|touris|"
+                     r"embassy|immigration|translation|locali[sz]ation", re.IGNORECASE)
+_COUNTRY_COLUMN = re.compile(r"^(.+_)?country(_code)?$")
+_CURRENCY_COLUMN = re.compile(r"^(.+_)?currency(_code)?$")
+
+
+def works_abroad(theme: dict[str, Any]) -> bool:
+    """Whether a theme's business deals across borders (its title or description says so)."""
+    return bool(_ABROAD.search(f"{theme.get('title', '')} {theme.get('slug', '')} {theme.get('description', '')}"))
+
+
+def home_values(theme: dict[str, Any], column: str) -> tuple[list[str], list[int]] | None:
+    """``(values, weights)`` of a country or currency column: a local business's records are all in its home
+    country and currency (a cake studio's customers do not pay in five currencies from 150 countries); one
+    that works abroad has half of them at home and the rest among its trading partners. None for other
+    columns."""
+    home = HOME_COUNTRY.get(theme.get("locale", "en_US"), "US")
+    abroad = works_abroad(theme)
+    codes = [home] + ([c for c in COUNTRIES if c != home] if abroad else [])
+    weights = [len(codes) - 1 if abroad else 1] + [1] * (len(codes) - 1)
+    if _COUNTRY_COLUMN.match(column):
+        values = codes if column.endswith("_code") or column == "country_code" else [COUNTRIES[c][0] for c in codes]
+        return values, weights
+    if _CURRENCY_COLUMN.match(column):
+        money: dict[str, int] = {}
+        for code, w in zip(codes, weights):
+            money[COUNTRIES[code][1]] = money.get(COUNTRIES[code][1], 0) + w
+        return list(money), list(money.values())
+    return None
+
+
 def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     """Rewrite an entity's generators (``ent.gens``, in place) so its rows make sense together."""
     gens: dict[str, dict[str, Any]] = ent.gens
     subject = ent.singular.replace("_", " ")
     nullable = {c["name"]: c.get("nullable", True) is not False and not c.get("unique") for c in ent.columns}
+    columns = {c["name"]: c for c in ent.columns}
+    for name in list(gens):
+        home = home_values(theme, name) if gens[name].get("gen") in ("faker", "choice") else None
+        if home:
+            values, weights = home
+            keep = {k: gens[name][k] for k in ("null_p",) if k in gens[name]}
+            gens[name] = ({"gen": "const", "value": values[0]} if len(values) == 1
+                          else {"gen": "choice", "values": values, "weights": weights}) | keep
+            if "enum" in columns.get(name, {}):
+                columns[name]["enum"] = list(values)
     for name, gen in list(gens.items()):
         kind = gen.get("gen")
         if kind == "words":
@@ -719,8 +857,10 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             if nullable.get(col, True) and gens[col].get("gen") != "when":
                 inner = {k: v for k, v in gens[col].items() if k != "null_p"}
                 keep = [s for s in ent.workflow["states"] if s not in empty]
+                # (an approved grant has its award: a decided figure is never left blank once decided)
                 gens[col] = {"gen": "when", "column": "status", "in": keep, "then": inner,
-                             **({"null_p": gens[col]["null_p"]} if "null_p" in gens[col] else {})}
+                             **({"null_p": gens[col]["null_p"]} if "null_p" in gens[col] and not _DECIDED_FIGURE.search(col)
+                                else {})}
         for col, states in stamps.items():
             if nullable.get(col, True):
                 then = {k: v for k, v in gens[col].items() if k != "null_p"}
@@ -758,8 +898,10 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             # status "changed" years after it was created.
             first = (ent.workflow.get("states") or [None])[0] if ent.workflow else None
             fresh = first is not None and not any(t.get("to") == first for t in ent.workflow.get("transitions", ()))
+            dwell = {s: DWELL_DAYS[s] for s in ent.workflow["states"] if s in DWELL_DAYS}
             gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after,
-                                         **({"pull": pull} if pull else {}), **({"initial": first} if fresh else {})}
+                                         **({"pull": pull} if pull else {}), **({"initial": first} if fresh else {}),
+                                         **({"dwell": dwell} if dwell else {})}
         paid = ent.workflow.get("paid")
         for paid_col, due_col in PAID:
             if paid and paid_col in gens and due_col in gens:
