@@ -40,6 +40,7 @@ Counts (each as "bad of checked"):
 * ``part_whole``      payments (refunds, instalments, payouts) of one record that add up to more than its total
 * ``stale_status``    a record still processing, provisioning, in transit or in review long after it got
                       there, or an event lasting minutes or hours in progress on a day it did not start
+* ``cancelled_late``  a session, visit or shift cancelled after it began
 * ``money_mix``       a local business's records in several currencies, or its people spread evenly over the
                       world's countries
 * ``before_parent``   something done to or by a record (made, sent, received, paid, closed, status changed) or
@@ -465,6 +466,11 @@ def probe_passing(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tal
                                   f"({marks}) AND {q(col)} IS NOT NULL AND length({q(col)}) >= 10",
                                   (today, *HAPPENING)).fetchone()
             tally.add("stale_status", bad or 0, n, f"{name}: {table} happening now with {col} on another day")
+            n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr(status_changed_at, 1, length({q(col)})) > {q(col)}) "
+                                  f"FROM {q(table)} WHERE status IN ('cancelled', 'canceled', 'withdrawn') AND "
+                                  f"{q(col)} IS NOT NULL AND status_changed_at IS NOT NULL").fetchone() \
+                if "status_changed_at" in cols else (0, 0)
+            tally.add("cancelled_late", bad or 0, n, f"{name}: {table} cancelled after its {col}")
 
 
 def probe_money(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:

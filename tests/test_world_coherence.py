@@ -916,3 +916,18 @@ def test_spec_validation_reads_the_passing_windows():
     broken["data"]["tables"]["orders"]["columns"]["status_changed_at"]["dwell"] = {"processing": "soon"}
     with pytest.raises(SpecError, match="dwell"):
         validate_spec(broken)
+
+
+def test_a_session_is_cancelled_before_it_begins():
+    """World audit 26 and the outsider probe (48 % of cancelled sessions, tickets and shifts at 7f1caec's
+    generator): a timed event is called off before it begins; a no-show is known only after."""
+    spec, _ = synthesize(env_registry.theme("sms-appointment-reminders"))
+    conn = _conn(spec)
+    late = "SELECT COUNT(*), SUM(status_changed_at >= starts_at) FROM appointments WHERE status = ?"
+    assert conn.execute(late, ("cancelled",)).fetchone()[0] > 10 and conn.execute(late, ("cancelled",)).fetchone()[1] == 0
+    assert conn.execute(late, ("no_show",)).fetchone()[1] == conn.execute(late, ("no_show",)).fetchone()[0] > 0
+    assert [v for v in check_world("sms-appointment-reminders", spec, conn) if v.rule == "stale_status"] == []
+    conn.execute("UPDATE appointments SET status_changed_at = starts_at WHERE id = (SELECT MIN(id) FROM appointments "
+                 "WHERE status = 'cancelled' AND starts_at < ?)", (NOW,))
+    assert [v.where for v in check_world("sms-appointment-reminders", spec, conn) if v.rule == "stale_status"] == [
+        "appointments.starts_at"]

@@ -37,7 +37,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
                     writes another status's stamp (acknowledging an alarm erasing when it was triggered)
 ``email_name``      an e-mail address that shares no word with the name on its row
 ``stale_status``    a record held in a passing status longer than it lasts: a session in progress that
-                    started days ago, an order processing for months, a device provisioning for years
+                    started days ago, an order processing for months, a device provisioning for years; or
+                    a timed event (a session, a shift, a visit) called off after it began
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
@@ -409,7 +410,7 @@ def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[s
         if ent is None or not ent.workflow or "status" not in cols:
             continue
         passing = semantics.passing_windows(cols, dates, ent.workflow, semantics.status_stamps(cols, ent.workflow))
-        yield from _stale(conn, table, cols, ent.workflow, passing, now)
+        yield from _stale(conn, table, cols, dates, ent.workflow, passing, now)
         for col in dates:
             past, future = semantics.clock_constraints(ent.workflow, col)
             # an event in progress started earlier today (checked by ``_stale``)
@@ -425,9 +426,10 @@ def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[s
                                     f"{n} rows in {'/'.join(states)} with {col} {side} ({today})")
 
 
-def _stale(conn: sqlite3.Connection, table: str, cols: list[str], workflow: dict[str, Any],
+def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[str], workflow: dict[str, Any],
            passing: dict[str, dict[str, dict[str, Any]]], now: str) -> Iterable[Violation]:
-    """Records in a passing status (``semantics.passing_windows``) that got there longer ago than it lasts."""
+    """Records in a passing status (``semantics.passing_windows``) that got there longer ago than it lasts, and
+    timed events called off after they began."""
     when = parse_when(now)
     for col, windows in passing.items():
         for state, window in windows.items():
@@ -444,6 +446,15 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], workflow: dict
                              f"AND ({where})", (state, *args)).fetchone()[0]
             if n:
                 yield Violation("stale_status", f"{table}.{col}", f"{n} rows {state} with {col} {what}")
+    called_off = sorted(semantics.called_off_before_start(workflow))
+    for col in semantics.event_starts(cols, dates) if "status_changed_at" in cols and called_off else ():
+        # called off before it began: by the day of a date-only start, or before the moment it starts
+        marks = ", ".join("?" * len(called_off))
+        n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({marks}) AND {q(col)} IS NOT NULL AND "
+                         f"((length({q(col)}) = 10 AND substr(status_changed_at, 1, 10) > {q(col)}) OR "
+                         f"(length({q(col)}) > 10 AND status_changed_at >= {q(col)}))", called_off).fetchone()[0]
+        if n:
+            yield Violation("stale_status", f"{table}.{col}", f"{n} rows {'/'.join(called_off)} after their {col}")
     if "status_changed_at" in cols:
         for state in workflow.get("states", ()):
             days = semantics.DWELL_DAYS.get(state)

@@ -636,6 +636,8 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime,
         if rule:
             base = parse_when(row[base_col])
             if "before" in rule:
+                if not rule["hours"] and len(row[base_col]) == 10:
+                    base += _DAY   # called off before a day's session: on that day at the latest
                 hi = min(hi, base - dt.timedelta(hours=rule["hours"], minutes=1))
             else:
                 lo = max(lo, base)

@@ -19,7 +19,7 @@ from typing import Any
 from ..engine.language import date_noun, figures, indefinite, number, sentences, verb_phrase
 from ..engine.rules import Rule
 from .naming import title
-from .semantics import date_rank, dependency_order, reads, sources
+from .semantics import date_rank, dependency_order, made_by_date, sources
 
 
 _AMOUNT_WORDS = ("total", "amount", "price", "fee", "cost", "value", "balance", "charge", "rate", "budget")
@@ -191,23 +191,6 @@ def guarded_states(workflow: dict[str, Any] | None, to: str) -> tuple[str, ...]:
     return tuple([to] + [s for s in workflow["states"] if s in everywhere - without and s != to])
 
 
-def _made_by_date(gens: dict[str, dict[str, Any]], fk: str, column: str) -> None:
-    """The key ``fk`` names a record made by the row's ``column`` (``made_by``'s ``by``), where the key's
-    generator already picks by making and ``column`` is not drawn from it."""
-    gen = gens.get(fk, {})
-    if gen.get("gen") == "lookup":
-        fk, gen = gen["via"], gens.get(gen["via"], {})
-    target = gen.get("then") if gen.get("gen") == "when" else gen
-    if not target or "made_by" not in target or fk in reads(gens, column) or column not in gens:
-        return
-    by = list(target["made_by"].get("by", ()))
-    made_by = {**target["made_by"], "by": by + [column] if column not in by else by}
-    if gen.get("gen") == "when":
-        gens[fk] = {**gen, "then": {**target, "made_by": made_by}}
-    else:
-        gens[fk] = {**target, "made_by": made_by}
-
-
 def constrain_history(rule: Rule, ent: Any) -> None:
     """Rewrite ``ent``'s generators so its seeded rows obey ``rule`` (part (c) of a rule: the history).
 
@@ -240,7 +223,7 @@ def constrain_history(rule: Rule, ent: Any) -> None:
             # the change comes before the window's date, so the records the row belongs to were made by that
             # date (a grant withdrawn 72 hours before its start names a researcher who had joined by then)
             for parent in changed.get("parents", ()):
-                _made_by_date(gens, parent["via"], rule.column)
+                made_by_date(gens, parent["via"], rule.column)
     elif rule.kind == "bound":
         gen = gens.get(rule.column, {})
         inner = gen.get("inner") if gen.get("gen") == "at_most" else gen

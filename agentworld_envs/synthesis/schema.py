@@ -196,7 +196,8 @@ def _latest_days(gen: dict[str, Any]) -> float:
 def link_passing(entities: list[Entity]) -> None:
     """A record in a passing status got there lately (``semantics.passing_windows``): no session in progress
     for weeks, no order processing for months. The window is drawn last, still after the row's making and
-    its parents' (the floors ``link_parent_made`` set), and the status change follows it."""
+    its parents' (the floors ``link_parent_made`` set), and the status change follows it. A session cancelled
+    before it began names records made by its start."""
     for ent in entities:
         if not ent.workflow:
             continue
@@ -211,6 +212,11 @@ def link_passing(entities: list[Entity]) -> None:
             ent.gens[col] = semantics.wrap(gen, gen="recent", column="status", windows=windows,
                                            kind=semantics.date_kind(gen), **({"after": after} if after else {}),
                                            **({"parents": parents} if parents else {}))
+        changed = ent.gens.get("status_changed_at", {})
+        for window in (changed.get("windows") or {}).values() if changed.get("gen") == "changed" else ():
+            # cancelled before it began: the records it belongs to were made by then
+            for parent in changed.get("parents", ()):
+                semantics.made_by_date(ent.gens, parent["via"], window["before"])
         ent.gens = semantics.dependency_order(ent.gens)
 
 

@@ -395,6 +395,12 @@ def called_off_states(workflow: dict[str, Any]) -> set[str]:
     return {s for s in states[1:] if _CALLED_OFF.search(s)}
 
 
+def called_off_before_start(workflow: dict[str, Any]) -> set[str]:
+    """The called-off statuses reached before the thing begins (cancelled, withdrawn, not a no-show, which is
+    only known once it should have begun)."""
+    return {s for s in called_off_states(workflow) if "no_show" not in s}
+
+
 def is_outcome_column(col: str) -> bool:
     """Whether a column holds what came of finished work (``OUTCOME_COLUMNS``, a winner, a final mark)."""
     return col in OUTCOME_COLUMNS or bool(_OUTCOME_NAME.search(col))
@@ -585,11 +591,17 @@ _TIMED_EVENT = re.compile(r"(^|_)(session|show|game|match|visit|class|lesson|app
 _DURATION = re.compile(r"^(duration|length)_(minutes|mins|hours|seconds)$")
 
 
-def is_timed_event(columns: Iterable[str]) -> bool:
+def is_timed_event(columns: Iterable[str], date_columns: Iterable[str]) -> bool:
     """Whether a table's records are events lasting minutes or hours: a duration in minutes or hours, or a
-    start named after such an event (``starts_at``, ``shift_date``, ``departure_date``)."""
-    cols = list(columns)
-    return any(_DURATION.match(c) for c in cols) or any(clock_role(c) == "start" and _TIMED_EVENT.search(c) for c in cols)
+    date starting such an event (``starts_at``, ``shift_date``, ``departure_date``)."""
+    return any(_DURATION.match(c) for c in columns) or any(clock_role(c) == "start" and _TIMED_EVENT.search(c)
+                                                           for c in date_columns)
+
+
+def event_starts(columns: Iterable[str], date_columns: Iterable[str]) -> list[str]:
+    """The start dates of a timed event's table (``is_timed_event``): when the session, shift or visit begins."""
+    dates = list(date_columns)
+    return [c for c in dates if clock_role(c) == "start"] if is_timed_event(columns, dates) else []
 
 
 def passing_windows(columns: Iterable[str], date_columns: Iterable[str], workflow: dict[str, Any] | None,
@@ -602,11 +614,11 @@ def passing_windows(columns: Iterable[str], date_columns: Iterable[str], workflo
     if not workflow:
         return {}
     states = set(workflow.get("states", ()))
-    cols, stamps = list(columns), set(stamped)
-    event = is_timed_event(cols)
+    cols, dates, stamps = list(columns), list(date_columns), set(stamped)
+    event = is_timed_event(cols, dates)
     clocked = bool(workflow.get("clock"))
     out: dict[str, dict[str, dict[str, Any]]] = {}
-    for col in date_columns:
+    for col in dates:
         if col in stamps or col == "status_changed_at" or "birth" in col:
             continue
         role, made = clock_role(col), happens_before_change(col)
@@ -899,9 +911,14 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             first = (ent.workflow.get("states") or [None])[0] if ent.workflow else None
             fresh = first is not None and not any(t.get("to") == first for t in ent.workflow.get("transitions", ()))
             dwell = {s: DWELL_DAYS[s] for s in ent.workflow["states"] if s in DWELL_DAYS}
+            # A session is called off before it begins (after that it was missed, not cancelled); a business
+            # rule's lead time (``policies``) replaces this window with a longer one.
+            starts = event_starts(gens, dates)
+            windows = {s: {"before": starts[0], "hours": 0} for s in sorted(called_off_before_start(ent.workflow))} \
+                if starts else {}
             gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after,
                                          **({"pull": pull} if pull else {}), **({"initial": first} if fresh else {}),
-                                         **({"dwell": dwell} if dwell else {})}
+                                         **({"dwell": dwell} if dwell else {}), **({"windows": windows} if windows else {})}
         paid = ent.workflow.get("paid")
         for paid_col, due_col in PAID:
             if paid and paid_col in gens and due_col in gens:
@@ -980,6 +997,23 @@ def reads(gens: dict[str, dict[str, Any]], col: str) -> set[str]:
             seen.add(c)
             todo += sources(gens[c])
     return seen
+
+
+def made_by_date(gens: dict[str, dict[str, Any]], fk: str, column: str) -> None:
+    """The key ``fk`` names a record made by the row's ``column`` (``made_by``'s ``by``), where the key's
+    generator already picks by making and ``column`` is not drawn from it."""
+    gen = gens.get(fk, {})
+    if gen.get("gen") == "lookup":
+        fk, gen = gen["via"], gens.get(gen["via"], {})
+    target = gen.get("then") if gen.get("gen") == "when" else gen
+    if not target or "made_by" not in target or fk in reads(gens, column) or column not in gens:
+        return
+    by = list(target["made_by"].get("by", ()))
+    made_by = {**target["made_by"], "by": by + [column] if column not in by else by}
+    if gen.get("gen") == "when":
+        gens[fk] = {**gen, "then": {**target, "made_by": made_by}}
+    else:
+        gens[fk] = {**target, "made_by": made_by}
 
 
 def dependency_order(gens: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
