@@ -931,3 +931,32 @@ def test_a_session_is_cancelled_before_it_begins():
                  "WHERE status = 'cancelled' AND starts_at < ?)", (NOW,))
     assert [v.where for v in check_world("sms-appointment-reminders", spec, conn) if v.rule == "stale_status"] == [
         "appointments.starts_at"]
+
+
+def test_terms_set_the_due_date_and_an_audience_sees_only_what_is_out():
+    """World audit 26 and the outsider scan at e160a4c: "net_15" invoices due five months after they were issued;
+    lots still in draft with hundreds of views, scheduled newsletters already opened and clicked; an "smb"
+    account with 49,942 employees."""
+    spec, _ = synthesize(env_registry.theme("rare-coin-and-stamp-auctions"))
+    conn = _conn(spec)
+    gaps = dict(conn.execute("SELECT payment_terms, GROUP_CONCAT(DISTINCT julianday(due_on) - julianday(issued_on)) "
+                             "FROM invoices WHERE issued_on IS NOT NULL GROUP BY 1").fetchall())
+    assert {t: float(g) for t, g in gaps.items()} == {t: float(semantics.TERMS_DAYS[t]) for t in gaps}
+    # a sent invoice is not yet due, an overdue one is past due, with the terms it has
+    assert conn.execute("SELECT COUNT(*) FROM invoices WHERE (status = 'sent' AND due_on <= ?) OR "
+                        "(status = 'overdue' AND due_on >= ?)", (NOW[:10], NOW[:10])).fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM lots WHERE status IN ('draft', 'scheduled', 'in_review') AND view_count > 0"
+                        ).fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM lots WHERE status = 'published' AND view_count > 0").fetchone()[0] > 20
+    assert [v for v in check_world("rare-coin-and-stamp-auctions", spec, conn)] == []
+    conn.execute("UPDATE invoices SET due_on = date(due_on, '+3 days') WHERE id = 1")
+    conn.execute("UPDATE lots SET view_count = 12 WHERE id = (SELECT MIN(id) FROM lots WHERE status = 'draft')")
+    assert sorted((v.rule, v.where) for v in check_world("rare-coin-and-stamp-auctions", spec, conn)) == [
+        ("clock_status", "invoices.due_on"), ("prestart_stamp", "lots.view_count")]
+    spec, _ = synthesize(env_registry.theme("saas-opportunity-pipeline-forecasting"))
+    conn = _conn(spec)
+    for tier, (lo, hi) in semantics.TIER_HEADCOUNT.items():
+        assert conn.execute("SELECT COUNT(*) FROM accounts WHERE tier = ? AND employee_count NOT BETWEEN ? AND ?",
+                            (tier, lo, hi)).fetchone()[0] == 0
+    conn.execute("UPDATE accounts SET employee_count = 47000 WHERE id = (SELECT MIN(id) FROM accounts WHERE tier = 'smb')")
+    assert [v.where for v in check_world("saas-opportunity-pipeline-forecasting", spec, conn)] == ["accounts.employee_count"]

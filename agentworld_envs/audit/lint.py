@@ -399,6 +399,17 @@ def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[s
                                  f"OR (length({q(col)}) = 10 AND {q(col)} > ?)", (now, today)).fetchone()[0]
                 if n:
                     yield Violation("clock_status", f"{table}.{col}", f"{n} rows dated after now ({now})")
+        found = semantics.terms_columns(cols)
+        if found:
+            # net 30 is due 30 days after it was issued
+            terms, issued, due = found
+            cases = " ".join(f"WHEN '{v}' THEN {n}" for v, n in semantics.TERMS_DAYS.items())
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(issued)} IS NOT NULL AND {q(due)} IS NOT NULL AND "
+                             f"{q(terms)} IN ({', '.join(repr(v) for v in semantics.TERMS_DAYS)}) AND "
+                             f"julianday(substr({q(due)}, 1, 10)) - julianday(substr({q(issued)}, 1, 10)) != "
+                             f"CASE {q(terms)} {cases} END").fetchone()[0]
+            if n:
+                yield Violation("clock_status", f"{table}.{due}", f"{n} rows whose {due} is not {issued} plus their {terms}")
         ent = entities.get(table)
         if "is_active" in cols:
             for col in dates:
@@ -478,6 +489,14 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(used)} > {q(cap)}").fetchone()[0]
                 if n:
                     yield Violation("over_cap", f"{table}.{used}", f"{n} rows with {used} above {cap}")
+        sized = semantics.headcount_column(cols) if "tier" in cols else None
+        tiers = {r[0] for r in conn.execute(f"SELECT DISTINCT tier FROM {q(table)}")} if sized else set()
+        for tier, (lo, hi) in semantics.TIER_HEADCOUNT.items() if tiers and tiers <= set(semantics.TIER_HEADCOUNT) else ():
+            # a company's headcount fits its tier
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE tier = ? AND ({q(sized)} < ? OR {q(sized)} > ?)",
+                             (tier, lo, hi)).fetchone()[0]
+            if n:
+                yield Violation("over_cap", f"{table}.{sized}", f"{n} {tier} rows outside {lo} to {hi} employees")
         for value, floor in semantics.FLOORS:
             if value in cols and floor in cols:
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(value)} < {q(floor)}").fetchone()[0]
@@ -645,6 +664,12 @@ def check_lifecycle(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[
                              f"{open_word}", (*sorted(states), *(undecided if outcome else ()))).fetchone()[0]
             if n:
                 yield Violation("prestart_stamp", f"{table}.{col}", f"{n} rows in {'/'.join(sorted(states))} with {col} set")
+        for col, states in semantics.unseen_counts(cols, wf).items():
+            marks = ", ".join("?" * len(states))
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(wf['column'])} IN ({marks}) AND {q(col)} > 0",
+                             sorted(states)).fetchone()[0]
+            if n:
+                yield Violation("prestart_stamp", f"{table}.{col}", f"{n} rows in {'/'.join(sorted(states))} with {col} > 0")
         stamps = semantics.status_stamps(cols, wf)
         for tool in spec["tools"]:
             impl = tool["impl"]

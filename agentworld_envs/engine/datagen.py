@@ -204,6 +204,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         return _changed_drawer(g, rng, now, existing)
     if kind == "recent":
         return _recent_drawer(g, rng, now, locale, existing)
+    if kind == "terms":
+        return _terms_drawer(g, rng, now, locale, existing)
     if kind == "at_most":
         inner, of, lo = _compile(g["inner"], rng, now, locale, existing), g["of"], g.get("min", 0)
 
@@ -528,6 +530,35 @@ def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, local
         if when is not None and when >= lo:
             return value
         return _fmt(_between(rng, lo, lo + span), as_date)
+
+    return draw
+
+
+def _terms_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: str,
+                  existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """Payment terms whose due date agrees with the record's status on the world's clock.
+
+    ``{"gen": "terms", "inner": CHOICE, "of": ISSUED, "column": "status", "days": {TERMS: DAYS}, "past": [...],
+    "future": [...]}``: among the inner choice's terms, those that make ``ISSUED`` + ``DAYS`` fall before today
+    for a ``past`` status (overdue) or after it for a ``future`` one (sent, not yet due), by the inner weights;
+    the inner draw where the record has no issue date or no terms fit.
+    """
+    inner = _compile(g["inner"], rng, now, locale, existing)
+    values, weights = list(g["inner"]["values"]), g["inner"].get("weights") or [1] * len(g["inner"]["values"])
+    days, column, of = g["days"], g.get("column", "status"), g["of"]
+    past, future, today = set(g.get("past", ())), set(g.get("future", ())), now.date()
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        value = inner(i, row)
+        state, issued = row.get(column), row.get(of)
+        if not issued or (state not in past and state not in future):
+            return value
+        start = parse_when(issued).date()
+        fits = [(v, w) for v, w in zip(values, weights)
+                if (start + dt.timedelta(days=days[v]) < today if state in past else start + dt.timedelta(days=days[v]) > today)]
+        if not fits or value in {v for v, _ in fits}:
+            return value
+        return rng.choices([v for v, _ in fits], weights=[w for _, w in fits])[0]
 
     return draw
 

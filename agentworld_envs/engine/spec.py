@@ -43,7 +43,7 @@ LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
-                        "not_before", "part_of", "at_least", "after_parents", "recent"})
+                        "not_before", "part_of", "at_least", "after_parents", "recent", "terms"})
 
 
 @functools.cache
@@ -472,7 +472,7 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
     elif kind in ("clock", "changed", "at_most", "at_least", "paid", "lookup", "lookup_row", "email_of", "not_before",
-                  "part_of", "after_parents", "recent"):
+                  "part_of", "after_parents", "recent", "terms"):
         _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
@@ -504,6 +504,11 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     if kind == "changed" and "dwell" in g and not (isinstance(g["dwell"], dict) and all(
             isinstance(d, int) and 0 <= d <= LIMITS["days"] for d in g["dwell"].values())):
         raise bad("dwell", "must map a status to a number of days")
+    if kind == "terms" and not (isinstance(g.get("days"), dict) and all(
+            isinstance(d, int) and 0 <= d <= LIMITS["days"] for d in g["days"].values())
+            and isinstance(g.get("inner"), dict) and g["inner"].get("gen") == "choice"
+            and set(g["inner"].get("values", ())) <= set(g["days"])):
+        raise bad("days", "a 'terms' generator maps each of its inner choice's terms to a number of days")
     if kind == "recent":
         windows = g.get("windows")
         if not isinstance(windows, dict) or not all(

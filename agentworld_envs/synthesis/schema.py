@@ -190,6 +190,9 @@ def _latest_days(gen: dict[str, Any]) -> float:
         return _latest_days(gen["then"])
     if kind in ("not_before", "after_parents"):
         return _latest_days(gen["inner"])
+    if kind == "recent":
+        tops = [w["days"][1] if "days" in w else 0 for w in gen["windows"].values()]
+        return max([_latest_days(gen["inner"]), *tops])
     return 0
 
 

@@ -424,6 +424,50 @@ def decided_states(workflow: dict[str, Any]) -> set[str]:
     return out
 
 
+#: What an audience does with a published or sent record: none of it before it is out.
+_AUDIENCE_COUNT = re.compile(r"^(views|view_count|opens|open_count|clicks|click_count|likes|like_count|shares|"
+                             r"share_count|downloads|download_count|plays|play_count|impressions|reactions|"
+                             r"comment_count|comments_count|unsubscribes|conversions|replies|reply_count)$")
+#: Statuses of a record not yet out to its audience (a draft, a post in review, a newsletter scheduled).
+UNRELEASED_STATES = frozenset({"draft", "in_review", "scheduled", "pending", "queued", "new", "planned", "submitted",
+                               "changes_requested", "requested", "todo", "backlog"})
+
+
+def unseen_counts(columns: Iterable[str], workflow: dict[str, Any] | None) -> dict[str, set[str]]:
+    """``{count column: statuses in which it is 0}``: views, opens, clicks, likes … of a record its audience
+    cannot have seen yet (a draft post has no likes, a scheduled newsletter no opens)."""
+    if not workflow:
+        return {}
+    unreleased = UNRELEASED_STATES & set(workflow.get("states", ()))
+    return {c: set(unreleased) for c in columns if _AUDIENCE_COUNT.match(c)} if unreleased else {}
+
+
+#: Days from an invoice's issue to its due date by its payment terms.
+TERMS_DAYS = {"due_on_receipt": 0, "net_7": 7, "net_10": 10, "net_14": 14, "net_15": 15, "net_30": 30, "net_45": 45,
+              "net_60": 60, "net_90": 90}
+_ISSUED = re.compile(r"^(issued|issue|invoice|invoiced|billed|bill)_(on|at|date)$")
+
+
+def terms_columns(columns: Iterable[str]) -> tuple[str, str, str] | None:
+    """``(terms, issued, due)`` where a record's payment terms set its due date from its issue date (``net_30``:
+    due 30 days after it was issued), None where it has no such columns."""
+    cols = list(columns)
+    issued = next((c for c in cols if _ISSUED.match(c)), None)
+    due = next((c for c in cols if clock_role(c) == "due" and "_by_" not in c), None)
+    return ("payment_terms", issued, due) if "payment_terms" in cols and issued and due else None
+
+
+#: Company size bands by tier (employees): an SMB with 47,000 staff is no SMB.
+TIER_HEADCOUNT = {"smb": (1, 250), "small": (1, 50), "mid_market": (250, 2500), "midmarket": (250, 2500),
+                  "medium": (50, 500), "enterprise": (2500, 50000), "strategic": (5000, 150000), "large": (500, 50000)}
+_HEADCOUNT = re.compile(r"^(employee_count|employees|headcount|staff_count|number_of_employees)$")
+
+
+def headcount_column(columns: Iterable[str]) -> str | None:
+    """A company's number of employees among ``columns`` (``employee_count``, ``headcount`` …), or None."""
+    return next((c for c in columns if _HEADCOUNT.match(c)), None)
+
+
 def unreached_columns(columns: list[str], workflow: dict[str, Any]) -> dict[str, set[str]]:
     """``{column: statuses in which it is empty}``: the stamps of events that come after the work starts
     (``started_at``, ``finished_at``, ``sent_on``) and the outcome of finished work (``exit_code``), empty
@@ -924,6 +968,40 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             if paid and paid_col in gens and due_col in gens:
                 gens[paid_col] = {"gen": "paid", "of": due_col, "column": "status", **paid}
                 break
+    found = terms_columns(gens)
+    if found and ent.workflow and gens[found[0]].get("gen") == "choice" \
+            and set(gens[found[0]]["values"]) <= set(TERMS_DAYS):
+        # Net 30 is due 30 days after it was issued: the terms are drawn among those whose due date falls on
+        # the side of today the status asks (a sent invoice is not yet due, an overdue one is past due).
+        terms, issued, due = found
+        past, future = clock_constraints(ent.workflow, due)
+        days = {v: TERMS_DAYS[v] for v in gens[terms]["values"]}
+        gens[terms] = {"gen": "terms", "inner": gens[terms], "of": issued, "column": "status", "days": days,
+                       "past": past, "future": future}
+        kind = date_kind(gens[due]) or "date"
+        inner = gens[due].get("inner") if gens[due].get("gen") == "clock" else None
+        drafted = (inner or gens[due]).get("else_days")   # the due date of a draft, which has no issue date yet
+        cases = {v: {"gen": "after", "of": issued, "kind": kind, "days": [n, n], **({"else_days": drafted} if drafted else {})}
+                 for v, n in days.items()}
+        by_terms = {"gen": "by", "column": terms, "default": inner or gens[due], "cases": cases}
+        # (a due date equal to its issue date is due on receipt: the clock keeps no floor of its own here)
+        gens[due] = {**{k: v for k, v in gens[due].items() if k != "floor"}, "inner": by_terms} if inner else by_terms
+        longest = max(days.values())
+        top = -7 if ent.workflow.get("clock") and date_rank(issued) == 0 else 0
+        if future and longest - 1 > -top:
+            # an invoice not yet due was issued within its longest terms
+            gens[issued] = wrap(gens[issued], gen="recent", column="status", kind=date_kind(gens[issued]) or "date",
+                                windows={s: {"days": [1 - longest, top]} for s in future})
+    for col, states in unseen_counts(gens, ent.workflow).items():
+        gens[col] = {"gen": "by", "column": "status", "default": gens[col],
+                     "cases": {s: {"gen": "const", "value": 0} for s in sorted(states)}}
+    sized = headcount_column(gens)
+    tiers = gens.get("tier", {})
+    if sized and gens[sized].get("gen") == "int" and tiers.get("gen") == "choice" \
+            and set(tiers["values"]) <= set(TIER_HEADCOUNT):
+        # a company's headcount fits its tier
+        gens[sized] = {"gen": "by", "column": "tier", "default": gens[sized], "cases": {
+            t: {"gen": "int", "min": TIER_HEADCOUNT[t][0], "max": TIER_HEADCOUNT[t][1]} for t in tiers["values"]}}
     if not ent.workflow and gens.get("is_active", {}).get("gen") == "bool":
         # An active card or pass has not expired.
         for col in dates:
