@@ -847,3 +847,31 @@ def test_the_requests_own_arithmetic_may_explain_the_answer_but_not_stand_beside
                             ("The answer is 1.00. Other records show 5.00.", "")):
         assert not answers.match_values(Submission("done", answer, message).words(), ["1.00"], slot,
                                         numeric=True).ok, (answer, message)
+
+
+def test_blind_round_28_counts_of_records_and_letter_codes_gloss_a_total():
+    # adjust_sweep, ghost-walk-tours: "Raised price per person of all 10 boat tours" beside the new total, where
+    # 10 is also a figure the writes left in a record; budget_fill, off-grid-eco-lodge-stays: a skipped
+    # transfer's fare after its record locator "HHESEU (4,866.38)", a code of letters only
+    tours = [{"updated": {"id": i, "tour_code": f"TR-{i:04d}", "max_group_size": 10, "price_per_person": p}}
+             for i, p in ((1, 234.05), (2, 300.0))]
+    seen = answers.Observed(tours, tours)
+    msg = "Raised price per person of all 10 boat tours (TR-0002 capped at 300.00). Boat tours now total 534.05."
+    assert answers.match_values(Submission("done", "534.05", msg).words(), ["534.05"], observed=seen, numeric=True).ok
+    for bad in ("534.05 or 10", "534.05 (10)", "Boat tours total 534.05, or 10 boat tours' worth."):
+        assert not answers.match_values(Submission("done", "534.05", bad).words(), ["534.05"], observed=seen,
+                                        numeric=True).ok, bad
+    rows = {"total": 2, "results": [{"id": 122, "record_locator": "HHESEU", "total_fare": 4866.38},
+                                    {"id": 123, "record_locator": "TDCCXQ", "total_fare": 4665.32}]}
+    seen = answers.Observed([rows])
+    slot = answers.Candidates([], "Confirm the requested transfers earliest first within a budget of 70000.00; "
+                                  "how much of the 70000.00 is left?", allowed=["4866.38", "4665.32"])
+    msg = "Skipped HHESEU (4,866.38) and TDCCXQ (4,665.32): each would have gone over. Remaining budget: 1,550.61."
+    assert answers.match_values(Submission("done", "1550.61", msg).words(), ["1550.61"], slot, observed=seen,
+                                numeric=True).ok
+    # a figure after a word the results never held as a record's code, or after a code whose record holds
+    # another figure, still competes
+    for bad in ("Skipped HHESEU (4,665.32). Remaining budget: 1,550.61.", "Remaining 1,550.61; maybe (4,866.38).",
+                "Skipped BOGUSX (4,866.38). Remaining budget: 1,550.61."):
+        assert not answers.match_values(Submission("done", "1550.61", bad).words(), ["1550.61"], slot, observed=seen,
+                                        numeric=True).ok, bad

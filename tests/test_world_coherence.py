@@ -960,3 +960,40 @@ def test_terms_set_the_due_date_and_an_audience_sees_only_what_is_out():
                             (tier, lo, hi)).fetchone()[0] == 0
     conn.execute("UPDATE accounts SET employee_count = 47000 WHERE id = (SELECT MIN(id) FROM accounts WHERE tier = 'smb')")
     assert [v.where for v in check_world("saas-opportunity-pipeline-forecasting", spec, conn)] == ["accounts.employee_count"]
+
+
+def test_world_audit_28_ages_tiers_closings_and_one_currency():
+    """World audit 28 (three auditors, twelve worlds at 367aaad): an "infant" born in 1956 and a "senior" born in
+    2011; a bronze member who has spent 23,902 beside a platinum one at 4,862; a match closed as done two
+    months after kick-off; a travel agency's payments in KRW, INR and ZAR against one unit-less limit."""
+    spec, _ = synthesize(env_registry.theme("segway-city-tours"))
+    conn = _conn(spec)
+    for group, (lo, hi) in semantics.AGE_GROUPS.items():
+        assert conn.execute("SELECT COUNT(*) FROM riders WHERE age_group = ? AND ((julianday(?) - julianday(date_of_birth))"
+                            " / 365.25 NOT BETWEEN ? AND ?)", (group, NOW[:10], lo, hi + 1)).fetchone()[0] == 0
+    conn.execute("UPDATE riders SET date_of_birth = '1956-01-01' WHERE id = (SELECT MIN(id) FROM riders WHERE "
+                 "age_group = 'infant')")
+    assert [v.where for v in check_world("segway-city-tours", spec, conn) if v.rule == "value_range"] == [
+        "riders.date_of_birth"]
+    spec, _ = synthesize(env_registry.theme("stadium-merchandise-kiosks"))
+    conn = _conn(spec)
+    late = conn.execute("SELECT COUNT(*), MAX(julianday(status_changed_at) - julianday(starts_at)) FROM match_days "
+                        "WHERE status = 'done'").fetchone()
+    assert late[0] > 10 and late[1] <= 1
+    assert [v for v in check_world("stadium-merchandise-kiosks", spec, conn) if v.rule == "stale_status"] == []
+    conn.execute("UPDATE match_days SET status_changed_at = datetime(starts_at, '+30 days') WHERE id = "
+                 "(SELECT MIN(id) FROM match_days WHERE status = 'done')")
+    assert [v.where for v in check_world("stadium-merchandise-kiosks", spec, conn) if v.rule == "stale_status"] == [
+        "match_days.starts_at"]
+    spec, _ = synthesize(env_registry.theme("package-holiday-travel-agency"))
+    conn = _conn(spec)
+    assert conn.execute("SELECT COUNT(DISTINCT currency) FROM payments").fetchone()[0] == 1
+    customers = next(t["name"] for t in spec["tables"] if "loyalty_tier" in {c["name"] for c in t["columns"]}
+                     and "lifetime_spend" in {c["name"] for c in t["columns"]})
+    bands = conn.execute(f"SELECT loyalty_tier, MIN(lifetime_spend), MAX(lifetime_spend) FROM {customers} GROUP BY 1").fetchall()
+    ranked = sorted(bands, key=lambda b: semantics.TIER_ORDER.index(b[0]))
+    assert len(ranked) == 4 and all(a[2] <= b[1] for a, b in zip(ranked, ranked[1:]))
+    conn.execute(f"UPDATE {customers} SET lifetime_spend = 24000 WHERE id = (SELECT MIN(id) FROM {customers} "
+                 "WHERE loyalty_tier = 'bronze')")
+    assert [v.where for v in check_world("package-holiday-travel-agency", spec, conn) if v.rule == "value_range"] == [
+        f"{customers}.lifetime_spend"]

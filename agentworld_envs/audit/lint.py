@@ -466,6 +466,14 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
                          f"(length({q(col)}) > 10 AND status_changed_at >= {q(col)}))", called_off).fetchone()[0]
         if n:
             yield Violation("stale_status", f"{table}.{col}", f"{n} rows {'/'.join(called_off)} after their {col}")
+    ended = sorted(semantics.ENDED_EVENT_STATES & set(workflow.get("states", ())))
+    for col in semantics.event_starts(cols, dates)[:1] if "status_changed_at" in cols and ended else ():
+        # a session that took place (or was missed) is closed within a day or so, not weeks later
+        marks = ", ".join("?" * len(ended))
+        n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({marks}) AND {q(col)} IS NOT NULL AND "
+                         f"julianday(status_changed_at) - julianday({q(col)}) > 2", ended).fetchone()[0]
+        if n:
+            yield Violation("stale_status", f"{table}.{col}", f"{n} rows {'/'.join(ended)} recorded days after their {col}")
     if "status_changed_at" in cols:
         for state in workflow.get("states", ()):
             days = semantics.DWELL_DAYS.get(state)
@@ -489,6 +497,24 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(used)} > {q(cap)}").fetchone()[0]
                 if n:
                     yield Violation("over_cap", f"{table}.{used}", f"{n} rows with {used} above {cap}")
+        born = next((c for c in ("date_of_birth", "birth_date", "dob") if c in cols), None)
+        for group, (lo, hi) in semantics.AGE_GROUPS.items() if born and "age_group" in cols else ():
+            # an infant is under two, a senior over 65 (on the world's date, with a day's margin)
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE age_group = ? AND {q(born)} IS NOT NULL AND "
+                             f"((julianday(?) - julianday({q(born)})) / 365.25 < ? OR "
+                             f"(julianday(?) - julianday({q(born)})) / 365.25 > ?)",
+                             (group, spec["now"][:10], lo, spec["now"][:10], hi + 1.01)).fetchone()[0]
+            if n:
+                yield Violation("value_range", f"{table}.{born}", f"{n} {group} rows aged outside {lo} to {hi}")
+        tier_col = next((c for c in ("loyalty_tier", "tier") if c in cols), None)
+        earned = next((c for c in ("lifetime_spend", "lifetime_points", "total_spent") if c in cols), None) if tier_col else None
+        if earned:
+            bands = conn.execute(f"SELECT {q(tier_col)}, MIN({q(earned)}), MAX({q(earned)}) FROM {q(table)} "
+                                 f"WHERE {q(earned)} IS NOT NULL GROUP BY 1").fetchall()
+            ranked = sorted((b for b in bands if b[0] in semantics.TIER_ORDER), key=lambda b: semantics.TIER_ORDER.index(b[0]))
+            if len(ranked) == len(bands) > 1 and any(a[2] > b[1] for a, b in zip(ranked, ranked[1:])):
+                yield Violation("value_range", f"{table}.{earned}", f"{tier_col} does not rise with {earned}: " + ", ".join(
+                    f"{t} {lo:g}-{hi:g}" for t, lo, hi in ranked))
         sized = semantics.headcount_column(cols) if "tier" in cols else None
         tiers = {r[0] for r in conn.execute(f"SELECT DISTINCT tier FROM {q(table)}")} if sized else set()
         for tier, (lo, hi) in semantics.TIER_HEADCOUNT.items() if tiers and tiers <= set(semantics.TIER_HEADCOUNT) else ():

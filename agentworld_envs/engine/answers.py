@@ -667,11 +667,15 @@ def is_identity_field(name: str) -> bool:
 _AFTER_CODE = re.compile(r"((?=[\w#-]*[a-z#])(?=[\w#-]*\d)[#\w][\w#-]*)\s*(?:\(|->|→|=|:)?\s*(?:[a-z]+\s+){0,3}"
                          r"(?:->|→|=|:)?\s*[$€£]?\s*$")
 
+# The same, for a code of letters only ("HHESEU (4,866.38)"), which only the results can tell from a word.
+_AFTER_LETTERS = re.compile(r"\b([a-z]{4,12})\s*(?:\(|->|→|=|:)\s*[$€£]?\s*$")
+
 # Fields holding the last digits a card or account is known by.
 _LAST_DIGITS = re.compile(r"(?:^|_)last_?(?:4|four|digits)$")
 
 # Fields that identify the record they are in (its own key or code; not "<other>_id", which names another).
-_IDENTITY = re.compile(r"^(?:id|sku|email|rma|code|ref|reference|number|uuid|key)$|_(?:number|ref|reference|code|no|uuid)$")
+_IDENTITY = re.compile(r"^(?:id|sku|email|rma|code|ref|reference|number|uuid|key|locator|pnr)$"
+                       r"|_(?:number|ref|reference|code|no|uuid|locator)$")
 
 
 def blocking_records(results: Iterable[Any], values: Iterable[Any], instruction: str = "") -> list[dict[str, Any]]:
@@ -1219,13 +1223,22 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                 and re.match(r"\s*[,;)]", text.t[n.end:]):
             id_end = n.end
             continue   # a handled record's id in brackets after its name: "East (138, Sun 2026-05-10)"
-        part = bool(parts) and n.start >= message_from and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005)
-                                                               for w in parts)
+        word_after = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
+        counted = n.integer and not n.currency and word_after is not None \
+            and word_after.group(1) not in _NOT_COUNTED | _UNITS | count_words \
+            and not _OR_BEFORE.search(text.t[text.sentence(n.start)[0]:n.start])   # "all 10 boat tours"
+        part = bool(parts) and not counted and n.start >= message_from \
+            and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005) for w in parts)
         if cands.stated.has_number(n.number) or (allowed_mentions is not None and allowed_mentions.has_number(n.number)):
             if part:   # a written figure the request gave ("capped at 5000.00"): one of the parts, never a rival
                 named_parts.append((n.number, -1, -1))
             continue
         after_code = _AFTER_CODE.search(text.t[max(0, n.start - 48):n.start])
+        if after_code is None and observed is not None:
+            # a code of letters only ("HHESEU (4,866.38)"): a record's own figure after it, where the results
+            # showed that record holding it
+            lettered = _AFTER_LETTERS.search(text.t[max(0, n.start - 24):n.start])
+            after_code = lettered if lettered and observed.holds(value_key(lettered.group(1)), n.number) else None
         if cands.explained.has_number(n.number) and not text.asserted(n.start, n.end) \
                 and (after_code or not text.bare(n.start, n.end, covered)) and not (scoped and text.put_beside(n.start)):
             continue   # the request's own arithmetic explained ("MBR-209198 (112.80) skipped"), never put forward

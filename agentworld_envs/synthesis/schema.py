@@ -217,6 +217,8 @@ def link_passing(entities: list[Entity]) -> None:
                                            **({"parents": parents} if parents else {}))
         changed = ent.gens.get("status_changed_at", {})
         for window in (changed.get("windows") or {}).values() if changed.get("gen") == "changed" else ():
+            if "before" not in window:
+                continue
             # cancelled before it began: the records it belongs to were made by then
             for parent in changed.get("parents", ()):
                 semantics.made_by_date(ent.gens, parent["via"], window["before"])

@@ -457,6 +457,11 @@ def terms_columns(columns: Iterable[str]) -> tuple[str, str, str] | None:
     return ("payment_terms", issued, due) if "payment_terms" in cols and issued and due else None
 
 
+#: Ages (years) of a person in an age group (a passenger's fare class, a rider's waiver).
+AGE_GROUPS = {"infant": (0, 1), "child": (2, 11), "teen": (12, 17), "youth": (12, 17), "adult": (18, 64),
+              "senior": (65, 90)}
+#: Loyalty tiers from the lowest up (a member's lifetime spend or points rise with the tier).
+TIER_ORDER = ["bronze", "silver", "gold", "platinum", "diamond"]
 #: Company size bands by tier (employees): an SMB with 47,000 staff is no SMB.
 TIER_HEADCOUNT = {"smb": (1, 250), "small": (1, 50), "mid_market": (250, 2500), "midmarket": (250, 2500),
                   "medium": (50, 500), "enterprise": (2500, 50000), "strategic": (5000, 150000), "large": (500, 50000)}
@@ -627,6 +632,8 @@ DWELL_DAYS = {"processing": 21, "provisioning": 14, "label_created": 14, "picked
 #: Statuses of something happening now: a session in progress, a guest checked in, a match being played.
 NOW_STATES = frozenset({"in_progress", "checked_in", "in_session", "boarding", "live", "underway", "ongoing", "running",
                         "started"})
+#: Statuses of a timed event that took place or was missed: recorded within a day of its start.
+ENDED_EVENT_STATES = frozenset({"done", "completed", "finished", "ended", "attended", "no_show", "checked_out"})
 #: Minutes since an event in a ``NOW_STATES`` status started (shorter than any event's duration).
 NOW_MINUTES = 10
 #: A start that names an event lasting minutes or hours (a session, a shift, a match, a visit, a flight).
@@ -753,9 +760,9 @@ def works_abroad(theme: dict[str, Any]) -> bool:
 
 def home_values(theme: dict[str, Any], column: str) -> tuple[list[str], list[int]] | None:
     """``(values, weights)`` of a country or currency column: a local business's records are all in its home
-    country and currency (a cake studio's customers do not pay in five currencies from 150 countries); one
-    that works abroad has half of them at home and the rest among its trading partners. None for other
-    columns."""
+    country (a cake studio's customers do not come from 150 countries); one that works abroad has half of
+    them at home and the rest among its trading partners. Money is in the home currency either way. None for
+    other columns."""
     home = HOME_COUNTRY.get(theme.get("locale", "en_US"), "US")
     abroad = works_abroad(theme)
     codes = [home] + ([c for c in COUNTRIES if c != home] if abroad else [])
@@ -764,10 +771,8 @@ def home_values(theme: dict[str, Any], column: str) -> tuple[list[str], list[int
         values = codes if column.endswith("_code") or column == "country_code" else [COUNTRIES[c][0] for c in codes]
         return values, weights
     if _CURRENCY_COLUMN.match(column):
-        money: dict[str, int] = {}
-        for code, w in zip(codes, weights):
-            money[COUNTRIES[code][1]] = money.get(COUNTRIES[code][1], 0) + w
-        return list(money), list(money.values())
+        # even a business that works abroad prices and settles in its own currency: one limit, one total
+        return [COUNTRIES[home][1]], [1]
     return None
 
 
@@ -960,6 +965,9 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             starts = event_starts(gens, dates)
             windows = {s: {"before": starts[0], "hours": 0} for s in sorted(called_off_before_start(ent.workflow))} \
                 if starts else {}
+            # ... and one that took place (or was missed) is closed the day it happened, not weeks later
+            windows |= {s: {"after": starts[0], "days": 1} for s in sorted(ENDED_EVENT_STATES & set(ent.workflow["states"]))} \
+                if starts else {}
             gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after,
                                          **({"pull": pull} if pull else {}), **({"initial": first} if fresh else {}),
                                          **({"dwell": dwell} if dwell else {}), **({"windows": windows} if windows else {})}
@@ -995,6 +1003,28 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     for col, states in unseen_counts(gens, ent.workflow).items():
         gens[col] = {"gen": "by", "column": "status", "default": gens[col],
                      "cases": {s: {"gen": "const", "value": 0} for s in sorted(states)}}
+    groups = gens.get("age_group", {})
+    born = next((c for c in gens if c in ("date_of_birth", "birth_date", "dob")), None)
+    if born and groups.get("gen") == "choice" and set(groups["values"]) <= set(AGE_GROUPS) \
+            and gens[born].get("gen") == "date":
+        # an infant was born in the last two years, a senior more than 65 years ago
+        gens[born] = {"gen": "by", "column": "age_group", "default": gens[born], "cases": {
+            g: {"gen": "date", "days": [int(-AGE_GROUPS[g][1] * 365.25), int(-AGE_GROUPS[g][0] * 365.25) - 2]}
+            for g in groups["values"]}, **({"null_p": gens[born]["null_p"]} if "null_p" in gens[born] else {})}
+        gens[born]["default"].pop("null_p", None)
+    tier_col = next((c for c in ("loyalty_tier", "tier") if gens.get(c, {}).get("gen") == "choice"
+                     and set(gens[c]["values"]) <= set(TIER_ORDER)), None)
+    earned = next((c for c in ("lifetime_spend", "lifetime_points", "total_spent") if c in gens
+                   and gens[c].get("gen") in ("money", "int", "float")), None)
+    if tier_col and earned:
+        # a platinum member has spent more than a bronze one: each tier its band of the range, in order
+        order = sorted(gens[tier_col]["values"], key=TIER_ORDER.index)
+        lo, hi, g = gens[earned]["min"], gens[earned]["max"], gens[earned]
+        step = (hi - lo) / len(order)
+        bands = {t: (lo + i * step, lo + (i + 1) * step) for i, t in enumerate(order)}
+        gens[earned] = {"gen": "by", "column": tier_col, "default": g, "cases": {
+            t: {**g, "min": int(a) if g["gen"] == "int" else round(a, 2), "max": int(b) if g["gen"] == "int" else round(b, 2)}
+            for t, (a, b) in bands.items()}}
     sized = headcount_column(gens)
     tiers = gens.get("tier", {})
     if sized and gens[sized].get("gen") == "int" and tiers.get("gen") == "choice" \
