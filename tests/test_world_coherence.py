@@ -997,3 +997,23 @@ def test_world_audit_28_ages_tiers_closings_and_one_currency():
                  "WHERE loyalty_tier = 'bronze')")
     assert [v.where for v in check_world("package-holiday-travel-agency", spec, conn) if v.rule == "value_range"] == [
         f"{customers}.lifetime_spend"]
+
+
+def test_pay_contract_and_tenure_follow_the_job_title():
+    """World audit 28: an Assistant Chauffeur on 246,845 beside a Senior Chauffeur on 40,680, an intern as Head
+    Chauffeur, Trainee Chauffeurs hired ten years ago."""
+    spec, _ = synthesize(env_registry.theme("limousine-chauffeur-dispatch"))
+    conn = _conn(spec)
+    rows = conn.execute("SELECT job_title, MIN(annual_salary), MAX(annual_salary) FROM chauffeurs GROUP BY 1").fetchall()
+    pay = {semantics.seniority(t): (lo, hi) for t, lo, hi in rows}
+    assert sorted(pay) == [0, 1, 2, 3, 4] and pay[0][1] < pay[2][0] < pay[4][0] and pay[1][1] < pay[3][0]
+    assert {t for (t,) in conn.execute("SELECT DISTINCT job_title FROM chauffeurs WHERE employment_type = 'intern'")} == {
+        "Trainee Chauffeur"}
+    assert conn.execute("SELECT MIN(hire_date) FROM chauffeurs WHERE job_title = 'Trainee Chauffeur'").fetchone()[0] >= "2024-06-15"
+    assert [v for v in check_world("limousine-chauffeur-dispatch", spec, conn) if v.rule == "value_range"] == []
+    conn.execute("UPDATE chauffeurs SET annual_salary = 246845, employment_type = 'intern' WHERE id = "
+                 "(SELECT MIN(id) FROM chauffeurs WHERE job_title = 'Head Chauffeur')")
+    conn.execute("UPDATE chauffeurs SET annual_salary = 246845 WHERE id = "
+                 "(SELECT MIN(id) FROM chauffeurs WHERE job_title = 'Assistant Chauffeur')")
+    assert sorted(v.where for v in check_world("limousine-chauffeur-dispatch", spec, conn) if v.rule == "value_range") == [
+        "chauffeurs.annual_salary", "chauffeurs.employment_type"]

@@ -497,6 +497,23 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(used)} > {q(cap)}").fetchone()[0]
                 if n:
                     yield Violation("over_cap", f"{table}.{used}", f"{n} rows with {used} above {cap}")
+        pay = next((c for c in semantics.PAY_COLUMNS if c in cols), None) if "job_title" in cols else None
+        if pay:
+            # pay rises with seniority: no assistant above every head's pay
+            levels: dict[int, list[float]] = {}
+            for title, lo, hi in conn.execute(f"SELECT job_title, MIN({q(pay)}), MAX({q(pay)}) FROM {q(table)} "
+                                              f"WHERE {q(pay)} IS NOT NULL GROUP BY 1"):
+                level = semantics.seniority(title)
+                levels.setdefault(level, [lo, hi])
+                levels[level] = [min(levels[level][0], lo), max(levels[level][1], hi)]
+            bad = [(a, b) for a in levels for b in levels if b - a >= 2 and levels[a][1] > levels[b][0]]
+            if bad:
+                yield Violation("value_range", f"{table}.{pay}", f"{pay} of seniority {bad[0][0]} above that of {bad[0][1]}")
+            if "employment_type" in cols:
+                n = sum(1 for (t,) in conn.execute(f"SELECT job_title FROM {q(table)} WHERE employment_type = 'intern'")
+                        if semantics.seniority(t) >= 3)
+                if n:
+                    yield Violation("value_range", f"{table}.employment_type", f"{n} interns with a senior or head title")
         born = next((c for c in ("date_of_birth", "birth_date", "dob") if c in cols), None)
         for group, (lo, hi) in semantics.AGE_GROUPS.items() if born and "age_group" in cols else ():
             # an infant is under two, a senior over 65 (on the world's date, with a day's margin)

@@ -462,6 +462,26 @@ AGE_GROUPS = {"infant": (0, 1), "child": (2, 11), "teen": (12, 17), "youth": (12
               "senior": (65, 90)}
 #: Loyalty tiers from the lowest up (a member's lifetime spend or points rise with the tier).
 TIER_ORDER = ["bronze", "silver", "gold", "platinum", "diamond"]
+#: Seniority of a job title by its words (an intern or trainee 0, an assistant 1, a plain title 2, a senior or
+#: lead 3, a head, chief, director or manager 4).
+_SENIORITY = ((re.compile(r"\b(intern|trainee|apprentice|student)\b", re.I), 0),
+              (re.compile(r"\b(head|chief|director|manager|supervisor|superintendent)\b", re.I), 4),
+              (re.compile(r"\b(senior|lead|principal|master)\b", re.I), 3),
+              (re.compile(r"\b(junior|assistant|associate|deputy)\b", re.I), 1))
+#: Each seniority's share of a pay range (low, high): a head chauffeur earns more than a trainee.
+PAY_BANDS = {0: (0.0, 0.15), 1: (0.1, 0.35), 2: (0.25, 0.6), 3: (0.5, 0.8), 4: (0.7, 1.0)}
+PAY_COLUMNS = ("salary", "annual_salary", "base_salary", "hourly_rate", "pay_rate", "hourly_wage", "day_rate")
+_HIRED = ("hire_date", "hired_on", "hired_at", "start_date", "employed_since")
+
+
+def seniority(title: Any) -> int:
+    """How senior a job title is (``_SENIORITY``; 2 for a plain "Chauffeur")."""
+    for pattern, level in _SENIORITY:
+        if isinstance(title, str) and pattern.search(title.replace("_", " ")):
+            return level
+    return 2
+
+
 #: Company size bands by tier (employees): an SMB with 47,000 staff is no SMB.
 TIER_HEADCOUNT = {"smb": (1, 250), "small": (1, 50), "mid_market": (250, 2500), "midmarket": (250, 2500),
                   "medium": (50, 500), "enterprise": (2500, 50000), "strategic": (5000, 150000), "large": (500, 50000)}
@@ -1025,6 +1045,31 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         gens[earned] = {"gen": "by", "column": tier_col, "default": g, "cases": {
             t: {**g, "min": int(a) if g["gen"] == "int" else round(a, 2), "max": int(b) if g["gen"] == "int" else round(b, 2)}
             for t, (a, b) in bands.items()}}
+    titles = gens.get("job_title", {})
+    if titles.get("gen") == "choice" and len({seniority(t) for t in titles["values"]}) > 1:
+        # pay, contract and tenure follow the title: no assistant on 246,000, no intern as head, no ten-year trainee
+        pay = next((c for c in PAY_COLUMNS if gens.get(c, {}).get("gen") in ("money", "float", "int")), None)
+        if pay:
+            g = gens[pay]
+            lo, hi = g["min"], g["max"]
+
+            def band(t: str) -> dict[str, Any]:
+                a, b = PAY_BANDS[seniority(t)]
+                x, y = lo + a * (hi - lo), lo + b * (hi - lo)
+                return {**g, "min": int(x) if g["gen"] == "int" else round(x, 2), "max": int(y) if g["gen"] == "int" else round(y, 2)}
+
+            gens[pay] = {"gen": "by", "column": "job_title", "default": g, "cases": {t: band(t) for t in titles["values"]}}
+        kind = gens.get("employment_type", {})
+        if kind.get("gen") == "choice" and "intern" in kind["values"] and len(kind["values"]) > 1:
+            rest = [(v, w) for v, w in zip(kind["values"], kind.get("weights") or [1] * len(kind["values"])) if v != "intern"]
+            gens["employment_type"] = {"gen": "by", "column": "job_title", "default": {
+                "gen": "choice", "values": [v for v, _ in rest], "weights": [w for _, w in rest]},
+                "cases": {t: {"gen": "const", "value": "intern"} for t in titles["values"] if seniority(t) == 0}}
+        hired = next((c for c in _HIRED if gens.get(c, {}).get("gen") == "date"), None)
+        if hired and gens[hired].get("days", [0, 0])[0] < -730:
+            first, last = gens[hired]["days"]
+            gens[hired] = {"gen": "by", "column": "job_title", "default": gens[hired], "cases": {
+                t: {**gens[hired], "days": [max(first, -730), last]} for t in titles["values"] if seniority(t) == 0}}
     sized = headcount_column(gens)
     tiers = gens.get("tier", {})
     if sized and gens[sized].get("gen") == "int" and tiers.get("gen") == "choice" \
