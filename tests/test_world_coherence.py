@@ -1017,3 +1017,21 @@ def test_pay_contract_and_tenure_follow_the_job_title():
                  "(SELECT MIN(id) FROM chauffeurs WHERE job_title = 'Assistant Chauffeur')")
     assert sorted(v.where for v in check_world("limousine-chauffeur-dispatch", spec, conn) if v.rule == "value_range") == [
         "chauffeurs.annual_salary", "chauffeurs.employment_type"]
+
+
+def test_reference_values_and_infants_pass_the_lint_of_words_and_ranges():
+    """Lint at adb8cf5: an ISO code ("IT" for Italy) is no trade's word, and an age group with infants starts at
+    birth, so neither is a violation; a doubled name ("Scott Scott") is no slip of grammar."""
+    from agentworld_envs.audit.lint import check_data, check_instructions, check_vocabulary
+
+    spec, _ = synthesize(env_registry.theme("anime-figure-import-marketplace"))
+    shops = _conn(spec).execute("SELECT DISTINCT country_code FROM shops").fetchall()
+    assert ("IT",) in shops or len(shops) > 5
+    assert [v for v in check_vocabulary(spec, "anime-figure-import-marketplace") if "country" in v.where] == []
+    spec, _ = synthesize(env_registry.theme("segway-city-tours"))
+    conn = _conn(spec)
+    assert conn.execute("SELECT COUNT(*) FROM riders WHERE age_group = 'infant'").fetchone()[0] > 0
+    assert [v for v in check_data(spec, conn) if "birth" in v.where] == []
+    tasks = [{"id": "t1", "instruction": "Look up the country of the artist named Scott Scott."},
+             {"id": "t2", "instruction": "Cancel the the booking."}]
+    assert [v.where for v in check_instructions(spec, tasks) if "doubled" in v.detail] == ["t2"]

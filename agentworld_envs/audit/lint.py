@@ -134,8 +134,9 @@ def check_vocabulary(spec: dict[str, Any], name: str) -> Iterable[Violation]:
             gen = recipe.get(t["name"], {}).get("columns", {}).get(c["name"], {})
             if gen.get("gen") == "choice":
                 values += [v for v in gen["values"] if isinstance(v, str)]
-            if c["name"] == "status" or gen.get("theme_words"):
-                continue   # lifecycle states are generic by design; a theme's own words are its own
+            if c["name"] == "status" or gen.get("theme_words") or semantics.is_home_column(c["name"]):
+                continue   # lifecycle states are generic by design; a theme's own words are its own; ISO codes
+                           # ("IT" is Italy) are no trade's words
             for v in dict.fromkeys(values):
                 owners = index.get(str(v))
                 if owners and not owners & tags:
@@ -305,7 +306,8 @@ def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: 
                 yield Violation("value_range", f"{table}.value", f"{n} {analyte} results with the wrong unit or range")
     for c in cols:
         if "birth" in c and c in dates:
-            lo = semantics.AGE_RANGES[semantics.person_kind(who)][0]
+            # an age group with infants and children in it (a passenger's, a rider's) starts at birth
+            lo = 0 if "age_group" in cols else semantics.AGE_RANGES[semantics.person_kind(who)][0]
             n = count(f"{q(c)} IS NOT NULL AND ((julianday(?) - julianday({q(c)})) / 365.25 > 120 "
                       f"OR (julianday(?) - julianday({q(c)})) / 365.25 < ?)", (today, today, lo))
             if n:
@@ -362,7 +364,8 @@ def check_instructions(spec: dict[str, Any], tasks: list[dict[str, Any]]) -> Ite
         text = task.get("instruction", "")
         for pattern, what in _GRAMMAR:
             m = pattern.search(text)
-            if m and not (what == "doubled word" and m.group(1).isdigit()):
+            # (a doubled number, or a name such as "Scott Scott", is no slip)
+            if m and not (what == "doubled word" and (m.group(1).isdigit() or m.group(1)[0].isupper())):
                 yield Violation("grammar", task["id"], f"{what}: {text[max(0, m.start() - 30): m.end() + 20]!r}")
         for word in re.findall(r"\b[a-z]+(?:_[a-z]+)+\b", text):
             if word in columns:

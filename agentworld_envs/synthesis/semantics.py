@@ -773,6 +773,11 @@ _COUNTRY_COLUMN = re.compile(r"^(.+_)?country(_code)?$")
 _CURRENCY_COLUMN = re.compile(r"^(.+_)?currency(_code)?$")
 
 
+def is_home_column(column: str) -> bool:
+    """A country or currency column (ISO codes or names drawn by ``home_values``, not a trade's words)."""
+    return bool(_COUNTRY_COLUMN.match(column) or _CURRENCY_COLUMN.match(column))
+
+
 def works_abroad(theme: dict[str, Any]) -> bool:
     """Whether a theme's business deals across borders (its title or description says so)."""
     return bool(_ABROAD.search(f"{theme.get('title', '')} {theme.get('slug', '')} {theme.get('description', '')}"))
