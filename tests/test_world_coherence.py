@@ -1035,3 +1035,18 @@ def test_reference_values_and_infants_pass_the_lint_of_words_and_ranges():
     tasks = [{"id": "t1", "instruction": "Look up the country of the artist named Scott Scott."},
              {"id": "t2", "instruction": "Cancel the the booking."}]
     assert [v.where for v in check_instructions(spec, tasks) if "doubled" in v.detail] == ["t2"]
+
+
+def test_a_session_in_progress_by_its_scheduled_time_got_there_when_it_began():
+    """Outsider probe at fcba649: therapy sessions in progress whose ``scheduled_at`` (the stamp of "scheduled",
+    and when the session happens) lay weeks back, and whose status had changed in March."""
+    spec, _ = synthesize(env_registry.theme("occupational-therapy-practice"))
+    conn = _conn(spec)
+    rows = conn.execute("SELECT MIN(scheduled_at), MIN(status_changed_at), COUNT(*) FROM therapy_sessions "
+                        "WHERE status = 'in_progress'").fetchone()
+    assert rows[2] > 5 and rows[0] >= "2026-06-15T11:50" and rows[1] >= rows[0]
+    assert [v for v in check_world("occupational-therapy-practice", spec, conn) if v.rule == "stale_status"] == []
+    conn.execute("UPDATE therapy_sessions SET status_changed_at = '2026-03-17T15:01:44Z' WHERE id = "
+                 "(SELECT MIN(id) FROM therapy_sessions WHERE status = 'in_progress')")
+    assert [v.where for v in check_world("occupational-therapy-practice", spec, conn) if v.rule == "stale_status"] == [
+        "therapy_sessions.scheduled_at"]

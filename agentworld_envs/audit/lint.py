@@ -456,6 +456,9 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
             else:
                 first = (when.date() + timedelta(days=window["days"][0])).isoformat()
                 where, args, what = f"substr({q(col)}, 1, 10) < ?", (first,), f"before {first}"
+            if "minutes" in window and "status_changed_at" in cols:
+                where += f" OR substr(status_changed_at, 1, 10) < substr({q(col)}, 1, 10)"   # in progress before it began
+                what += " (or got there before it began)"
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status = ? AND {q(col)} IS NOT NULL "
                              f"AND ({where})", (state, *args)).fetchone()[0]
             if n:

@@ -216,6 +216,11 @@ def link_passing(entities: list[Entity]) -> None:
                                            kind=semantics.date_kind(gen), **({"after": after} if after else {}),
                                            **({"parents": parents} if parents else {}))
         changed = ent.gens.get("status_changed_at", {})
+        for col, windows in semantics.passing_windows(list(ent.gens), dates, ent.workflow, stamps).items():
+            for state, window in windows.items() if changed.get("gen") == "changed" else ():
+                if "minutes" in window:
+                    # a session in progress got there when it began (a business rule's window stays)
+                    changed.setdefault("windows", {}).setdefault(state, {"after": col, "days": 1})
         for window in (changed.get("windows") or {}).values() if changed.get("gen") == "changed" else ():
             if "before" not in window:
                 continue

@@ -658,7 +658,8 @@ ENDED_EVENT_STATES = frozenset({"done", "completed", "finished", "ended", "atten
 NOW_MINUTES = 10
 #: A start that names an event lasting minutes or hours (a session, a shift, a match, a visit, a flight).
 _TIMED_EVENT = re.compile(r"(^|_)(session|show|game|match|visit|class|lesson|appointment|shift|flight|performance|slot|"
-                          r"departure|departs|tour|demo|hearing|meeting|interview|event|route|starts|check_in)(_|$)")
+                          r"departure|departs|tour|demo|hearing|meeting|interview|event|route|starts|check_in|"
+                          r"scheduled)(_|$)")
 _DURATION = re.compile(r"^(duration|length)_(minutes|mins|hours|seconds)$")
 
 
@@ -681,7 +682,8 @@ def passing_windows(columns: Iterable[str], date_columns: Iterable[str], workflo
     them: a timed event in progress (``NOW_STATES``) started in the last ``NOW_MINUTES`` minutes (a date-only
     start is today); a record in a ``DWELL_DAYS`` status was made, and started, within that many days
     (made a week before a dated start, as every made date of a clocked workflow is). A status's own stamp
-    is not bounded here: it follows the status change."""
+    is not bounded here (it follows the status change), unless it is when the thing starts
+    (``scheduled_at``)."""
     if not workflow:
         return {}
     states = set(workflow.get("states", ()))
@@ -690,9 +692,9 @@ def passing_windows(columns: Iterable[str], date_columns: Iterable[str], workflo
     clocked = bool(workflow.get("clock"))
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for col in dates:
-        if col in stamps or col == "status_changed_at" or "birth" in col:
-            continue
         role, made = clock_role(col), happens_before_change(col)
+        if col in stamps and role != "start" or col == "status_changed_at" or "birth" in col:
+            continue   # (a scheduled session's ``scheduled_at`` is when it happens, not a stamp of the change)
         past, future = clock_constraints(workflow, col)
         for state in sorted(states):
             if role == "start" and event and state in NOW_STATES:
