@@ -875,3 +875,26 @@ def test_blind_round_28_counts_of_records_and_letter_codes_gloss_a_total():
                 "Skipped BOGUSX (4,866.38). Remaining budget: 1,550.61."):
         assert not answers.match_values(Submission("done", "1550.61", bad).words(), ["1550.61"], slot, observed=seen,
                                         numeric=True).ok, bad
+
+
+def test_reward_probe_at_fcba649_a_dump_of_todays_moments_a_footnote_and_an_echoed_date_compete():
+    # scripts/probe_rewards.py --envs 24 (seed 7) on this stop's worlds: sessions in progress all started in the
+    # last minutes, so a dump of their start times sat on today's date, which the policy states; a footnote
+    # hid an allowed figure; a refusal answer echoed another record's date from the request beside its own
+    policy = "Today is Monday 2026-06-15; the current time is 2026-06-15T12:00:00Z (UTC)."
+    slot = answers.Candidates([], "Book the courts; what do the fees add up to?", today="2026-06-15", policy=policy)
+    dump = "2311.53\n2026-06-15T11:50:49Z, 2026-06-15T11:52:04Z, 2026-06-15T11:51:02Z"
+    assert not answers.match_values(Submission("done", dump, "").words(), ["2311.53"], slot, numeric=True).ok
+    for good in ("2311.53 as of 2026-06-15T12:00:00Z", "As of today (2026-06-15) they add up to 2311.53."):
+        assert answers.match_values(Submission("done", good, "").words(), ["2311.53"], slot, numeric=True).ok, good
+    assert answers.match_values(Submission("done", "2311.53", "The last one started at 2026-06-15T11:50:49Z.").words(),
+                                ["2311.53"], slot, numeric=True).ok
+    budget = answers.Candidates([], "Assign shifts within a budget of 4.00; how much is left?", allowed=["1.00"])
+    for bad in ("0.50¹\n\n¹ 1.00", "0.50[^1]\n\n[^1]: 1.00", "0.50†\n\n† 1.00"):
+        assert not answers.match_values(Submission("done", bad, "").words(), ["0.50"], budget, numeric=True).ok, bad
+    asked = answers.Candidates([], "Refund PAY-1 (received 2026-06-10) and PAY-2 (received 2026-06-08).")
+    msg = "I did not refund PAY-1: it was received 2026-06-03, not 2026-06-10."
+    for bad in ("2026-06-03 (2026-06-08)", "2026-06-03, 2026-06-08"):
+        assert not answers.match_values(Submission("partial", bad, msg).words(), ["2026-06-03"], asked, scoped=False).ok, bad
+    for good in ("2026-06-03", "2026-06-03 (not 2026-06-10)", "2026-06-03 (you gave 2026-06-10)"):
+        assert answers.match_values(Submission("partial", good, msg).words(), ["2026-06-03"], asked, scoped=False).ok, good

@@ -270,6 +270,8 @@ def layout_free(text: str) -> str:
 
     text = _MD_LINE.sub(line, text)
     text = text.replace("```", " ")
+    # footnote marks ("0.50¹ … ¹ 1.00", "[^1]", "†") set a note apart: the note is a value on its own
+    text = re.sub(r"[\u00b9\u00b2\u00b3\u2070-\u2079\u2020\u2021]+|\[\^\w+\]:?", " ", text)
     return _MD_EMPHASIS.sub("", text)
 
 
@@ -779,6 +781,10 @@ class Candidates:
         self.noun_words = {w for n in self.nouns for w in words(n)} | {"id", "no", "number", "num", "ref", "code",
                                                                           "item", "items", "row", "record", "line"}
         self.today_day = _is_date(self.today)[0] if self.today and _is_date(self.today) else None
+        #: The world's time of day, where the policy states it ("the current time is 2026-06-15T12:00:00Z"):
+        #: another time today is a record's moment, not the clock.
+        now = re.search(re.escape(self.today[:10]) + r"T(\d\d:\d\d)", self.policy) if self.today else None
+        self.now_time = now.group(1) if now else None
 
     def keys(self) -> dict[str, str]:
         return self._keys
@@ -1150,7 +1156,11 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             competing.append(f"{d.day.isoformat()} {d.time}")
             spans_seen.append((d.start, d.end))
             continue
-        if d.day in exp_days or d.day in mentions.days or d.day == cands.today_day:
+        moment = d.day == cands.today_day and bool(d.time) and cands.now_time is not None \
+            and d.time[:5] != cands.now_time and d.day not in exp_days   # "today at 11:52": a record's, listed
+        echoed = "date" in slots and d.start < message_from and d.day not in exp_days and d.day in mentions.days \
+            and text.bare(d.start, d.end, covered) and not negated(d.start, d.end)   # "2026-06-03 (2026-06-08)"
+        if not moment and not echoed and (d.day in exp_days or d.day in mentions.days or d.day == cands.today_day):
             continue
         if allowed_mentions is not None and d.day in allowed_mentions.days:
             continue
