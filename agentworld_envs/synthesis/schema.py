@@ -207,7 +207,8 @@ def link_passing(entities: list[Entity]) -> None:
         stamps = semantics.status_stamps(list(ent.gens), ent.workflow)
         dates = [c for c, g in ent.gens.items() if semantics.date_kind(g)]
         made = [c for c in dates if semantics.happens_before_change(c) and "birth" not in c]
-        for col, windows in semantics.passing_windows(list(ent.gens), dates, ent.workflow, stamps).items():
+        passing = semantics.passing_windows(list(ent.gens), dates, ent.workflow, stamps)
+        for col, windows in passing.items():
             gen = ent.gens[col]
             after = [c for c in made if c != col and col not in semantics.reads(ent.gens, c)] \
                 if semantics.clock_role(col) == "start" else []
@@ -216,7 +217,7 @@ def link_passing(entities: list[Entity]) -> None:
                                            kind=semantics.date_kind(gen), **({"after": after} if after else {}),
                                            **({"parents": parents} if parents else {}))
         changed = ent.gens.get("status_changed_at", {})
-        for col, windows in semantics.passing_windows(list(ent.gens), dates, ent.workflow, stamps).items():
+        for col, windows in passing.items():
             for state, window in windows.items() if changed.get("gen") == "changed" else ():
                 if "minutes" in window:
                     # a session in progress got there when it began (a business rule's window stays)
