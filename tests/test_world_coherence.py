@@ -808,6 +808,11 @@ def test_a_quota_leaves_room_on_the_parents_still_open():
     assert not any(r["kind"] == "quota" and r["column"] == "auction_lien_id" for r in spec["rules"])
 
 
+def _flagged(name: str, spec: dict, conn: sqlite3.Connection, rule: str) -> list[str]:
+    """Where the world lint finds ``rule`` broken in ``name``'s built world (sorted)."""
+    return sorted(v.where for v in check_world(name, spec, conn) if v.rule == rule)
+
+
 def _passing_table(status: str, col: str, value: str, workflow_states: list[str]) -> tuple[dict, sqlite3.Connection, dict]:
     """A one-table world holding one record in ``status`` with ``col`` = ``value`` (for ``check_clock``)."""
     conn = sqlite3.connect(":memory:")
@@ -895,7 +900,7 @@ def test_costs_below_prices_and_awards_within_requests_once_decided():
     spec, _ = synthesize(env_registry.theme("custom-cake-studio-orders"))
     conn = _conn(spec)
     conn.execute("UPDATE cake_designs SET unit_cost = price + 1 WHERE id = 1")
-    assert [v.where for v in check_world("custom-cake-studio-orders", spec, conn) if v.rule == "over_cap"] == [
+    assert _flagged("custom-cake-studio-orders", spec, conn, "over_cap") == [
         "cake_designs.unit_cost"]
 
 
@@ -929,7 +934,7 @@ def test_a_session_is_cancelled_before_it_begins():
     assert [v for v in check_world("sms-appointment-reminders", spec, conn) if v.rule == "stale_status"] == []
     conn.execute("UPDATE appointments SET status_changed_at = starts_at WHERE id = (SELECT MIN(id) FROM appointments "
                  "WHERE status = 'cancelled' AND starts_at < ?)", (NOW,))
-    assert [v.where for v in check_world("sms-appointment-reminders", spec, conn) if v.rule == "stale_status"] == [
+    assert _flagged("sms-appointment-reminders", spec, conn, "stale_status") == [
         "appointments.starts_at"]
 
 
@@ -973,7 +978,7 @@ def test_world_audit_28_ages_tiers_closings_and_one_currency():
                             " / 365.25 NOT BETWEEN ? AND ?)", (group, NOW[:10], lo, hi + 1)).fetchone()[0] == 0
     conn.execute("UPDATE riders SET date_of_birth = '1956-01-01' WHERE id = (SELECT MIN(id) FROM riders WHERE "
                  "age_group = 'infant')")
-    assert [v.where for v in check_world("segway-city-tours", spec, conn) if v.rule == "value_range"] == [
+    assert _flagged("segway-city-tours", spec, conn, "value_range") == [
         "riders.date_of_birth"]
     spec, _ = synthesize(env_registry.theme("stadium-merchandise-kiosks"))
     conn = _conn(spec)
@@ -983,7 +988,7 @@ def test_world_audit_28_ages_tiers_closings_and_one_currency():
     assert [v for v in check_world("stadium-merchandise-kiosks", spec, conn) if v.rule == "stale_status"] == []
     conn.execute("UPDATE match_days SET status_changed_at = datetime(starts_at, '+30 days') WHERE id = "
                  "(SELECT MIN(id) FROM match_days WHERE status = 'done')")
-    assert [v.where for v in check_world("stadium-merchandise-kiosks", spec, conn) if v.rule == "stale_status"] == [
+    assert _flagged("stadium-merchandise-kiosks", spec, conn, "stale_status") == [
         "match_days.starts_at"]
     spec, _ = synthesize(env_registry.theme("package-holiday-travel-agency"))
     conn = _conn(spec)
@@ -995,7 +1000,7 @@ def test_world_audit_28_ages_tiers_closings_and_one_currency():
     assert len(ranked) == 4 and all(a[2] <= b[1] for a, b in zip(ranked, ranked[1:]))
     conn.execute(f"UPDATE {customers} SET lifetime_spend = 24000 WHERE id = (SELECT MIN(id) FROM {customers} "
                  "WHERE loyalty_tier = 'bronze')")
-    assert [v.where for v in check_world("package-holiday-travel-agency", spec, conn) if v.rule == "value_range"] == [
+    assert _flagged("package-holiday-travel-agency", spec, conn, "value_range") == [
         f"{customers}.lifetime_spend"]
 
 
@@ -1015,7 +1020,7 @@ def test_pay_contract_and_tenure_follow_the_job_title():
                  "(SELECT MIN(id) FROM chauffeurs WHERE job_title = 'Head Chauffeur')")
     conn.execute("UPDATE chauffeurs SET annual_salary = 246845 WHERE id = "
                  "(SELECT MIN(id) FROM chauffeurs WHERE job_title = 'Assistant Chauffeur')")
-    assert sorted(v.where for v in check_world("limousine-chauffeur-dispatch", spec, conn) if v.rule == "value_range") == [
+    assert _flagged("limousine-chauffeur-dispatch", spec, conn, "value_range") == [
         "chauffeurs.annual_salary", "chauffeurs.employment_type"]
 
 
@@ -1048,5 +1053,5 @@ def test_a_session_in_progress_by_its_scheduled_time_got_there_when_it_began():
     assert [v for v in check_world("occupational-therapy-practice", spec, conn) if v.rule == "stale_status"] == []
     conn.execute("UPDATE therapy_sessions SET status_changed_at = '2026-03-17T15:01:44Z' WHERE id = "
                  "(SELECT MIN(id) FROM therapy_sessions WHERE status = 'in_progress')")
-    assert [v.where for v in check_world("occupational-therapy-practice", spec, conn) if v.rule == "stale_status"] == [
+    assert _flagged("occupational-therapy-practice", spec, conn, "stale_status") == [
         "therapy_sessions.scheduled_at"]
