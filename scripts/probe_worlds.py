@@ -46,6 +46,10 @@ Counts (each as "bad of checked"):
 * ``before_parent``   something done to or by a record (made, sent, received, paid, closed, status changed) or
                       its start (shipped, scheduled, effective) on a day before the record it points at was
                       created, registered, placed, observed or reported
+* ``copied_figure``   a rate, unit cost or consultation fee of a record that differs from the same figure of
+                      the record it points at (a rental's daily rate and its vehicle's)
+* ``lines_total``     an order (invoice, ticket) whose subtotal is not what its lines' quantity x unit price
+                      add up to, or that has no lines
 """
 
 from __future__ import annotations
@@ -305,6 +309,7 @@ def probe_env(name: str, tally: Tally) -> None:
     probe_lifecycle(name, spec, conn, tally)
     probe_outcomes(name, spec, conn, tally)
     probe_parts(name, spec, conn, tally)
+    probe_figures(name, spec, conn, tally)
     probe_before_parent(name, spec, conn, tally)
     probe_passing(name, spec, conn, tally)
     probe_money(name, spec, conn, tally)
@@ -429,6 +434,34 @@ def probe_parts(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally
                                   f"SUM(c.{q(part)}) AS paid FROM {q(table)} c JOIN {q(parent)} p ON p.id = "
                                   f"c.{q(c['name'])} WHERE p.{q(whole)} IS NOT NULL GROUP BY p.id)").fetchone()
             tally.add("part_whole", bad or 0, n, f"{name}: {table}.{part} over {parent}.{whole}")
+
+
+#: A figure a record takes from the record it points at, by the same name (a rental's daily rate is its
+#: vehicle's), and a record's lines (order items) that add up to its subtotal.
+SAME_FIGURE = re.compile(r"^(daily|nightly|hourly|weekly|monthly)_rate$|^unit_cost$|^consultation_fee$")
+LINES = re.compile(r"(^|_)(lines?|items?)$")
+
+
+def probe_figures(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """Figures that say the same thing on two records agree; an order's subtotal is what its lines come to."""
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = columns(conn, table)
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not parent or parent == table:
+                continue
+            pcols = columns(conn, parent)
+            for col in (x for x in cols if SAME_FIGURE.search(x) and x in pcols):
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM(abs(c.{q(col)} - p.{q(col)}) > 0.005) FROM {q(table)} c "
+                                      f"JOIN {q(parent)} p ON p.id = c.{q(c['name'])} WHERE c.{q(col)} IS NOT NULL "
+                                      f"AND p.{q(col)} IS NOT NULL").fetchone()
+                tally.add("copied_figure", bad or 0, n, f"{name}: {table}.{col} vs {parent}.{col}")
+            if LINES.search(table) and "subtotal" in pcols and {"quantity", "unit_price"} <= set(cols):
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM(abs(sub - lines) > 0.015) FROM (SELECT p.subtotal AS sub, "
+                                      f"SUM(c.quantity * c.unit_price) AS lines FROM {q(parent)} p LEFT JOIN {q(table)} c "
+                                      f"ON p.id = c.{q(c['name'])} WHERE p.subtotal IS NOT NULL GROUP BY p.id)").fetchone()
+                tally.add("lines_total", bad or 0, n, f"{name}: {parent}.subtotal vs its {table}")
 
 
 #: Statuses something passes through in days, and the days past which a hostile reader calls it stale.

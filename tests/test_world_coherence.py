@@ -1055,3 +1055,66 @@ def test_a_session_in_progress_by_its_scheduled_time_got_there_when_it_began():
                  "(SELECT MIN(id) FROM therapy_sessions WHERE status = 'in_progress')")
     assert _flagged("occupational-therapy-practice", spec, conn, "stale_status") == [
         "therapy_sessions.scheduled_at"]
+
+
+def _joined(conn: sqlite3.Connection, child: str, parent: str) -> str:
+    """The key column of ``child`` that points at ``parent``."""
+    return next(r[3] for r in conn.execute(f'PRAGMA foreign_key_list("{child}")') if r[2] == parent)
+
+
+def test_an_orders_subtotal_is_what_its_lines_come_to_at_their_products_prices():
+    """Stop 40 scan of the catalogue: order lines priced with nothing to do with their products (0.00 to 43 times
+    the price) and orders whose subtotal was not what their lines came to (21 envs). Each order now has a line,
+    its subtotal is the sum of quantity x unit price, its tax and total follow, and a line costs its product."""
+    name = "handmade-ceramics-webshop"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    rows = conn.execute("SELECT o.subtotal, o.tax_amount, o.total_amount, (SELECT SUM(round(quantity * unit_price, 2)) "
+                        "FROM order_items WHERE order_id = o.id) FROM orders AS o").fetchall()
+    assert rows and all(lines is not None and abs(sub - lines) < 0.015 for sub, _, _, lines in rows)
+    assert all(abs(total - sub - tax) < 0.015 for sub, tax, total, _ in rows)
+    fk = _joined(conn, "order_items", "pieces")
+    assert conn.execute(f"SELECT COUNT(*) FROM order_items AS i JOIN pieces AS p ON p.id = i.{fk} "
+                        "WHERE i.unit_price != p.price").fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "copied_figure") == []
+    conn.execute("UPDATE order_items SET quantity = quantity + 1, unit_price = unit_price + 1 WHERE id = 1")
+    assert _flagged(name, spec, conn, "copied_figure") == ["order_items.unit_price", "orders.subtotal"]
+
+
+@pytest.mark.parametrize("name, child, parent, col, plant", [
+    ("acupuncture-clinic", "appointments", "acupuncturists", "fee", "fee + 5"),               # a copy
+    ("airport-car-rental-counter", "rental_agreements", "rental_vehicles", "daily_rate", "daily_rate * 0.5"),
+    ("air-cargo-waybill-management", "cargo_pieces", "air_waybills", "weight_kg", "weight_kg + 100000"),   # pieces
+    ("ach-origination-desk", "ach_returns", "ach_entries", "amount", "amount + 100000"),       # a claim on a payment
+    ("billboard-ooh-inventory", "bookings", "billboard_faces", "total_price", "0.01"),         # a total of one or more
+])
+def test_a_figure_follows_the_figure_of_the_record_it_points_at(name, child, parent, col, plant):
+    """Stop 40 scan: appointments not costing their practitioner's fee, rentals at another daily rate than their
+    vehicle's, cargo pieces heavier than their waybill, returns above the entry returned, bookings below one
+    night of their face (118 envs). Synthesis links each figure; the lint finds one planted off."""
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    fk = _joined(conn, child, parent)
+    assert conn.execute(f"SELECT COUNT(*) FROM {child} WHERE {fk} IS NOT NULL AND {col} IS NOT NULL").fetchone()[0] > 5
+    assert _flagged(name, spec, conn, "copied_figure") == []
+    conn.execute(f"UPDATE {child} SET {col} = {plant} WHERE id = (SELECT MIN(id) FROM {child} WHERE {fk} IS NOT NULL "
+                 f"AND {col} IS NOT NULL)")
+    assert _flagged(name, spec, conn, "copied_figure") == [f"{child}.{col}"]
+
+
+def test_spec_validation_of_figure_links():
+    """The generators behind the links say what they need: a side, a known field, the lines' figures."""
+    from agentworld_envs.engine.spec import SpecError, validate_spec
+
+    spec, _ = synthesize(env_registry.theme("handmade-ceramics-webshop"))
+    validate_spec(spec)
+    for table, col, change in [("order_items", "unit_price", {"gen": "within", "via": "piece_id", "table": "pieces",
+                                                              "field": "price", "side": "up",
+                                                              "inner": {"gen": "money", "min": 1, "max": 2}}),
+                               ("orders", "subtotal", {"gen": "rollup", "table": "order_items", "key": "order_id",
+                                                       "figures": ["weight"], "inner": {"gen": "money", "min": 1, "max": 2}}),
+                               ("order_items", "order_id", {"gen": "ref", "ref": "orders.id", "cover": "yes"})]:
+        bad = copy.deepcopy(spec)
+        bad["data"]["tables"][table]["columns"][col] = change
+        with pytest.raises(SpecError):
+            validate_spec(bad)

@@ -39,6 +39,9 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``stale_status``    a record held in a passing status longer than it lasts: a session in progress that
                     started days ago, an order processing for months, a device provisioning for years; or
                     a timed event (a session, a shift, a visit) called off after it began
+``copied_figure``   a figure that is the figure of the record it points at and differs from it (a rental's
+                    daily rate, an appointment's fee, an invoice's total); a claim on a payment above it; a
+                    total below one of what it is for; pieces that weigh more together than their whole
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
@@ -70,7 +73,8 @@ from ..synthesis import semantics
 RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns", "date_order", "status_stamp",
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
-         "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent", "stale_status")
+         "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent", "stale_status",
+         "copied_figure")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -600,6 +604,59 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 yield Violation("over_cap", f"{table}.tax_amount", f"tax from {lo:.1%} to {hi:.1%} of the subtotal")
 
 
+def check_figures(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """Figures against the figures of the records they point at (``semantics.figure_link``; for each figure,
+    the first key and the first column of its record that it is linked to, as synthesis links them)."""
+    tables = {t["name"]: t for t in spec["tables"]}
+    for t in spec["tables"]:
+        table, keys = t["name"], [c for c in t["columns"] if c.get("references")]
+        names = {n: [c["name"] for c in tables[n]["columns"]] for n in tables}
+        for c in t["columns"]:
+            links = ((fk, parent, p["name"], semantics.figure_link(table, c["name"], parent, p["name"], names[table],
+                                                                   names[parent]))
+                     for fk in keys if (parent := fk["references"].split(".")[0]) in tables
+                     for p in tables[parent]["columns"] if p["type"] == c["type"] in ("REAL", "INTEGER"))
+            found = next((x for x in links if x[3]), None)
+            if found is None:
+                continue
+            fk, parent, pcol, link = found
+            col = c["name"]
+            join = (f"FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(fk['name'])} "
+                    f"WHERE c.{q(col)} IS NOT NULL AND p.{q(pcol)} IS NOT NULL")
+            if link == "part":
+                sql = (f"SELECT COUNT(*) FROM (SELECT MAX(p.{q(pcol)}) AS whole, SUM(c.{q(col)}) AS parts {join} "
+                       f"GROUP BY p.id) WHERE parts > whole + 0.005")
+            else:
+                test = {"copy": f"abs(c.{q(col)} - p.{q(pcol)}) > 0.005", "at_most": f"c.{q(col)} > p.{q(pcol)} + 0.005",
+                        "at_least": f"c.{q(col)} < p.{q(pcol)} - 0.005"}[link]
+                sql = f"SELECT COUNT(*) {join} AND {test}"
+            n = conn.execute(sql).fetchone()[0]
+            if n:
+                what = {"copy": "differs from", "at_most": "is above", "at_least": "is below",
+                        "part": "together weigh more than"}[link]
+                yield Violation("copied_figure", f"{table}.{col}", f"{n} rows whose {col} {what} their {parent}.{pcol}")
+
+
+def check_lines(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """A record with lines (an order's items) has the subtotal they add up to (``semantics.lines_of``)."""
+    tables = {t["name"]: [c["name"] for c in t["columns"]] for t in spec["tables"]}
+    for t in spec["tables"]:
+        for fk in (c for c in t["columns"] if c.get("references")):
+            parent = fk["references"].split(".")[0]
+            got = semantics.lines_of(t["name"], tables[t["name"]], tables.get(parent, [])) if parent != t["name"] else None
+            if got is None:
+                continue
+            field, figures = got
+            line = " * ".join(f"c.{q(f)}" for f in figures)
+            n = conn.execute(f"SELECT COUNT(*) FROM (SELECT MAX(p.{q(field)}) AS whole, SUM(round({line}, 2)) AS parts "
+                             f"FROM {q(t['name'])} AS c JOIN {q(parent)} AS p ON p.id = c.{q(fk['name'])} "
+                             f"GROUP BY p.id) WHERE abs(parts - whole) > 0.015").fetchone()[0]
+            if n:
+                yield Violation("copied_figure", f"{parent}.{field}", f"{n} {parent} whose {field} is not the sum of their "
+                                                                      f"{t['name']}")
+            break
+
+
 def check_same_parent(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
     """A row naming an owner (a person, organisation or account) and a record that itself names one of
     those owners: both name the same one."""
@@ -819,6 +876,8 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_parent_start(spec, conn)
     out += check_email_names(spec, conn)
     out += check_before_parent(spec, conn)
+    out += check_figures(spec, conn)
+    out += check_lines(spec, conn)
     return out
 
 

@@ -125,6 +125,10 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
                 return rng.choice([o for o in pool if fits(o, row)] or pool)
 
             return draw_made_by
+        if g.get("cover"):
+            # every record pointed at at least once while rows last (each order has a line), then at random
+            dealt = rng.sample(pool, len(pool))
+            return lambda i, row: dealt[i] if i < len(dealt) else rng.choice(pool)
         return lambda i, row: rng.choice(pool)
     if kind == "code":
         make = _code_maker(rng, g["pattern"])
@@ -290,6 +294,30 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return _fmt(_between(rng, lo, hi), as_date)
 
         return draw_not_before
+    if kind == "within":
+        # Never above (``side: max``) or below (``min``) a figure of the record it points at: a dispute of a
+        # payment is about no more than it; a booking's total costs at least one of what it books.
+        inner, via, most = _compile(g["inner"], rng, now, locale, existing), g["via"], g.get("side") == "max"
+        where, source = _id_index(existing, g["table"]), existing.get(f"{g['table']}.{g['field']}", [])
+
+        def draw_within(i: int, row: dict[str, Any]) -> Any:
+            value = inner(i, row)
+            at = where.get(row.get(via))
+            bound = source[at] if at is not None else None
+            if not isinstance(value, (int, float)) or not isinstance(bound, (int, float)):
+                return value
+            if most and value > bound:
+                return rng.randint(min(1, bound), bound) if isinstance(value, int) and isinstance(bound, int) \
+                    else round(rng.uniform(bound * 0.2, bound), 2)
+            if not most and value < bound:
+                return rng.randint(bound, bound * 3) if isinstance(value, int) and isinstance(bound, int) \
+                    else round(bound * rng.choice((1, 1, 2, 3, 4)), 2)
+            return value
+
+        return draw_within
+    if kind == "rollup":
+        # Drawn as its inner value; ``roll_up`` sets it to the sum of the record's lines once they are drawn.
+        return _compile(g["inner"], rng, now, locale, existing)
     if kind == "part_of":
         # Drawn as its inner value; ``fit_parts`` scales a whole's parts down once the table is drawn.
         return _compile(g["inner"], rng, now, locale, existing)
@@ -780,6 +808,36 @@ def column_generator(g: dict[str, Any], rng: random.Random, now: dt.datetime, lo
     return draw
 
 
+def sources(gen: dict[str, Any]) -> set[str]:
+    """The columns of the same row a generator reads."""
+    out = {gen[k] for k in ("of", "column", "via", "floor") if isinstance(gen.get(k), str)}
+    for k in ("of", "after", "at_least"):
+        if isinstance(gen.get(k), list):
+            out |= set(gen[k])
+    for k in ("same", "quota", "not_after", "open_parent"):
+        if isinstance(gen.get(k), dict):
+            out.add(gen[k]["column"])
+    for parent in gen.get("parents") or ():
+        out.add(parent["via"])
+    if isinstance(gen.get("made_by"), dict):
+        out |= set(gen["made_by"].get("by", ()))
+    for window in (gen.get("windows") or {}).values():
+        out |= {window[k] for k in ("before", "after") if k in window}
+    for sub in [gen.get("then"), gen.get("default"), gen.get("inner"), gen.get("else"), *(gen.get("cases") or {}).values()]:
+        if isinstance(sub, dict):
+            out |= sources(sub)
+    return out
+
+
+def _readers(gens: dict[str, dict[str, Any]], col: str) -> list[str]:
+    """The columns whose generators read ``col``, directly or through each other, in the plan's order."""
+    hit = {col}
+    for name, g in gens.items():
+        if name != col and sources(g) & hit:
+            hit.add(name)
+    return [name for name in gens if name in hit and name != col]
+
+
 def _table_order(spec: dict[str, Any]) -> list[dict[str, Any]]:
     """Tables in foreign-key order, so referenced rows exist before referencing ones."""
     import networkx as nx
@@ -793,7 +851,46 @@ def _table_order(spec: dict[str, Any]) -> list[dict[str, Any]]:
                 parent = c["references"].split(".")[0]
                 if parent != t["name"]:
                     graph.add_edge(parent, t["name"])
+    # A record's lines come before anything else of it, which may read the subtotal they add up to.
+    for parent, plan in spec.get("data", {}).get("tables", {}).items():
+        for g in plan["columns"].values():
+            lines = g.get("table") if g.get("gen") == "rollup" else None
+            for other in list(graph.successors(parent)) if lines in graph else ():
+                if other != lines and not nx.has_path(graph, other, lines):
+                    graph.add_edge(lines, other)
     return [by_name[n] for n in nx.lexicographical_topological_sort(graph)]
+
+
+def roll_up(conn: sqlite3.Connection, table: str, lines: list[dict[str, Any]], drawn: dict[str, Any],
+            existing: dict[str, list[Any]]) -> None:
+    """The records whose subtotal adds up the rows of ``table`` just drawn (``rollup``): each with lines gets
+    their sum, and every column it computes from its subtotal (tax, total, what is paid) is drawn again."""
+    for parent, (rows, factories, gens) in drawn.items():
+        for field, g in gens.items():
+            if g.get("gen") != "rollup" or g["table"] != table:
+                continue
+            sums: dict[Any, float] = {}
+            for line in lines:
+                values = [line.get(f) for f in g["figures"]]
+                if line.get(g["key"]) is None or not all(isinstance(v, (int, float)) for v in values):
+                    continue
+                figure = 1.0
+                for v in values:
+                    figure *= v
+                sums[line[g["key"]]] = sums.get(line[g["key"]], 0.0) + round(figure, 2)
+            redrawn = _readers(gens, field)
+            cols = [field, *redrawn]
+            changed = []
+            for i, row in enumerate(rows):
+                if row.get("id") in sums:
+                    row[field] = round(sums[row["id"]], 2)
+                    for col in redrawn:
+                        row[col] = factories[col](i, row)
+                    changed.append(row)
+            sets = ", ".join(f'"{c}" = ?' for c in cols)
+            conn.executemany(f'UPDATE "{parent}" SET {sets} WHERE id = ?', [(*(r[c] for c in cols), r["id"]) for r in changed])
+            for c in cols:
+                existing[f"{parent}.{c}"] = [r.get(c) for r in rows]
 
 
 def fit_parts(gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]], existing: dict[str, list[Any]],
@@ -833,6 +930,7 @@ def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
     now = parse_now(spec["now"])
     locale = recipe.get("locale", "en_US")
     existing: dict[str, list[Any]] = {}
+    drawn: dict[str, Any] = {}
     for table in _table_order(spec):
         plan = recipe["tables"].get(table["name"])
         if plan is None:
@@ -858,6 +956,8 @@ def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
             conn.executemany(f'INSERT INTO "{table["name"]}" ({names}) VALUES ({marks})', [tuple(r.values()) for r in rows])
         for c in table["columns"]:
             existing[f"{table['name']}.{c['name']}"] = [r.get(c["name"]) for r in rows]
+        roll_up(conn, table["name"], rows, drawn, existing)
+        drawn[table["name"]] = (rows, factories, plan["columns"])
     apply_setups(conn, recipe.get("setups", ()))
 
 

@@ -43,7 +43,8 @@ LIMITS = {"tables": 64, "columns": 64, "rows": 5000, "tools": 256, "tasks": 2000
 GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "choice", "ref", "code", "format",
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
-                        "not_before", "part_of", "at_least", "after_parents", "recent", "terms"})
+                        "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
+                        "rollup"})
 
 
 @functools.cache
@@ -394,6 +395,8 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
         table, _, column = str(ref).partition(".")
         if column not in columns_of.get(table, []):
             raise bad("ref", f"unknown column {ref!r}")
+        if "cover" in g and not isinstance(g["cover"], bool):
+            raise bad("cover", "must be true or false")
         for key in ("quota", "same", "not_after"):
             if key in g and (not isinstance(g[key], dict) or g[key].get("column") not in earlier):
                 raise bad(f"{key}.column", "must name an earlier column of the row")
@@ -472,7 +475,7 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
     elif kind in ("clock", "changed", "at_most", "at_least", "paid", "lookup", "lookup_row", "email_of", "not_before",
-                  "part_of", "after_parents", "recent", "terms"):
+                  "part_of", "after_parents", "recent", "terms", "within", "rollup"):
         _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
@@ -524,8 +527,13 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     for col in reads:
         if col not in earlier:
             raise bad("gen", f"{kind!r} reads {str(col)[:40]!r}, which is not an earlier column of the row")
-    if kind in ("lookup", "not_before", "part_of") and g.get("field") not in columns_of.get(g.get("table"), []):
+    if kind in ("lookup", "not_before", "part_of", "within") and g.get("field") not in columns_of.get(g.get("table"), []):
         raise bad("field", f"unknown column {g.get('table')!r}.{g.get('field')!r}")
+    if kind == "within" and g.get("side") not in ("max", "min"):
+        raise bad("side", "must be 'max' or 'min'")
+    if kind == "rollup" and not (isinstance(g.get("figures"), list) and g["figures"] and all(
+            f in columns_of.get(g.get("table"), []) for f in [g.get("key"), *g["figures"]])):
+        raise bad("figures", "a rollup names its lines' table, their key to the record and the figures a line multiplies")
     for key in ("inner", "else"):
         if key in g:
             if not isinstance(g[key], dict) or "gen" not in g[key]:

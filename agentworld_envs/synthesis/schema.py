@@ -167,6 +167,8 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
     link_parent_dates(entities)
     link_parent_made(entities)
     link_parent_amounts(entities)
+    link_parent_figures(entities)
+    link_lines(entities)
     link_passing(entities)
     return entities
 
@@ -314,6 +316,76 @@ def link_parent_amounts(entities: list[Entity]) -> None:
                 continue
             ent.gens[part] = semantics.wrap(ent.gens[part], gen="part_of", via=fk, table=parent, field=whole)
             ent.gens = semantics.dependency_order(ent.gens)
+            break
+
+
+#: Generators a figure may be drawn with and still take over its parent's (not a sum, a share or a status's part).
+_DRAWN = frozenset({"money", "float", "int"})
+
+
+def _drawn(gen: dict[str, Any]) -> bool:
+    """Whether a figure is drawn free (possibly under a same-row cap's wrapper), so a link may set it."""
+    while gen.get("gen") in ("at_most", "at_least") and "inner" in gen:
+        gen = gen["inner"]
+    return gen.get("gen") in _DRAWN
+
+
+def link_parent_figures(entities: list[Entity]) -> None:
+    """A figure that is the figure of the record it points at takes it over (a rental's daily rate, an
+    appointment's fee, an invoice's total); pieces weigh no more than their whole together; a claim on a
+    payment is about no more than it, and a total for what a record points at costs at least one of it
+    (``semantics.figure_link``). Only figures drawn free are linked; pieces only where no other column reads
+    them (``datagen.fit_parts`` scales them once the table is drawn)."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        linked = False
+        for fk, parent in ent.refs.items():
+            pent = by_table.get(parent)
+            if pent is None or parent == ent.table or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
+                continue
+            for col in list(ent.gens):
+                kind_type = (ent.column(col) or {}).get("type")
+                if kind_type not in ("REAL", "INTEGER") or not _drawn(ent.gens[col]):
+                    continue
+                read = any(col in semantics.sources(g) for g in ent.gens.values())
+                for pcol in [c["name"] for c in pent.columns if c["name"] in pent.gens]:
+                    link = semantics.figure_link(ent.table, col, parent, pcol, ent.gens, pent.gens)
+                    if link is None or (pent.column(pcol) or {}).get("type") != kind_type or link == "part" and read:
+                        continue
+                    old = ent.gens[col]
+                    if link == "copy":
+                        ent.gens[col] = {"gen": "lookup", "via": fk, "table": parent, "field": pcol, "else": old}
+                    elif link == "part":
+                        ent.gens[col] = semantics.wrap(old, gen="part_of", via=fk, table=parent, field=pcol)
+                    else:
+                        ent.gens[col] = semantics.wrap(old, gen="within", via=fk, table=parent, field=pcol,
+                                                       side="max" if link == "at_most" else "min")
+                    linked = True
+                    break
+        if linked:
+            ent.gens = semantics.dependency_order(ent.gens)
+
+
+def link_lines(entities: list[Entity]) -> None:
+    """The subtotal of a record with lines (an order's items, an invoice's lines) is the sum of what its
+    lines come to (``semantics.lines_of``): a ``rollup`` that ``datagen`` works out once the lines are
+    drawn, redrawing what the record computes from its subtotal (its tax, its total, what is paid of it). Where
+    the lines' key is free, every record gets at least one line."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        for fk, parent in ent.refs.items():
+            pent = by_table.get(parent)
+            if pent is None or parent == ent.table or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
+                continue
+            got = semantics.lines_of(ent.table, ent.gens, pent.gens)
+            if got is None or pent.gens[got[0]].get("gen") not in _DRAWN:
+                continue
+            field, figures = got
+            if set(ent.gens[fk]) <= {"gen", "ref", "null_p"} and ent.gens[fk]["gen"] == "ref":
+                # each record has a line: enough lines to go round, dealt first one per record
+                ent.gens[fk] = {**ent.gens[fk], "cover": True}
+                ent.rows = max(ent.rows, min(900, pent.rows * 3 // 2))
+            pent.gens[field] = semantics.wrap(pent.gens[field], gen="rollup", table=ent.table, key=fk, figures=list(figures))
             break
 
 

@@ -24,6 +24,8 @@ from typing import Any
 
 import env_registry
 
+from ..engine.datagen import sources
+
 # ---------------------------------------------------------------------------------------- vocabularies
 
 
@@ -602,6 +604,74 @@ def part_of_whole(table: str, columns: Iterable[str], parent_columns: Iterable[s
     return (part, whole) if part and whole else None
 
 
+#: Rates a record takes over from the record it points at, under the same name: a rental's daily rate is its
+#: vehicle's, a stock lot's unit cost its product's.
+_COPIED_RATES = frozenset({"daily_rate", "nightly_rate", "hourly_rate", "weekly_rate", "monthly_rate", "unit_cost",
+                           "consultation_fee", "session_fee", "hourly_fee", "price_per_person", "price_per_night"})
+#: Documents that restate the figures of the record they are about (an invoice bills its order in full).
+_RESTATING = re.compile(r"(^|_)(invoices?|bills?|quotes?|quotations?|devis|estimates?|receipts?)$")
+_RESTATED = frozenset({"subtotal", "tax_amount", "shipping_fee", "total_amount", "discount_amount"})
+#: A record's price under its own word, where the record it points at names it ``<kind>_<word>``: an
+#: appointment's fee is its practitioner's consultation fee, an order line's unit price its product's price.
+_SHORT_PRICES = {"fee": ("consultation_fee", "session_fee", "visit_fee"), "unit_price": ("price", "unit_price"),
+                 "rate": ("base_rate", "hourly_rate", "daily_rate")}
+#: The figures of a whole's pieces (the containers of a shipment, the pieces of a waybill) weigh no more than it.
+_PIECE_WEIGHTS = frozenset({"weight_kg", "gross_weight_kg", "weight_lb", "weight_lbs"})
+#: A total for one or more of what the record points at costs at least one of it.
+_TOTAL_OF_ONE = {"total_price": ("price", "price_per_person", "base_price", "daily_rate", "nightly_rate"),
+                 "total_fare": ("base_fare", "fare"), "total_cost": ("unit_cost", "daily_rate"),
+                 "total_charge": ("daily_rate", "nightly_rate", "hourly_rate", "price")}
+#: A dispute, chargeback, return or appeal of a payment is about no more than that payment's amount.
+_CLAIMS_ON = re.compile(r"(^|_)(disputes?|chargebacks?|returns?|appeals?|reversals?|complaints?|claims?|"
+                        r"adjustments?|exceptions?|devolucaos?|provisional_credits?)$")
+
+
+def figure_link(table: str, column: str, parent: str, parent_column: str, columns: Iterable[str] = (),
+                parent_columns: Iterable[str] = ()) -> str | None:
+    """How a figure of ``table`` relates to a figure of the record it points at (of ``parent``):
+
+    * ``"copy"``: it is that figure (a rental's daily rate, an appointment's fee, an invoice's total);
+    * ``"part"``: the rows of ``table`` pointing at one parent together come to no more than it (pieces' weights);
+    * ``"at_most"`` / ``"at_least"``: it is never above (a dispute's amount) or below (a booking's total) it.
+
+    ``None`` where the names say nothing (an option of a product has its own price). A document restates its
+    record's total only where both add up the same parts (``columns`` and ``parent_columns``: the two tables'
+    columns): an invoice without the order's shipping fee bills its goods, not its total."""
+    if table == parent:
+        return None
+    if column == parent_column and column in _COPIED_RATES:
+        return "copy"
+    if column == parent_column and column in _RESTATED and _RESTATING.search(table):
+        parts = {p for _, ps in TOTALS for p in ps} & _RESTATED
+        same = parts & set(columns) == parts & set(parent_columns)
+        return "copy" if column != "total_amount" or same else None
+    if parent_column in _SHORT_PRICES.get(column, ()):
+        return "copy"
+    if column == parent_column and column in _PIECE_WEIGHTS:
+        return "part"
+    if parent_column in _TOTAL_OF_ONE.get(column, ()):
+        return "at_least"
+    if column == parent_column == "amount" and _CLAIMS_ON.search(table):
+        return "at_most"
+    return None
+
+
+#: What one line of a record comes to, in order of preference: its own total, else quantity x unit price.
+_LINE_FIGURES = (("line_total",), ("quantity", "unit_price"), ("amount",))
+_LINE_TABLES = re.compile(r"(^|_)(lines?|items?|line_items?|rations?)$")
+
+
+def lines_of(table: str, columns: Iterable[str], parent_columns: Iterable[str]) -> tuple[str, tuple[str, ...]] | None:
+    """``(subtotal, figures)`` where the rows of ``table`` are the lines of the record they point at (the
+    items of an order, the lines of an invoice): its subtotal is the sum over its lines of the figures'
+    product (a line's total, or its quantity times its unit price)."""
+    cols = set(columns)
+    if "subtotal" not in set(parent_columns) or not _LINE_TABLES.search(table):
+        return None
+    figures = next((f for f in _LINE_FIGURES if set(f) <= cols), None)
+    return ("subtotal", figures) if figures else None
+
+
 #: (paid, due) pairs whose paid part follows the record's status (the workflow's ``paid`` map).
 PAID = (("amount_paid", "amount_due"), ("amount_paid", "total_amount"), ("paid_amount", "amount_due"))
 
@@ -1124,27 +1194,6 @@ def wrap(inner: dict[str, Any], **outer: Any) -> dict[str, Any]:
     act only on a column's top-level generator)."""
     moved = {k: inner[k] for k in ("null_p", "unique") if k in inner}
     return {**outer, "inner": {k: v for k, v in inner.items() if k not in moved}, **moved}
-
-
-def sources(gen: dict[str, Any]) -> set[str]:
-    """The columns of the same row a generator reads."""
-    out = {gen[k] for k in ("of", "column", "via", "floor") if isinstance(gen.get(k), str)}
-    for k in ("of", "after", "at_least"):
-        if isinstance(gen.get(k), list):
-            out |= set(gen[k])
-    for k in ("same", "quota", "not_after", "open_parent"):
-        if isinstance(gen.get(k), dict):
-            out.add(gen[k]["column"])
-    for parent in gen.get("parents") or ():
-        out.add(parent["via"])
-    if isinstance(gen.get("made_by"), dict):
-        out |= set(gen["made_by"].get("by", ()))
-    for window in (gen.get("windows") or {}).values():
-        out |= {window[k] for k in ("before", "after") if k in window}
-    for sub in [gen.get("then"), gen.get("default"), gen.get("inner"), gen.get("else"), *(gen.get("cases") or {}).values()]:
-        if isinstance(sub, dict):
-            out |= sources(sub)
-    return out
 
 
 def reads(gens: dict[str, dict[str, Any]], col: str) -> set[str]:
