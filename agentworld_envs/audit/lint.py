@@ -524,6 +524,16 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                         if semantics.seniority(t) >= 3)
                 if n:
                     yield Violation("value_range", f"{table}.employment_type", f"{n} interns with a senior or head title")
+        scale = semantics.weight_range(table, f"{spec.get('title', '')} {spec.get('description', '')}")
+        for col in (c for c in semantics.WEIGHT_COLUMNS if c in cols) if scale else ():
+            # what a thing weighs fits what it is; a piece of a whole may weigh less than such a thing alone
+            lo, hi, _ = scale
+            piece = any(semantics.figure_link(table, col, (r.get("references") or "").split(".")[0], col) == "part"
+                        for r in t["columns"] if r.get("references"))
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(col)} > ? OR ({q(col)} < ? AND NOT ?)",
+                             (hi, lo, piece)).fetchone()[0]
+            if n:
+                yield Violation("value_range", f"{table}.{col}", f"{n} rows weighing outside {lo:g} to {hi:g} kg")
         born = next((c for c in ("date_of_birth", "birth_date", "dob") if c in cols), None)
         for group, (lo, hi) in semantics.AGE_GROUPS.items() if born and "age_group" in cols else ():
             # an infant is under two, a senior over 65 (on the world's date, with a day's margin)

@@ -35,14 +35,17 @@ def nice(x: float) -> float:
     return int(out) if out >= 1 else round(out, 2)
 
 
+_YEAR = re.compile(r"(^|_)year$")
+
+
 def _numeric_candidates(ent: Any) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for col in ent.columns:
         gen = ent.gens.get(col["name"], {})
         if col["name"] in ent.refs or col["type"] not in ("INTEGER", "REAL") or gen.get("gen") not in ("int", "float", "money"):
             continue
-        if gen["max"] - gen["min"] < 4 or gen["min"] < 0:
-            continue
+        if gen["max"] - gen["min"] < 4 or gen["min"] < 0 or _YEAR.search(col["name"]):
+            continue     # a year is no limit to read a figure against ("a model year of at least 2,000")
         out.append((col["name"], gen))
     return out
 
@@ -225,8 +228,9 @@ def constrain_history(rule: Rule, ent: Any) -> None:
             for parent in changed.get("parents", ()):
                 made_by_date(gens, parent["via"], rule.column)
     elif rule.kind == "bound":
-        gen = gens.get(rule.column, {})
-        inner = gen.get("inner") if gen.get("gen") == "at_most" else gen
+        inner = gens.get(rule.column, {})
+        while inner.get("gen") in ("at_most", "part_of", "within") and "inner" in inner:
+            inner = inner["inner"]     # the drawn figure under a cap, a share of a whole or a parent's bound
         if inner and inner.get("gen") == "choice" and all(isinstance(v, (int, float)) for v in inner["values"]):
             ok = [i for i, v in enumerate(inner["values"]) if (v <= rule.value if rule.op == "max" else v >= rule.value)]
             if ok:

@@ -850,6 +850,38 @@ def is_home_column(column: str) -> bool:
     return bool(_COUNTRY_COLUMN.match(column) or _CURRENCY_COLUMN.match(column))
 
 
+#: What a thing weighs in kilograms (low, high, decimals), by the words of its table's name, first match: a
+#: letter is not 500 kg, nor a horse 3 kg, nor a shipping container 90 kg.
+_WEIGHTS = ((r"mouse|mice|mouses|rats?$", (0.015, 0.06, 3)), (r"fish|zebrafish", (0.0003, 0.003, 4)),
+            (r"horse|equine|cattle|cows?$|bulls?$|heifer", (320.0, 780.0, 1)), (r"sled_dog", (18.0, 32.0, 1)),
+            (r"letter|mailpiece|passport|key_shipment|card", (0.02, 1.5, 2)),
+            (r"bag|luggage|suitcase|baggage", (2.0, 32.0, 1)),
+            (r"heavy_haul|oversize", (20000.0, 110000.0, 0)), (r"log_load", (12000.0, 38000.0, 0)),
+            (r"container|dray|schiffsladung|barge", (2200.0, 30000.0, 0)),
+            (r"pallet|handling_unit", (80.0, 1200.0, 1)), (r"crate", (20.0, 900.0, 1)),
+            (r"loads?$|load_tender|freight|consignment|zending|waybill|haul|embarque|lots?$", (150.0, 24000.0, 0)),
+            (r"parcel|package|paket|takuhaibin|label|carton|return|deliver|dispatch|shipment|box", (0.2, 30.0, 2)),
+            (r"pet|dog|cat|animal|patient", (1.5, 45.0, 1)))
+#: A business that moves freight, not parcels: its shipments weigh what a freight load does.
+_FREIGHT = re.compile(r"freight|cargo|customs|container|ltl|haul|forwarder|export|barge|broker|cross-dock|terminal|"
+                      r"shipper|load|pallet|trucking|drayage", re.IGNORECASE)
+_HERD = re.compile(r"herd|livestock|cattle|dairy|ranch|farm animal", re.IGNORECASE)
+
+
+def weight_range(table: str, theme_text: str) -> tuple[float, float, int] | None:
+    """``(low, high, decimals)`` in kilograms of what a record of ``table`` weighs in a business described by
+    ``theme_text`` (its title and description), or None where its name says nothing of it."""
+    if re.search(r"shipment|deliver|dispatch", table) and _FREIGHT.search(theme_text):
+        return (50.0, 20000.0, 0)
+    if re.search(r"animal", table) and _HERD.search(theme_text):
+        return (40.0, 780.0, 1)
+    return next((scale for words, scale in _WEIGHTS if re.search(words, table)), None)
+
+
+#: The weight columns :func:`weight_range` scales.
+WEIGHT_COLUMNS = ("weight_kg", "gross_weight_kg")
+
+
 def works_abroad(theme: dict[str, Any]) -> bool:
     """Whether a theme's business deals across borders (its title or description says so)."""
     return bool(_ABROAD.search(f"{theme.get('title', '')} {theme.get('slug', '')} {theme.get('description', '')}"))
@@ -904,6 +936,12 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         elif name == "age" and kind in ("int", "float"):
             lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
             gens[name] = {"gen": "int", "min": lo, "max": hi}
+    for name in WEIGHT_COLUMNS:
+        scale = weight_range(ent.table, f"{theme.get('title', '')} {theme.get('description', '')}")
+        if scale and gens.get(name, {}).get("gen") in ("float", "money", "int"):
+            lo, hi, decimals = scale
+            gens[name] = {"gen": "float", "min": lo, "max": hi, "decimals": decimals,
+                          **{k: gens[name][k] for k in ("null_p",) if k in gens[name]}}
     if "mime_type" in gens:
         if "file_name" in gens:
             gens["mime_type"] = {"gen": "mime_of", "of": "file_name"}
