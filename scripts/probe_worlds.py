@@ -50,6 +50,9 @@ Counts (each as "bad of checked"):
                       the record it points at (a rental's daily rate and its vehicle's)
 * ``lines_total``     an order (invoice, ticket) whose subtotal is not what its lines' quantity x unit price
                       add up to, or that has no lines
+* ``shut_parent``     a record still open (scheduled, pending, active ...) under one out of service (inactive,
+                      discontinued, cancelled, expired ...)
+* ``made_after_shut`` a record created, placed or requested after the record it belongs to went out of service
 """
 
 from __future__ import annotations
@@ -310,6 +313,7 @@ def probe_env(name: str, tally: Tally) -> None:
     probe_outcomes(name, spec, conn, tally)
     probe_parts(name, spec, conn, tally)
     probe_figures(name, spec, conn, tally)
+    probe_shut(name, spec, conn, tally)
     probe_before_parent(name, spec, conn, tally)
     probe_passing(name, spec, conn, tally)
     probe_money(name, spec, conn, tally)
@@ -462,6 +466,36 @@ def probe_figures(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tal
                                       f"SUM(c.quantity * c.unit_price) AS lines FROM {q(parent)} p LEFT JOIN {q(table)} c "
                                       f"ON p.id = c.{q(c['name'])} WHERE p.subtotal IS NOT NULL GROUP BY p.id)").fetchone()
                 tally.add("lines_total", bad or 0, n, f"{name}: {parent}.subtotal vs its {table}")
+
+
+#: A parent out of service, and a child still going (what a hostile reader calls open).
+PARENT_SHUT = ("inactive", "discontinued", "cancelled", "retired", "terminated", "expired", "archived", "suspended")
+CHILD_OPEN = ("active", "open", "scheduled", "pending", "in_progress", "confirmed", "requested", "processing",
+              "todo", "backlog", "booked", "submitted", "queued", "in_review")
+CHILD_MADE = re.compile(r"^(created_at|placed_at|ordered_at|order_date|submitted_at|requested_at|booked_at|opened_at)$")
+
+
+def probe_shut(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """Nothing still open under a record out of service, nor made under it after it went out."""
+    shut_marks, open_marks = ", ".join("?" * len(PARENT_SHUT)), ", ".join("?" * len(CHILD_OPEN))
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = columns(conn, table)
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not parent or parent == table or not {"status", "status_changed_at"} <= set(columns(conn, parent)):
+                continue
+            join = (f"FROM {q(table)} c JOIN {q(parent)} p ON p.id = c.{q(c['name'])} WHERE p.status IN ({shut_marks})")
+            if "status" in cols:
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(c['name'])} IS NOT NULL").fetchone()[0]
+                bad = conn.execute(f"SELECT COUNT(*) {join} AND c.status IN ({open_marks})", (*PARENT_SHUT, *CHILD_OPEN)
+                                   ).fetchone()[0]
+                tally.add("shut_parent", bad, n, f"{name}: {table} open under a shut {parent}")
+            for made in (x for x in cols if CHILD_MADE.match(x)):
+                n = conn.execute(f"SELECT COUNT(*) {join}", PARENT_SHUT).fetchone()[0]
+                bad = conn.execute(f"SELECT COUNT(*) {join} AND substr(c.{q(made)}, 1, 10) > substr(p.status_changed_at, 1, 10)",
+                                   PARENT_SHUT).fetchone()[0]
+                tally.add("made_after_shut", bad, n, f"{name}: {table}.{made} after its {parent} was shut")
 
 
 #: Statuses something passes through in days, and the days past which a hostile reader calls it stale.

@@ -1136,3 +1136,59 @@ def test_what_a_thing_weighs_fits_what_it_is(name, table, lo, hi):
     assert _flagged(name, spec, conn, "value_range") == []
     conn.execute(f"UPDATE {table} SET weight_kg = {hi * 10} WHERE id = (SELECT MIN(id) FROM {table})")
     assert _flagged(name, spec, conn, "value_range") == [f"{table}.weight_kg"]
+
+
+def test_nothing_open_under_a_shut_record_nor_made_after_it_was_shut():
+    """World audit 40: crossings still scheduled or in progress on ferries' vehicles taken out of service, orders
+    placed with suppliers weeks after they went inactive, requests filed on units discontinued years before.
+    A record still open points at a parent not shut, and nothing is made under a parent after the day it was
+    shut; the lint finds one of each planted."""
+    name = "ferry-vehicle-deck-booking"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    shut = conn.execute("SELECT COUNT(*) FROM vehicles WHERE status IN ('inactive', 'discontinued')").fetchone()[0]
+    open_under_shut = conn.execute(
+        "SELECT COUNT(*) FROM crossings AS c JOIN vehicles AS v ON v.id = c.vehicle_id WHERE v.status IN "
+        "('inactive', 'discontinued') AND c.status IN ('scheduled', 'rescheduled', 'in_progress')").fetchone()[0]
+    assert shut > 3 and open_under_shut == 0
+    assert _flagged(name, spec, conn, "shut_parent") == []
+    conn.execute("UPDATE crossings SET status = 'scheduled', vehicle_id = (SELECT MIN(id) FROM vehicles WHERE status = "
+                 "'inactive') WHERE id = (SELECT MIN(id) FROM crossings)")
+    assert _flagged(name, spec, conn, "shut_parent") == ["crossings.vehicle_id"]
+
+    name = "antibody-reagent-stock"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    late = ("SELECT COUNT(*) FROM purchase_orders AS o JOIN suppliers AS s ON s.id = o.supplier_id WHERE s.status IN "
+            "('inactive', 'discontinued') AND substr(o.order_date, 1, 10) > substr(s.status_changed_at, 1, 10)")
+    assert conn.execute(late).fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "shut_parent") == []
+    conn.execute("UPDATE purchase_orders SET status = 'delivered', order_date = '2026-06-14', supplier_id = (SELECT MIN(id) "
+                 "FROM suppliers WHERE status = 'inactive' AND status_changed_at < '2026-06-01') WHERE id = 1")
+    assert conn.execute(late).fetchone()[0] == 1
+    assert _flagged(name, spec, conn, "shut_parent") == ["purchase_orders.order_date"]
+
+
+def test_an_inspection_is_of_its_runs_product_and_a_dropped_run_cost_nothing():
+    """World audit 40: no quality inspection was of its production run's SKU (0 of 33), every run dropped as
+    "won't do" from the backlog carried an actual cost, inspections found more defects than they sampled. A
+    record's key named as its other record names it points at the same one; a dropped run has no actual cost;
+    defects stay within the sample."""
+    name = "beverage-co-packer-runs"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    n, same = conn.execute("SELECT COUNT(*), SUM(q.sku_id = r.sku_id) FROM quality_inspections AS q JOIN production_runs "
+                           "AS r ON r.id = q.production_run_id WHERE r.sku_id IS NOT NULL").fetchone()
+    assert n > 20 and same == n
+    assert conn.execute("SELECT COUNT(*), COUNT(actual_cost) FROM production_runs WHERE status = 'wont_do'").fetchone()[1] == 0
+    assert conn.execute("SELECT COUNT(*) FROM quality_inspections WHERE defects_found > sample_size").fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "same_parent") == _flagged(name, spec, conn, "prestart_stamp") == []
+    assert _flagged(name, spec, conn, "over_cap") == []
+    conn.execute("UPDATE quality_inspections SET sku_id = sku_id + 1, defects_found = sample_size + 1 WHERE id = "
+                 "(SELECT MIN(q.id) FROM quality_inspections AS q JOIN production_runs AS r ON r.id = q.production_run_id "
+                 "WHERE r.sku_id IS NOT NULL)")
+    conn.execute("UPDATE production_runs SET actual_cost = 100 WHERE id = (SELECT MIN(id) FROM production_runs "
+                 "WHERE status = 'wont_do')")
+    assert _flagged(name, spec, conn, "same_parent") == ["quality_inspections.production_run_id"]
+    assert _flagged(name, spec, conn, "over_cap") == ["quality_inspections.defects_found"]
+    assert "production_runs.actual_cost" in _flagged(name, spec, conn, "prestart_stamp")

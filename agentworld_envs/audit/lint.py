@@ -42,6 +42,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``copied_figure``   a figure that is the figure of the record it points at and differs from it (a rental's
                     daily rate, an appointment's fee, an invoice's total); a claim on a payment above it; a
                     total below one of what it is for; pieces that weigh more together than their whole
+``shut_parent``     a record still open (active, scheduled, in progress) under one shut (inactive,
+                    discontinued, cancelled, dropped), or made under it after the day it was shut
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
@@ -74,7 +76,7 @@ RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns"
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
          "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent", "stale_status",
-         "copied_figure")
+         "copied_figure", "shut_parent")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -669,19 +671,22 @@ def check_lines(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Viol
 
 def check_same_parent(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
     """A row naming an owner (a person, organisation or account) and a record that itself names one of
-    those owners: both name the same one."""
-    from ..synthesis.schema import OWNER_ROLES
+    those owners: both name the same one. So do a row and its record that name any record under one key's
+    name (an inspection's ``product_id`` and its run's)."""
+    from ..synthesis.schema import OWNER_ROLES, same_key_links
+
+    def owned(table: str) -> bool:
+        ent = entities.get(table)
+        return ent is not None and bool(set(ent.roles) & OWNER_ROLES)
 
     fks = {t["name"]: {c["name"]: c["references"].split(".")[0] for c in t["columns"] if c.get("references")}
            for t in spec["tables"]}
     for table, refs in fks.items():
+        triangles = [(a, b, via) for a, b, _, via in same_key_links(refs, fks, owned)]
         for a_col, owner in refs.items():
-            ent = entities.get(owner)
-            if ent is None or not set(ent.roles) & OWNER_ROLES:
-                continue
             for b_col, target in refs.items():
                 vias = [c for c, t in fks.get(target, {}).items() if t == owner] if b_col != a_col else []
-                if len(vias) != 1:
+                if len(vias) != 1 or not (owned(owner) or (a_col, b_col, vias[0]) in triangles):
                     continue
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS t JOIN {q(target)} AS p ON p.id = t.{q(b_col)} "
                                  f"WHERE t.{q(a_col)} IS NOT NULL AND p.{q(vias[0])} IS NOT NULL "
@@ -849,6 +854,35 @@ def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
                     yield Violation("before_parent", f"{table}.{col}", f"{n} rows before their {parent}.{made}")
 
 
+def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """Nothing open under a shut record (a crossing still scheduled on a vehicle out of service), and nothing
+    made under it after the day it was shut (an order placed with a supplier gone inactive)."""
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = _columns(conn, table)
+        opened = sorted(semantics.open_states(_workflow_of(spec, table))) if "status" in cols else []
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not parent or parent == table or not {"status", "status_changed_at"} <= set(_columns(conn, parent)):
+                continue
+            shut = sorted(semantics.shut_states(_workflow_of(spec, parent)))
+            if not shut:
+                continue
+            join = (f"FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                    f"WHERE p.status IN ({', '.join('?' * len(shut))})")
+            if opened:
+                n = conn.execute(f"SELECT COUNT(*) {join} AND c.status IN ({', '.join('?' * len(opened))})",
+                                 (*shut, *opened)).fetchone()[0]
+                if n:
+                    yield Violation("shut_parent", f"{table}.{c['name']}", f"{n} rows still {'/'.join(opened[:3])}... "
+                                                                            f"under a {parent} that is {'/'.join(shut)}")
+            for made in _made_columns(spec, conn, table):
+                n = conn.execute(f"SELECT COUNT(*) {join} AND substr(c.{q(made)}, 1, 10) > substr(p.status_changed_at, 1, 10)",
+                                 shut).fetchone()[0]
+                if n:
+                    yield Violation("shut_parent", f"{table}.{made}", f"{n} rows made after their {parent} was shut")
+
+
 def check_email_names(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """An address's local part shares a word with the name on its row (``datagen.name_words``)."""
     from ..engine.datagen import name_words
@@ -888,6 +922,7 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_before_parent(spec, conn)
     out += check_figures(spec, conn)
     out += check_lines(spec, conn)
+    out += check_shut_parents(spec, conn)
     return out
 
 

@@ -25,6 +25,7 @@ import datetime as dt
 import functools
 import math
 import random
+import re
 import sqlite3
 import string
 from collections.abc import Callable, Sequence
@@ -110,7 +111,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         if "made_by" in g:
             pool = _made_by(g, existing, now) or pool
             ok = _made_by_row(g, existing)
-        if "quota" in g or "same" in g or "open_parent" in g:
+        if "quota" in g or "same" in g or "open_parent" in g or "open_through" in g or "alive_after" in g:
             return _constrained_ref(g, rng, pool, existing, ok)
         if "not_after" in g:
             return _started_ref(g, rng, pool, existing, ok)
@@ -255,20 +256,31 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         # text to a lead before the lead existed.
         inner, as_date, span = _compile(g["inner"], rng, now, locale, existing), g.get("kind") == "date", g.get("span", 30)
         made_of = _parents_made(g["parents"], existing)
+        shut_of = _parents_shut(g.get("until", ()), existing)
+        follows = sorted(sources(g["inner"]))   # same-row dates the inner date comes after (an incident's)
         latest = now + dt.timedelta(days=g.get("latest", 0)) - dt.timedelta(minutes=1)
 
         def draw_made(i: int, row: dict[str, Any]) -> Any:
             value = inner(i, row)
             base = made_of(row)
-            if value is None or base is None:
+            if value is None:
                 return value
             when = parse_when(value)
-            if (when.date() >= base.date()) if as_date else when > base:
-                return value
-            lo = dt.datetime.combine(base.date(), dt.time()) if as_date else base + dt.timedelta(minutes=1)
-            if lo > latest:
-                return value   # made after the latest this date may be: the reference chose another record
-            return _fmt(_between(rng, lo, min(lo + _DAY * span, latest)), as_date)
+            if base is not None and not ((when.date() >= base.date()) if as_date else when > base):
+                lo = dt.datetime.combine(base.date(), dt.time()) if as_date else base + dt.timedelta(minutes=1)
+                if lo <= latest:   # else made after the latest this date may be: the reference chose another record
+                    value = _fmt(_between(rng, lo, min(lo + _DAY * span, latest)), as_date)
+                    when = parse_when(value)
+            shut = shut_of(row)
+            if shut is not None and when.date() > shut.date():
+                # made no later than the day the record it belongs to was shut (and never before its making)
+                hi = dt.datetime.combine(shut.date(), dt.time(23, 59)) if as_date else max(
+                    shut, min(dt.datetime.combine(shut.date(), dt.time(23, 59)), base or shut))   # that day, after its floor
+                floors = [parse_when(str(row[c])) for c in follows if isinstance(row.get(c), str) and DATE_LIKE.match(row[c])]
+                lo = max([hi - _DAY * span, *([base] if base else []), *floors])
+                if lo <= hi:
+                    value = _fmt(_between(rng, lo, hi), as_date)
+            return value
 
         return draw_made
     if kind == "not_before":
@@ -363,11 +375,22 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
     where no target qualifies and the column may be empty.
     """
     quota, same, open_parent = g.get("quota"), g.get("same"), g.get("open_parent")
+    alive = _alive_after(g, existing) if "alive_after" in g else None
     closed: set[Any] = set()
     if open_parent:
         table = g["ref"].split(".")[0]
         shut = set(open_parent["parent_not_in"])
         closed = {key for key, st in zip(existing[f"{table}.id"], existing[f"{table}.status"]) if st in shut}
+    # ``"open_through": [{"column", "in", "parent_not_in", "table": T, "field": F}]``: a row in one of those
+    # statuses points at a record whose ``F`` (a key to T) names a T not in ``parent_not_in`` (a request still
+    # open is for an app whose designer's seat has not ended: the request's designer is the app's)
+    through = []
+    for c in g.get("open_through", ()):
+        table = g["ref"].split(".")[0]
+        status_of = dict(zip(existing[f"{c['table']}.id"], existing[f"{c['table']}.status"]))
+        shut = set(c["parent_not_in"])
+        through.append((c, {key for key, owner in zip(existing[f"{table}.id"], existing[f"{table}.{c['field']}"])
+                            if status_of.get(owner) in shut}))
     counts: dict[Any, int] = {}
     by_parent: dict[Any, list[Any]] = {}
     if same:
@@ -390,10 +413,20 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
             options = [o for o in options if _started_by(starts, o, by)] or options
         if fits is not None:
             options = [o for o in options if fits(o, row)] or options
+        if alive is not None:
+            # none alive when this row's other records came about: better none than one shut before them
+            kept = [o for o in options if alive(o, row)]
+            if not kept and g.get("null_p"):
+                return None
+            options = kept or [o for o in pool if alive(o, row)] or options
         if closed and row.get(open_parent["column"]) in open_parent["in"]:
             options = [o for o in options if o not in closed]
             if not options:
                 return None if g.get("null_p") else rng.choice([o for o in pool if o not in closed] or pool)
+        preferred = options
+        for c, shut_through in through:
+            if shut_through and row.get(c["column"]) in c["in"]:
+                options = [o for o in options if o not in shut_through] or options
         counted = quota and row.get(quota["column"]) in quota["in"]
         if counted:
             choice = None
@@ -404,6 +437,7 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
                     break
             if choice is None:
                 free = [o for o in options if counts.get(o, 0) < quota["cap"]]
+                free = free or [o for o in preferred if counts.get(o, 0) < quota["cap"]]   # the quota first
                 choice = rng.choice(free) if free else None
             if choice is not None:
                 counts[choice] = counts.get(choice, 0) + 1
@@ -490,6 +524,34 @@ def _made_by_row(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[
     def fits(key: Any, row: dict[str, Any]) -> bool:
         day = made.get(key)
         return day is None or all(not row.get(c) or str(row[c])[:10] >= day for c in by)
+
+    return fits
+
+
+def _alive_after(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[[Any, dict[str, Any]], bool]:
+    """``"alive_after": {"parents": [{"via": FK, "table": T, "field": COL}], "in": [statuses]}``: whether a
+    record was not shut (its status one of ``in``) before the latest making of the row's other records (a
+    delivery's courier had not left before its customer signed up, so the order fits between the two)."""
+    spec = g["alive_after"]
+    table = g["ref"].split(".")[0]
+    shut = set(spec["in"])
+    shut_on = {key: str(day)[:10] for key, st, day in zip(existing[f"{table}.id"], existing.get(f"{table}.status", ()),
+                                                          existing.get(f"{table}.status_changed_at", ())) if st in shut and day}
+    made_of = _parents_made(spec["parents"], existing)
+    # ``"made": COL, "before_shut": [...]`` (as ``until``): a record made no later than the day the row's other
+    # records were shut (an approval requested before its page was archived)
+    made_on = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.{spec['made']}", ()))) if spec.get("made") else {}
+    shut_of = _parents_shut(spec.get("before_shut", ()), existing)
+    by = list(spec.get("by", ()))   # the row's own dates of making, drawn before the key
+
+    def fits(key: Any, row: dict[str, Any]) -> bool:
+        day, made = shut_on.get(key), made_of(row)
+        if not (day is None or made is None or day >= made.date().isoformat()):
+            return False
+        if day is not None and any(row.get(c) and str(row[c])[:10] > day for c in by):
+            return False
+        closed, born = shut_of(row), made_on.get(key)
+        return closed is None or not born or str(born)[:10] <= closed.date().isoformat()
 
     return fits
 
@@ -600,11 +662,12 @@ def _recent_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, loca
     from day ``LO`` to day ``HI`` relative to today (an order still processing was placed in the last
     weeks), or in the last ``M`` minutes (a session in progress started just now); never before the
     ``after`` dates of the same row, nor the making of the records it belongs to (``parents``, as for
-    ``after_parents``). Other statuses keep the inner date.
+    ``after_parents``), nor after the day one of them was shut (``until``). Other statuses keep the inner date.
     """
     inner = _compile(g["inner"], rng, now, locale, existing)
     column, windows, as_date, after = g.get("column", "status"), g["windows"], g.get("kind") == "date", list(g.get("after", ()))
     made_of = _parents_made(g.get("parents", ()), existing)
+    shut_of = _parents_shut(g.get("until", ()), existing)
     today = now.replace(hour=0, minute=0, second=0, microsecond=0)
     latest = now - dt.timedelta(minutes=1)
 
@@ -619,6 +682,11 @@ def _recent_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, loca
             first, last = window["days"]
             lo = today + _DAY * first
             hi = min(latest, today + _DAY * (last + 1) - dt.timedelta(seconds=1))
+        shut = shut_of(row)
+        if shut is not None and dt.datetime.combine(shut.date(), dt.time(23, 59)) >= lo:
+            # no later than the day the record it belongs to was shut (``until``); where that leaves no room, the
+            # status's window holds and the row lets go of the shut record (``cut_shut_links``)
+            hi = min(hi, dt.datetime.combine(shut.date(), dt.time(23, 59)))
         floors = [parse_when(row[c]) for c in after if row.get(c)]
         parent_made = made_of(row)
         if parent_made is not None:
@@ -649,6 +717,27 @@ def _parents_made(parents: Sequence[dict[str, Any]], existing: dict[str, list[An
         return max(made, default=None)
 
     return made_of
+
+
+DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def _parents_shut(parents: Sequence[dict[str, Any]], existing: dict[str, list[Any]]
+                  ) -> Callable[[dict[str, Any]], dt.datetime | None]:
+    """The earliest day a record the row points at was shut (each ``{"via": FK, "table": T, "field": COL,
+    "in": [statuses]}``: its ``COL`` where its status is one of them), or None where none is shut."""
+    looks = [(p["via"], _id_index(existing, p["table"]), existing.get(f"{p['table']}.{p['field']}", []),
+              existing.get(f"{p['table']}.status", []), set(p["in"])) for p in parents]
+
+    def shut_of(row: dict[str, Any]) -> dt.datetime | None:
+        shut = []
+        for via, where, source, states, shut_states in looks:
+            at = where.get(row.get(via))
+            if at is not None and source[at] and states[at] in shut_states:
+                shut.append(parse_when(source[at]))
+        return min(shut, default=None)
+
+    return shut_of
 
 
 def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime,
@@ -817,7 +906,10 @@ def sources(gen: dict[str, Any]) -> set[str]:
     for k in ("same", "quota", "not_after", "open_parent"):
         if isinstance(gen.get(k), dict):
             out.add(gen[k]["column"])
-    for parent in gen.get("parents") or ():
+    out |= {c["column"] for c in gen.get("open_through") or ()}
+    alive = gen.get("alive_after") or {}
+    out |= {p["via"] for p in [*alive.get("parents", ()), *alive.get("before_shut", ())]} | set(alive.get("by", ()))
+    for parent in [*(gen.get("parents") or ()), *(gen.get("until") or ())]:
         out.add(parent["via"])
     if isinstance(gen.get("made_by"), dict):
         out |= set(gen["made_by"].get("by", ()))
@@ -921,6 +1013,56 @@ def fit_parts(gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]], exist
                 r[col] = c / 100
 
 
+def _untils(g: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``until`` bounds of a column's generator and of those it wraps."""
+    out: list[dict[str, Any]] = []
+    while isinstance(g, dict):
+        out += g.get("until", ())
+        g = g.get("inner")
+    return out
+
+
+def cut_shut_links(gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]], existing: dict[str, list[Any]]) -> None:
+    """Where a row's records could not be drawn to fit (its other records came about after one was shut, or every
+    record with room under a quota is shut), the row names none of the shut one, if it may name none: a pending
+    order with no courier yet rather than one whose courier has left; a comment on no page rather than on a page
+    archived before it was written. Only keys no other column of the row reads."""
+    def copies(g: Any) -> set[str]:
+        """Keys a generator takes a value from (a lookup, a share of a whole, a bound), beside dates' floors."""
+        if not isinstance(g, dict):
+            return set()
+        out = {g["via"]} if g.get("gen") in ("lookup", "part_of", "within", "not_before") else set()
+        out |= {g["same"]["column"]} if isinstance(g.get("same"), dict) else set()
+        for sub in (g.get("inner"), g.get("else"), g.get("then"), g.get("default"), *(g.get("cases") or {}).values()):
+            out |= copies(sub)
+        return out
+
+    read = {c for g in gens.values() for c in copies(g)}
+
+    def may_empty(col: str) -> bool:
+        g = gens.get(col, {})
+        return col not in read and bool(g.get("null_p") or (g.get("gen") == "lookup" and g.get("else", {}).get("null_p")))
+
+    checks: list[tuple[str, str, Callable[[dict[str, Any]], bool]]] = []
+    for col, g in gens.items():
+        for u in _untils(g):
+            if may_empty(u["via"]):
+                shut_of = _parents_shut([u], existing)
+                checks.append((u["via"], col, lambda row, c=col, f=shut_of: bool(
+                    row.get(c) and f(row) is not None and str(row[c])[:10] > f(row).date().isoformat())))
+        fallback = g.get("else", {}) if g.get("gen") == "lookup" else g
+        shut = fallback.get("open_parent") if isinstance(fallback, dict) else None
+        if shut and may_empty(col):
+            table = fallback["ref"].split(".")[0]
+            status_of = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.status", ())))
+            checks.append((col, col, lambda row, c=col, o=shut, st=status_of: bool(
+                row.get(o["column"]) in o["in"] and st.get(row.get(c)) in set(o["parent_not_in"]))))
+    for key, _, broken in checks:
+        for row in rows:
+            if row.get(key) is not None and broken(row):
+                row[key] = None
+
+
 def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
     """Fill an empty schema with the spec's data recipe."""
     recipe = spec["data"]
@@ -947,6 +1089,7 @@ def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
                 row[name] = factory(i, row)
             rows.append(row)
         fit_parts(plan["columns"], rows, existing, rng)
+        cut_shut_links(plan["columns"], rows, existing)
         if rows:
             # executemany, not sqlite_utils.insert_all: the latter JSON-inspects every value and
             # dominated build time (~40% of a synthesised env's build).

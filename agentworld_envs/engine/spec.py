@@ -397,6 +397,21 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
             raise bad("ref", f"unknown column {ref!r}")
         if "cover" in g and not isinstance(g["cover"], bool):
             raise bad("cover", "must be true or false")
+        alive = g.get("alive_after", {"parents": [], "in": []})
+        if not (isinstance(alive, dict) and isinstance(alive.get("in"), list) and isinstance(alive.get("parents"), list)
+                and all(isinstance(p, dict) and p.get("via") in earlier and p.get("field") in columns_of.get(p.get("table"), [])
+                        for p in alive["parents"])
+                and all(isinstance(p, dict) and p.get("via") in earlier and "status" in columns_of.get(p.get("table"), [])
+                        for p in alive.get("before_shut", ()))
+                and alive.get("made", "id") in columns_of.get(table, [])
+                and isinstance(alive.get("by", []), list) and all(c in earlier for c in alive.get("by", []))):
+            raise bad("alive_after", "needs 'parents' ({'via': an earlier column, 'table', 'field'}) and 'in' (statuses)")
+        for c in g.get("open_through", []) if isinstance(g.get("open_through", []), list) else [None]:
+            if not (isinstance(c, dict) and c.get("column") in earlier and c.get("field") in columns_of.get(table, [])
+                    and "status" in columns_of.get(c.get("table"), []) and isinstance(c.get("in"), list)
+                    and isinstance(c.get("parent_not_in"), list)):
+                raise bad("open_through", "must list {'column': an earlier column, 'in': [...], 'table': a table with "
+                                          "a status, 'field': a key of the referenced table, 'parent_not_in': [...]}")
         for key in ("quota", "same", "not_after"):
             if key in g and (not isinstance(g[key], dict) or g[key].get("column") not in earlier):
                 raise bad(f"{key}.column", "must name an earlier column of the row")
@@ -496,10 +511,17 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     reads += list(g.get("after", [])) + (g["of"] if isinstance(g.get("of"), list) else [])
     if kind in ("changed", "after_parents", "recent") and (kind == "after_parents" or "parents" in g):
         parents = g.get("parents")
-        if not isinstance(parents, list) or not parents or not all(
+        if not isinstance(parents, list) or not (parents or g.get("until")) or not all(
                 isinstance(p, dict) and p.get("field") in columns_of.get(p.get("table"), []) for p in parents):
             raise bad("parents", "must list {'via': column, 'table': table, 'field': column of that table}")
         reads += [p.get("via") for p in parents]
+    if "until" in g:
+        until = g["until"]
+        if kind not in ("after_parents", "recent") or not isinstance(until, list) or not all(
+                isinstance(p, dict) and p.get("field") in columns_of.get(p.get("table"), []) and isinstance(p.get("in"), list)
+                and "status" in columns_of.get(p.get("table"), []) for p in until):
+            raise bad("until", "must list {'via': column, 'table': table with a status, 'field': its date, 'in': [statuses]}")
+        reads += [p.get("via") for p in until]
     for window in (g.get("windows") or {}).values() if kind != "recent" else ():
         if not isinstance(window, dict):
             raise bad("windows", "must map a status to {'before': column, 'hours': n} or {'after': column, 'days': n}")

@@ -19,7 +19,7 @@ from typing import Any
 from ..engine.language import date_noun, figures, indefinite, number, sentences, verb_phrase
 from ..engine.rules import Rule
 from .naming import title
-from .semantics import date_rank, dependency_order, made_by_date, sources
+from .semantics import date_rank, dependency_order, is_shut, made_by_date, sources
 
 
 _AMOUNT_WORDS = ("total", "amount", "price", "fee", "cost", "value", "balance", "charge", "rate", "budget")
@@ -248,9 +248,11 @@ def constrain_history(rule: Rule, ent: Any) -> None:
             other = "min" if key == "max" else "max"
             inner[other] = min(inner[other], inner[key]) if key == "max" else max(inner[other], inner[key])
     elif rule.kind == "duty":
-        # an open child never sits under a parent the trigger has closed
-        gens[rule.column] = {**gens[rule.column], "open_parent": {"column": "status", "in": list(rule.states),
-                                                                   "parent_not_in": list(rule.guards)}}
+        # an open child never sits under a parent the trigger has closed (nor, kept from synthesis, one shut)
+        have = gens[rule.column].get("open_parent", {"in": [], "parent_not_in": []})
+        gens[rule.column] = {**gens[rule.column], "open_parent": {
+            "column": "status", "in": sorted({*have["in"], *rule.states}),
+            "parent_not_in": sorted({*have["parent_not_in"], *rule.guards})}}
     elif rule.kind == "quota":
         gen = gens[rule.column]
         gens[rule.column] = {**gen, "quota": {"column": "status", "in": list(rule.states), "cap": int(rule.value)},
@@ -312,14 +314,17 @@ _SHUT = re.compile(r"inactiv|cancel|terminat|discontinu|closed|retir|archiv|void
 
 
 def _open_share(ent: Any) -> float:
-    """The share of a table's records its status weights leave open (1.0 without a status)."""
+    """The share of a table's records its status weights leave open (1.0 without a status), less two standard
+    deviations of the share its rows draw: the records still open leave room for every open child even when
+    fewer of them are drawn open than the weights promise."""
     status = ent.gens.get("status") or {}
     values = status.get("values") or []
     if status.get("gen") != "choice" or not values:
         return 1.0
     weights = status.get("weights") or [1] * len(values)
-    shut = sum(w for v, w in zip(values, weights) if _SHUT.search(str(v)))
-    return max(0.2, 1 - shut / sum(weights))
+    shut = sum(w for v, w in zip(values, weights) if _SHUT.search(str(v)) or is_shut(str(v)))
+    share = 1 - shut / sum(weights)
+    return max(0.2, share - 2 * math.sqrt(share * (1 - share) / max(1, ent.rows)))
 
 
 #: Verbs that close a record for good: the trigger of a follow-up duty, and the follow-up itself.

@@ -11,7 +11,7 @@ from __future__ import annotations
 import random
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 import env_registry
 
@@ -170,6 +170,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
     link_parent_figures(entities)
     link_lines(entities)
     link_passing(entities)
+    link_live_parents(entities)
     return entities
 
 
@@ -294,6 +295,91 @@ def link_parent_made(entities: list[Entity]) -> None:
                     **made_by, "through": {"field": gen["field"], "table": ent.refs[fk]}}}
                 if gen.get("else", {}).get("gen") == "ref":
                     ent.gens[fk] = {**gen, "else": {**gen["else"], "made_by": made_by}}
+        ent.gens = semantics.dependency_order(ent.gens)
+
+
+def _alive(ent: Entity, key: str, update: Callable[[dict[str, Any]], dict[str, Any]]) -> None:
+    """Set ``alive_after`` (``update`` of what it holds) on the reference that draws ``key``: the key's own, or
+    the one a copied key falls back on where the record it is copied from names none."""
+    gen = ent.gens.get(key, {})
+    if gen.get("gen") == "ref":
+        ent.gens[key] = {**gen, "alive_after": update(gen.get("alive_after", {"parents": [], "in": []}))}
+    elif gen.get("gen") == "lookup" and gen.get("else", {}).get("gen") == "ref":
+        fallback = gen["else"]
+        ent.gens[key] = {**gen, "else": {**fallback, "alive_after": update(fallback.get("alive_after", {"parents": [], "in": []}))}}
+
+
+def link_live_parents(entities: list[Entity]) -> None:
+    """Nothing open sits under a shut record, and nothing was made under it after it was shut: no crossing
+    still scheduled on a vehicle taken out of service, no order placed with a supplier after it went
+    inactive (``semantics.shut_states``). A record still open (``semantics.open_states``) points at a parent
+    not shut (``open_parent``); its dates of making come no later than the day a shut parent was shut
+    (``after_parents``' ``until``)."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        shut_parents = []
+        for fk, parent in ent.refs.items():
+            pent = by_table.get(parent)
+            if pent is None or parent == ent.table or "status" not in pent.gens or "status_changed_at" not in pent.gens:
+                continue
+            shut = sorted(semantics.shut_states(pent.workflow))
+            if not shut:
+                continue
+            gen = ent.gens.get(fk, {})
+            opened = sorted(semantics.open_states(ent.workflow)) if "status" in ent.gens else []
+            if gen.get("gen") == "ref" and opened and fk not in semantics.reads(ent.gens, "status"):
+                # (with a duty's own: the stricter of the two, so both hold)
+                have = gen.get("open_parent", {"in": [], "parent_not_in": []})
+                ent.gens[fk] = {**gen, "open_parent": {"column": "status", "in": sorted({*have["in"], *opened}),
+                                                       "parent_not_in": sorted({*have["parent_not_in"], *shut})}}
+            elif gen.get("gen") == "lookup" and opened and ent.gens.get(gen["via"], {}).get("gen") == "ref" \
+                    and gen["via"] not in semantics.reads(ent.gens, "status"):
+                # the key copied from another record (a request's designer, its app's): that record is drawn
+                # among those whose own key names a parent not shut
+                via = ent.gens[gen["via"]]
+                ent.gens[gen["via"]] = {**via, "open_through": [*via.get("open_through", ()), {
+                    "column": "status", "in": opened, "parent_not_in": shut, "table": parent, "field": gen["field"]}]}
+                fallback = gen.get("else", {})
+                if fallback.get("gen") == "ref":   # drawn itself where that record names none
+                    have = fallback.get("open_parent", {"in": [], "parent_not_in": []})
+                    ent.gens[fk] = {**gen, "else": {**fallback, "open_parent": {
+                        "column": "status", "in": sorted({*have["in"], *opened}),
+                        "parent_not_in": sorted({*have["parent_not_in"], *shut})}}}
+            if gen.get("gen") in ("ref", "lookup"):
+                shut_parents.append({"via": fk, "table": parent, "field": "status_changed_at", "in": shut})
+        for col in made_columns(ent) if shut_parents else ():
+            gen = ent.gens[col]
+            for p in shut_parents:
+                if col in semantics.reads(ent.gens, p["via"]):
+                    # the key is drawn after this date (and from it): a record not shut before it
+                    _alive(ent, p["via"], lambda have, p=p, col=col: {**have, "in": sorted({*have["in"], *p["in"]}),
+                                                                      "by": sorted({*have.get("by", ()), col})})
+            until = [p for p in shut_parents if col not in semantics.reads(ent.gens, p["via"])]
+            if not until:
+                continue
+            top = gen if gen.get("gen") == "recent" else None   # a passing status's window: capped there too
+            gen = top["inner"] if top else gen
+            if gen.get("gen") != "after_parents":
+                gen = semantics.wrap(gen, gen="after_parents", parents=[], kind=semantics.date_kind(gen),
+                                     latest=_latest_days(gen))
+            gen = {**gen, "until": until}
+            ent.gens[col] = {**top, "inner": gen, "until": until} if top else gen
+            for u in until:
+                # the shut record is drawn among those not shut before the row's other records were made (a
+                # courier who had not left before the customer signed up): the date then fits between them
+                others = [p for p in gen.get("parents", ()) if p["via"] != u["via"]
+                          and u["via"] not in semantics.reads(ent.gens, p["via"])]
+                if others:
+                    _alive(ent, u["via"], lambda have, o=others, u=u: {
+                        **have, "parents": have["parents"] + [p for p in o if p not in have["parents"]],
+                        "in": sorted({*have["in"], *u["in"]})})
+            for p in gen.get("parents", ()):
+                # and a record whose making floors the date is drawn among those made by the day the row's other
+                # records were shut (an approval requested before its page was archived)
+                shut_first = [u for u in until if u["via"] != p["via"] and p["via"] not in semantics.reads(ent.gens, u["via"])]
+                if shut_first:
+                    _alive(ent, p["via"], lambda have, p=p, s=shut_first: {**have, "made": p["field"], "before_shut": [
+                        *have.get("before_shut", ()), *(u for u in s if u not in have.get("before_shut", ()))]})
         ent.gens = semantics.dependency_order(ent.gens)
 
 
@@ -432,16 +518,41 @@ def link_parent_dates(entities: list[Entity]) -> None:
 OWNER_ROLES = frozenset({"person", "organization", "account"})
 
 
+def same_key_links(refs: dict[str, str], fks: dict[str, dict[str, str]], owned: Callable[[str], bool]
+                   ) -> list[tuple[str, str, str, str]]:
+    """``(a_col, b_col, target, via)``: a row's key ``a_col`` to a record that is no owner, which the one other
+    record it points at (``b_col``, of ``target``) names under the same name (``via == a_col``): both name the
+    same one (a quality inspection's product is its production run's). ``refs``: the row's keys and their
+    tables; ``fks``: every table's keys. Left out where two records of the row name it (a fixture's home and
+    away sides) or where ``a_col``'s record gives an owner key of the row (the owner's link reads it)."""
+    out = []
+    for a_col, parent in refs.items():
+        if owned(parent):
+            continue
+        links = [(b_col, target) for b_col, target in refs.items() if b_col != a_col
+                 and [v for v, t in fks.get(target, {}).items() if t == parent] == [a_col]]
+        feeds_owner = any(owned(o) and c != a_col and any(t == o for t in fks.get(parent, {}).values())
+                          for c, o in refs.items())
+        if len(links) == 1 and not feeds_owner:
+            out.append((a_col, links[0][0], links[0][1], a_col))
+    return out
+
+
 def link_same_parents(entities: list[Entity]) -> None:
     """A row that points at an owner A and at a record B of A's points at one of *A's* records: a card
     payment of a bidder pays that bidder's order, a claim's renter is its policy's renter.
 
     The owner key is copied from the first such record (``lookup``); any further key to another record
-    of A's is drawn among that owner's records (``same``)."""
+    of A's is drawn among that owner's records (``same``). Keys to other records follow :func:`same_key_links`."""
     by_table = {e.table: e for e in entities}
+    fks = {e.table: e.refs for e in entities}
+
+    def owned(table: str) -> bool:
+        return table in by_table and bool(set(by_table[table].roles) & OWNER_ROLES)
+
     for ent in entities:
         for a_col, owner in list(ent.refs.items()):
-            if not set(by_table[owner].roles) & OWNER_ROLES:
+            if not owned(owner):
                 continue
             links = []
             for b_col, target in ent.refs.items():
@@ -455,6 +566,9 @@ def link_same_parents(entities: list[Entity]) -> None:
             for c_col, _, c_via in rest:
                 nullable = (ent.column(c_col) or {}).get("nullable") is not False
                 ent.gens[c_col] = {**ent.gens[c_col], "same": {"column": a_col, "via": c_via}, "nullable": nullable}
+        for a_col, b_col, target, via in same_key_links(ent.refs, fks, owned):
+            if ent.gens.get(a_col, {}).get("gen") == "ref" and ent.gens.get(b_col, {}).get("gen") == "ref":
+                ent.gens[a_col] = {"gen": "lookup", "via": b_col, "table": target, "field": via, "else": ent.gens[a_col]}
         ent.gens = semantics.dependency_order(ent.gens)
 
 

@@ -403,6 +403,45 @@ def called_off_before_start(workflow: dict[str, Any]) -> set[str]:
     return {s for s in called_off_states(workflow) if "no_show" not in s}
 
 
+def dropped_before_start(workflow: dict[str, Any]) -> set[str]:
+    """The statuses a record reaches only from before its work started (a task dropped as "won't do" from the
+    backlog): it never started, so it has no start, no actual cost and no time spent."""
+    before = prestart_states(workflow)
+    into: dict[str, set[str]] = {}
+    for tr in workflow["transitions"]:
+        into.setdefault(tr["to"], set()).update(tr["from"])
+    return {s for s, froms in into.items() if before and s not in before and froms <= before and is_shut(s)}
+
+
+#: Statuses of a record that is shut for good or for now (a vehicle taken out of service, a product
+#: discontinued, a supplier inactive, a task dropped): nothing still open points at it, and nothing was made
+#: under it after it was shut. Done or delivered is not shut: a delivered order may have an open return.
+_SHUT = re.compile(r"inactive|discontinu|cancel|retire|terminat|expire|archiv|^closed$|wont_do|suspend|deactivat|"
+                   r"decommission|dissolv|withdr|churn|lapse|void|banned|blocked|disabled|deleted|offboard|revoked")
+#: Statuses of a record still open: its work lies ahead or under way, or it is in force.
+OPEN_STATES = PRESTART_STATES | UNFINISHED_STATES | frozenset({
+    "active", "open", "confirmed", "booked", "reserved", "assigned", "accepted", "submitted", "on_hold", "paused",
+    "authorized", "live", "enrolled", "registered", "waitlisted", "in_stock", "available", "listed", "dispatched",
+    "en_route", "approved", "triaged", "acknowledged", "escalated", "awaiting_parts", "blocked_on_customer",
+    "sent", "issued", "unpaid", "partially_paid", "overdue"})
+
+
+def is_shut(state: str) -> bool:
+    """Whether a status leaves its record shut (``_SHUT``): taken out of service, dropped, ended."""
+    return bool(_SHUT.search(state))
+
+
+def shut_states(workflow: dict[str, Any] | None) -> set[str]:
+    """A workflow's statuses in which its record is shut (:func:`is_shut`)."""
+    return {s for s in (workflow or {}).get("states", ()) if is_shut(s)}
+
+
+def open_states(workflow: dict[str, Any] | None) -> set[str]:
+    """A workflow's statuses in which its record is still open (``OPEN_STATES``), or passing through
+    (``DWELL_DAYS``: an order shipped, a claim in review)."""
+    return {s for s in (workflow or {}).get("states", ()) if s in OPEN_STATES or s in DWELL_DAYS}
+
+
 def is_outcome_column(col: str) -> bool:
     """Whether a column holds what came of finished work (``OUTCOME_COLUMNS``, a winner, a final mark)."""
     return col in OUTCOME_COLUMNS or bool(_OUTCOME_NAME.search(col))
@@ -503,13 +542,14 @@ def unreached_columns(columns: list[str], workflow: dict[str, Any]) -> dict[str,
     before = prestart_states(workflow)
     working = before | (UNFINISHED_STATES & set(workflow["states"]))
     called_off = called_off_states(workflow)
+    never_started = before | dropped_before_start(workflow)
     stamped = status_stamps(columns, workflow)
     out: dict[str, set[str]] = {}
     for col in columns:
         if col in stamped or col == "status_changed_at":
             continue
         if _event_word(col, _STARTED_WORDS) and before:
-            out[col] = before
+            out[col] = never_started
         elif _event_word(col, _DRAFT_WORDS) and "draft" in before:
             out[col] = {"draft"}
         elif is_outcome_column(col) and (working or called_off):
@@ -517,7 +557,7 @@ def unreached_columns(columns: list[str], workflow: dict[str, Any]) -> dict[str,
         elif _event_word(col, _FINISHED_WORDS) and working:
             out[col] = working
         elif (col.startswith("actual_") or col in _SPENT_COLUMNS) and before:
-            out[col] = before   # an actual cost or duration accrues once the work starts
+            out[col] = never_started   # an actual cost or duration accrues once the work starts
         elif _DECIDED_FIGURE.search(col) and not col.endswith("_id") and decided_states(workflow):
             # nothing awarded on an application still in review, denied or withdrawn
             out[col] = set(workflow["states"]) - decided_states(workflow)
@@ -578,7 +618,9 @@ CAPS = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("times_re
         # a business sells above what a thing costs it; an award or approval gives no more than was asked
         ("unit_cost", "price"), ("unit_cost", "unit_price"), ("unit_cost", "list_price"), ("unit_cost", "base_price"),
         ("cost", "price"), ("amount_awarded", "amount_requested"), ("amount_approved", "amount_requested"),
-        ("approved_amount", "requested_amount"), ("awarded_amount", "requested_amount"))
+        ("approved_amount", "requested_amount"), ("awarded_amount", "requested_amount"),
+        # no more defects than units inspected; no more points to spend than were ever earned
+        ("defects_found", "sample_size"), ("points_balance", "lifetime_points"))
 #: Same-row (value, floor) pairs: the first is never below the second (an alert fired because what it
 #: observed passed its threshold).
 FLOORS = (("observed_value", "threshold"),)
