@@ -898,3 +898,19 @@ def test_reward_probe_at_fcba649_a_dump_of_todays_moments_a_footnote_and_an_echo
         assert not answers.match_values(Submission("partial", bad, msg).words(), ["2026-06-03"], asked, scoped=False).ok, bad
     for good in ("2026-06-03", "2026-06-03 (not 2026-06-10)", "2026-06-03 (you gave 2026-06-10)"):
         assert answers.match_values(Submission("partial", good, msg).words(), ["2026-06-03"], asked, scoped=False).ok, good
+
+
+def test_blind_round_29_records_named_by_their_own_numbers_are_no_rival_totals():
+    # adjust_sweep, agriturismo-farm-stays: "The inactive rooms 9340 and 9078 and the discontinued room 3033 were
+    # not changed" beside the new total; each number is an apartment's room_number the results showed
+    rooms = {"total": 3, "results": [{"id": i, "room_number": r, "base_rate": b}
+                                     for i, r, b in ((1, "9340", 420.5), (2, "9078", 380.0), (3, "3033", 563.36))]}
+    seen = answers.Observed([rooms])
+    msg = ("Raised the 15 active apartments. The inactive rooms 9340 and 9078 and the discontinued room 3033 were "
+           "not changed. Total base rate of all 18 apartments is now 7623.42.")
+    assert answers.match_values(Submission("done", "7623.42", msg).words(), ["7623.42"], observed=seen, numeric=True).ok
+    # a number after "room" that no room the results showed holds, or a list running on to one, still competes
+    for bad in ("Total 7623.42; room 7624 was left.", "Rooms 9340 and 7700 were left; total 7623.42.",
+                "Total 7623.42 or 9340."):
+        assert not answers.match_values(Submission("done", "7623.42", bad).words(), ["7623.42"], observed=seen,
+                                        numeric=True).ok, bad

@@ -534,6 +534,17 @@ class Observed:
                 return True
         return False
 
+    def labelled(self, word: str, number: float) -> bool:
+        """Did the results hold a record known by ``number`` under a label field of ``word`` ("room" and its
+        ``room_number`` 9340, "berth" and ``berth_no``): a record named by its number, not a figure?"""
+        stem = word[:-1] if word.endswith("s") and len(word) > 3 else word
+        if number != int(number):
+            return False
+        fields = re.compile(rf"^{re.escape(stem)}_(?:number|no|num|code|label)$")
+        return any(fields.match(k) and str(v).strip().lstrip("0") == str(int(number)).lstrip("0")
+                   for _, row in result_rows(self._results) for k, v in row.items()
+                   if isinstance(v, (str, int)) and not isinstance(v, bool))
+
     def last_digits(self) -> frozenset[str]:
         """The last digits a card or account is known by (a ``last4`` field of any record the results held)."""
         if self._last_digits is None:
@@ -1214,6 +1225,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     within_names = [sp for key in (observed.names() if observed is not None else {}) if any(ch.isdigit() for ch in key)
                     for sp in table.get(key, ())]
     id_end = 0   # where the last record id named in the text ends (a list of ids runs on from it)
+    label_word = ""   # the word of the label that list of records is named by ("rooms 9340 and 9078")
     for n in text.nums:
         if n.number is None or _overlaps(covered, n.start, n.end):
             continue
@@ -1222,6 +1234,13 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         # ("ids 1, 210") still carries the list on.
         handled_id = n.integer and observed is not None and int(n.number) in observed.ids()
         before = re.search(r"([a-z#]+)\W{0,2}$", text.t[max(0, n.start - 24):n.start])
+        if n.integer and observed is not None and before and observed.labelled(before.group(1), n.number):
+            label_word, id_end = before.group(1), n.end
+            continue   # a record named by its own number after its label's word: "room 9340"
+        if n.integer and observed is not None and label_word and id_end and _ID_LIST.fullmatch(text.t[id_end:n.start]) \
+                and observed.labelled(label_word, n.number):
+            id_end = n.end
+            continue   # the rest of a list of them: "rooms 9340 and 9078"
         if n.integer and before and (before.group(1) in cands.noun_words or before.group(1).endswith("#")
                                      or before.group(1) in _ID_WORDS and handled_id):
             id_end = n.end

@@ -313,8 +313,8 @@ def link_live_parents(entities: list[Entity]) -> None:
     """Nothing open sits under a shut record, and nothing was made under it after it was shut: no crossing
     still scheduled on a vehicle taken out of service, no order placed with a supplier after it went
     inactive (``semantics.shut_states``). A record still open (``semantics.open_states``) points at a parent
-    not shut (``open_parent``); its dates of making come no later than the day a shut parent was shut
-    (``after_parents``' ``until``)."""
+    not shut (:func:`_open_under_live`); its dates of making come no later than the day a shut parent was
+    shut (:func:`_made_before_shut`)."""
     by_table = {e.table: e for e in entities}
     for ent in entities:
         shut_parents = []
@@ -323,64 +323,72 @@ def link_live_parents(entities: list[Entity]) -> None:
             if pent is None or parent == ent.table or "status" not in pent.gens or "status_changed_at" not in pent.gens:
                 continue
             shut = sorted(semantics.shut_states(pent.workflow))
-            if not shut:
+            if not shut or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
                 continue
-            gen = ent.gens.get(fk, {})
-            opened = sorted(semantics.open_states(ent.workflow)) if "status" in ent.gens else []
-            if gen.get("gen") == "ref" and opened and fk not in semantics.reads(ent.gens, "status"):
-                # (with a duty's own: the stricter of the two, so both hold)
-                have = gen.get("open_parent", {"in": [], "parent_not_in": []})
-                ent.gens[fk] = {**gen, "open_parent": {"column": "status", "in": sorted({*have["in"], *opened}),
-                                                       "parent_not_in": sorted({*have["parent_not_in"], *shut})}}
-            elif gen.get("gen") == "lookup" and opened and ent.gens.get(gen["via"], {}).get("gen") == "ref" \
-                    and gen["via"] not in semantics.reads(ent.gens, "status"):
-                # the key copied from another record (a request's designer, its app's): that record is drawn
-                # among those whose own key names a parent not shut
-                via = ent.gens[gen["via"]]
-                ent.gens[gen["via"]] = {**via, "open_through": [*via.get("open_through", ()), {
-                    "column": "status", "in": opened, "parent_not_in": shut, "table": parent, "field": gen["field"]}]}
-                fallback = gen.get("else", {})
-                if fallback.get("gen") == "ref":   # drawn itself where that record names none
-                    have = fallback.get("open_parent", {"in": [], "parent_not_in": []})
-                    ent.gens[fk] = {**gen, "else": {**fallback, "open_parent": {
-                        "column": "status", "in": sorted({*have["in"], *opened}),
-                        "parent_not_in": sorted({*have["parent_not_in"], *shut})}}}
-            if gen.get("gen") in ("ref", "lookup"):
-                shut_parents.append({"via": fk, "table": parent, "field": "status_changed_at", "in": shut})
+            if "status" in ent.gens and semantics.open_states(ent.workflow):
+                _open_under_live(ent, fk, parent, shut, sorted(semantics.open_states(ent.workflow)))
+            shut_parents.append({"via": fk, "table": parent, "field": "status_changed_at", "in": shut})
         for col in made_columns(ent) if shut_parents else ():
-            gen = ent.gens[col]
-            for p in shut_parents:
-                if col in semantics.reads(ent.gens, p["via"]):
-                    # the key is drawn after this date (and from it): a record not shut before it
-                    _alive(ent, p["via"], lambda have, p=p, col=col: {**have, "in": sorted({*have["in"], *p["in"]}),
-                                                                      "by": sorted({*have.get("by", ()), col})})
-            until = [p for p in shut_parents if col not in semantics.reads(ent.gens, p["via"])]
-            if not until:
-                continue
-            top = gen if gen.get("gen") == "recent" else None   # a passing status's window: capped there too
-            gen = top["inner"] if top else gen
-            if gen.get("gen") != "after_parents":
-                gen = semantics.wrap(gen, gen="after_parents", parents=[], kind=semantics.date_kind(gen),
-                                     latest=_latest_days(gen))
-            gen = {**gen, "until": until}
-            ent.gens[col] = {**top, "inner": gen, "until": until} if top else gen
-            for u in until:
-                # the shut record is drawn among those not shut before the row's other records were made (a
-                # courier who had not left before the customer signed up): the date then fits between them
-                others = [p for p in gen.get("parents", ()) if p["via"] != u["via"]
-                          and u["via"] not in semantics.reads(ent.gens, p["via"])]
-                if others:
-                    _alive(ent, u["via"], lambda have, o=others, u=u: {
-                        **have, "parents": have["parents"] + [p for p in o if p not in have["parents"]],
-                        "in": sorted({*have["in"], *u["in"]})})
-            for p in gen.get("parents", ()):
-                # and a record whose making floors the date is drawn among those made by the day the row's other
-                # records were shut (an approval requested before its page was archived)
-                shut_first = [u for u in until if u["via"] != p["via"] and p["via"] not in semantics.reads(ent.gens, u["via"])]
-                if shut_first:
-                    _alive(ent, p["via"], lambda have, p=p, s=shut_first: {**have, "made": p["field"], "before_shut": [
-                        *have.get("before_shut", ()), *(u for u in s if u not in have.get("before_shut", ()))]})
+            _made_before_shut(ent, col, shut_parents)
         ent.gens = semantics.dependency_order(ent.gens)
+
+
+def _open_parent(have: dict[str, Any] | None, opened: list[str], shut: list[str]) -> dict[str, Any]:
+    """An ``open_parent`` holding ``have``'s (a duty's) and this one: the stricter of the two, so both hold."""
+    have = have or {"in": [], "parent_not_in": []}
+    return {"column": "status", "in": sorted({*have["in"], *opened}), "parent_not_in": sorted({*have["parent_not_in"], *shut})}
+
+
+def _open_under_live(ent: Entity, fk: str, parent: str, shut: list[str], opened: list[str]) -> None:
+    """A row in an ``opened`` status points (through ``fk``) at a ``parent`` not in a ``shut`` status."""
+    gen = ent.gens[fk]
+    if gen["gen"] == "ref" and fk not in semantics.reads(ent.gens, "status"):
+        ent.gens[fk] = {**gen, "open_parent": _open_parent(gen.get("open_parent"), opened, shut)}
+    elif gen["gen"] == "lookup" and ent.gens.get(gen["via"], {}).get("gen") == "ref" \
+            and gen["via"] not in semantics.reads(ent.gens, "status"):
+        # the key copied from another record (a request's designer, its app's): that record is drawn among
+        # those whose own key names a parent not shut, and the key drawn itself where that record names none
+        via = ent.gens[gen["via"]]
+        ent.gens[gen["via"]] = {**via, "open_through": [*via.get("open_through", ()), {
+            "column": "status", "in": opened, "parent_not_in": shut, "table": parent, "field": gen["field"]}]}
+        fallback = gen.get("else", {})
+        if fallback.get("gen") == "ref":
+            ent.gens[fk] = {**gen, "else": {**fallback, "open_parent": _open_parent(fallback.get("open_parent"), opened, shut)}}
+
+
+def _made_before_shut(ent: Entity, col: str, shut_parents: list[dict[str, Any]]) -> None:
+    """The date ``col`` a record was made comes no later than the day each of its ``shut_parents`` was shut (where
+    it is): capped there (``until``), with the records it points at drawn so that the cap leaves room."""
+    for p in shut_parents:
+        if col in semantics.reads(ent.gens, p["via"]):
+            # the key is drawn after this date (and from it): a record not shut before it
+            _alive(ent, p["via"], lambda have, p=p: {**have, "in": sorted({*have["in"], *p["in"]}),
+                                                     "by": sorted({*have.get("by", ()), col})})
+    until = [p for p in shut_parents if col not in semantics.reads(ent.gens, p["via"])]
+    if not until:
+        return
+    gen = ent.gens[col]
+    top = gen if gen.get("gen") == "recent" else None   # a passing status's window: capped there too
+    gen = top["inner"] if top else gen
+    if gen.get("gen") != "after_parents":
+        gen = semantics.wrap(gen, gen="after_parents", parents=[], kind=semantics.date_kind(gen), latest=_latest_days(gen))
+    gen = {**gen, "until": until}
+    ent.gens[col] = {**top, "inner": gen, "until": until} if top else gen
+    for u in until:
+        # the shut record is drawn among those not shut before the row's other records were made (a courier
+        # who had not left before the customer signed up): the date then fits between them
+        others = [p for p in gen.get("parents", ()) if p["via"] != u["via"] and u["via"] not in semantics.reads(ent.gens, p["via"])]
+        if others:
+            _alive(ent, u["via"], lambda have, o=others, u=u: {
+                **have, "parents": have["parents"] + [p for p in o if p not in have["parents"]],
+                "in": sorted({*have["in"], *u["in"]})})
+    for p in gen.get("parents", ()):
+        # and a record whose making floors the date is drawn among those made by the day the row's other records
+        # were shut (an approval requested before its page was archived)
+        first = [u for u in until if u["via"] != p["via"] and p["via"] not in semantics.reads(ent.gens, u["via"])]
+        if first:
+            _alive(ent, p["via"], lambda have, p=p, s=first: {**have, "made": p["field"], "before_shut": [
+                *have.get("before_shut", ()), *(u for u in s if u not in have.get("before_shut", ()))]})
 
 
 def link_parent_amounts(entities: list[Entity]) -> None:
