@@ -1192,3 +1192,18 @@ def test_an_inspection_is_of_its_runs_product_and_a_dropped_run_cost_nothing():
     assert _flagged(name, spec, conn, "same_parent") == ["quality_inspections.production_run_id"]
     assert _flagged(name, spec, conn, "over_cap") == ["quality_inspections.defects_found"]
     assert "production_runs.actual_cost" in _flagged(name, spec, conn, "prestart_stamp")
+
+
+def test_a_parcel_on_its_way_is_expected_soon():
+    """Blind round 29: shipments out for delivery with an estimated delivery two months ahead (581 of 784 rows
+    in such statuses were expected more than a fortnight out). Out for delivery is expected by tomorrow, in
+    transit within the week (it may run late); the lint finds one planted off."""
+    name = "handmade-ceramics-webshop"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    latest = dict(conn.execute("SELECT status, MAX(estimated_delivery) FROM shipments GROUP BY 1").fetchall())
+    assert latest["out_for_delivery"] <= "2026-06-16" and latest["in_transit"] <= "2026-06-22"
+    assert _flagged(name, spec, conn, "stale_status") == []
+    conn.execute("UPDATE shipments SET estimated_delivery = '2026-08-12' WHERE id = (SELECT MIN(id) FROM shipments "
+                 "WHERE status = 'out_for_delivery')")
+    assert _flagged(name, spec, conn, "stale_status") == ["shipments.estimated_delivery"]

@@ -433,6 +433,13 @@ def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[s
         yield from _stale(conn, table, cols, dates, ent.workflow, passing, now)
         for col in dates:
             past, future = semantics.clock_constraints(ent.workflow, col)
+            for state, days in semantics.eta_days(col, ent.workflow.get("states", ())).items():
+                # what is under way arrives soon: a parcel out for delivery is not expected in two months
+                last = (parse_when(now).date() + timedelta(days=days)).isoformat()
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status = ? AND substr({q(col)}, 1, 10) > ?",
+                                 (state, last)).fetchone()[0]
+                if n:
+                    yield Violation("stale_status", f"{table}.{col}", f"{n} rows {state} expected after {last}")
             # an event in progress started earlier today (checked by ``_stale``)
             past = [s for s in past if "minutes" not in passing.get(col, {}).get(s, {})]
             for states, op, side in ((past, ">=", "on or after today"), (future, "<=", "on or before today")):

@@ -327,6 +327,28 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return value
 
         return draw_within
+    if kind == "soon":
+        # In a status under way, expected within ``days[status]`` days of today at the latest (it may be late):
+        # a parcel out for delivery arrives tomorrow, not in two months. Never before the same-row dates it follows.
+        inner, column, days, as_date = _compile(g["inner"], rng, now, locale, existing), g["column"], g["days"], \
+            g.get("kind") == "date"
+        follows = sorted(sources(g["inner"]) | set(g.get("after", ())))
+        start_of_today = now.replace(hour=0, minute=0, second=0)
+
+        def draw_soon(i: int, row: dict[str, Any]) -> Any:
+            value = inner(i, row)
+            ahead = days.get(row.get(column))
+            if value is None or ahead is None:
+                return value
+            hi = start_of_today + _DAY * (ahead + 1) - dt.timedelta(minutes=1)
+            if parse_when(value) <= hi:
+                return value
+            step = _DAY if as_date else dt.timedelta(hours=1)   # strictly after what it follows
+            floors = [parse_when(str(row[c])) + step for c in follows if isinstance(row.get(c), str) and DATE_LIKE.match(row[c])]
+            lo = max([start_of_today - _DAY * 2, *floors])
+            return value if lo > hi else _fmt(_between(rng, lo, hi), as_date)   # (what it follows comes later)
+
+        return draw_soon
     if kind == "rollup":
         # Drawn as its inner value; ``roll_up`` sets it to the sum of the record's lines once they are drawn.
         return _compile(g["inner"], rng, now, locale, existing)

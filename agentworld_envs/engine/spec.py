@@ -44,7 +44,7 @@ GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "c
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
                         "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
-                        "rollup"})
+                        "rollup", "soon"})
 
 
 @functools.cache
@@ -490,7 +490,7 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
     elif kind in ("clock", "changed", "at_most", "at_least", "paid", "lookup", "lookup_row", "email_of", "not_before",
-                  "part_of", "after_parents", "recent", "terms", "within", "rollup"):
+                  "part_of", "after_parents", "recent", "terms", "within", "rollup", "soon"):
         _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
@@ -551,6 +551,9 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
             raise bad("gen", f"{kind!r} reads {str(col)[:40]!r}, which is not an earlier column of the row")
     if kind in ("lookup", "not_before", "part_of", "within") and g.get("field") not in columns_of.get(g.get("table"), []):
         raise bad("field", f"unknown column {g.get('table')!r}.{g.get('field')!r}")
+    if kind == "soon" and not (isinstance(g.get("days"), dict) and all(isinstance(d, int) and 0 <= d <= LIMITS["days"]
+                                                                       for d in g["days"].values())):
+        raise bad("days", "must map a status to the whole days ahead within which the date lies")
     if kind == "within" and g.get("side") not in ("max", "min"):
         raise bad("side", "must be 'max' or 'min'")
     if kind == "rollup" and not (isinstance(g.get("figures"), list) and g["figures"] and all(

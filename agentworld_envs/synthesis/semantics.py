@@ -726,6 +726,22 @@ _EVENT = re.compile(r"(^|_)(event|session|show|game|match|visit|service|class|le
                     r"reserved|publication|release|published|performance|slot|flight|travel|trip|work)(_|$)")
 
 
+#: Days ahead within which something on its way expects to arrive (its estimated or expected date): a parcel out
+#: for delivery today or tomorrow, one picked up or in transit within the week. (Not before it leaves: a label
+#: created may ship weeks ahead.)
+ETA_DAYS = {"out_for_delivery": 1, "picked_up": 7, "in_transit": 7, "shipped": 10, "dispatched": 7, "en_route": 2}
+_ETA = re.compile(r"(^|_)(estimated|expected|eta)(_|$)")
+
+
+def eta_days(column: str, states: Iterable[str]) -> dict[str, int]:
+    """``{status: days}``: at most how far ahead an estimated or expected end date (``estimated_delivery``) lies
+    for a record under way in each of those ``states`` (``ETA_DAYS``; it may have passed: a parcel running
+    late); empty for other columns."""
+    if not _ETA.search(column) or clock_role(column) != "end":
+        return {}
+    return {s: ETA_DAYS[s] for s in states if s in ETA_DAYS}
+
+
 def clock_role(column: str) -> str | None:
     """``start``, ``end`` or ``due``: which moment of a record's life a date column holds, for the
     workflow's ``clock`` map (a scheduled session's start lies ahead; an overdue invoice's due date
@@ -1083,6 +1099,15 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 gap = {"gap": 4} if clock_role(col) == "start" or col in floors.values() else {}
                 gens[col] = wrap(inner, gen="clock", column="status", past=past, future=future,
                                  kind=date_kind(inner), **({"floor": floor} if floor else {}), **gap)
+        for col in dates:
+            soon = eta_days(col, ent.workflow["states"])
+            if soon and col not in stamps:
+                # what is under way arrives soon (a parcel out for delivery, tomorrow at the latest), never before
+                # the dates it follows (its ship date)
+                after = sorted({e for e, later, _ in ordered_pairs([d for d in dates if "birth" not in d])
+                                if later == col and e in gens and col not in reads(gens, e)})
+                gens[col] = wrap(gens[col], gen="soon", column="status", days=soon, kind=date_kind(gens[col]) or "date",
+                                 **({"after": after} if after else {}))
         for col, empty in unreached_columns(list(gens), ent.workflow).items():
             undecided, decided = undecided_split(gens[col])
             if undecided and decided:
