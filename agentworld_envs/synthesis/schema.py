@@ -391,16 +391,25 @@ def _made_before_shut(ent: Entity, col: str, shut_parents: list[dict[str, Any]])
                 *have.get("before_shut", ()), *(u for u in s if u not in have.get("before_shut", ()))]})
 
 
+def _keyed_parents(ent: Entity, by_table: dict[str, Entity]) -> list[tuple[str, Entity]]:
+    """``(key, parent)`` for each key of ``ent`` to another table's record that its generator draws (``ref``) or
+    copies from another record (``lookup``): the records whose figures and dates a row may follow."""
+    out = []
+    for fk, parent in ent.refs.items():
+        pent = by_table.get(parent)
+        if pent is not None and parent != ent.table and ent.gens.get(fk, {}).get("gen") in ("ref", "lookup"):
+            out.append((fk, pent))
+    return out
+
+
 def link_parent_amounts(entities: list[Entity]) -> None:
     """The payments of an invoice (the refunds of a payment) pay part of it: together they never come to more
     than its whole (``semantics.part_of_whole``; ``datagen.fit_parts`` scales them once drawn, so no other
     column of the row may read the part)."""
     by_table = {e.table: e for e in entities}
     for ent in entities:
-        for fk, parent in ent.refs.items():
-            pent = by_table.get(parent)
-            if pent is None or parent == ent.table or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
-                continue
+        for fk, pent in _keyed_parents(ent, by_table):
+            parent = pent.table
             pair = semantics.part_of_whole(ent.table, ent.gens, pent.gens)
             if pair is None:
                 continue
@@ -433,10 +442,8 @@ def link_parent_figures(entities: list[Entity]) -> None:
     by_table = {e.table: e for e in entities}
     for ent in entities:
         linked = False
-        for fk, parent in ent.refs.items():
-            pent = by_table.get(parent)
-            if pent is None or parent == ent.table or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
-                continue
+        for fk, pent in _keyed_parents(ent, by_table):
+            parent = pent.table
             for col in list(ent.gens):
                 kind_type = (ent.column(col) or {}).get("type")
                 if kind_type not in ("REAL", "INTEGER") or not _drawn(ent.gens[col]):
@@ -467,10 +474,7 @@ def link_lines(entities: list[Entity]) -> None:
     the lines' key is free, every record gets at least one line."""
     by_table = {e.table: e for e in entities}
     for ent in entities:
-        for fk, parent in ent.refs.items():
-            pent = by_table.get(parent)
-            if pent is None or parent == ent.table or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
-                continue
+        for fk, pent in _keyed_parents(ent, by_table):
             got = semantics.lines_of(ent.table, ent.gens, pent.gens)
             if got is None or pent.gens[got[0]].get("gen") not in _DRAWN:
                 continue
