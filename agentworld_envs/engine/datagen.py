@@ -28,7 +28,7 @@ import random
 import re
 import sqlite3
 import string
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from ..util.registry import Registry
@@ -276,8 +276,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
                 # made no later than the day the record it belongs to was shut (and never before its making)
                 hi = dt.datetime.combine(shut.date(), dt.time(23, 59)) if as_date else max(
                     shut, min(dt.datetime.combine(shut.date(), dt.time(23, 59)), base or shut))   # that day, after its floor
-                floors = [parse_when(str(row[c])) for c in follows if isinstance(row.get(c), str) and DATE_LIKE.match(row[c])]
-                lo = max([hi - _DAY * span, *([base] if base else []), *floors])
+                lo = max([hi - _DAY * span, *([base] if base else []), *_row_dates(row, follows)])
                 if lo <= hi:
                     value = _fmt(_between(rng, lo, hi), as_date)
             return value
@@ -344,8 +343,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             if parse_when(value) <= hi:
                 return value
             step = _DAY if as_date else dt.timedelta(hours=1)   # strictly after what it follows
-            floors = [parse_when(str(row[c])) + step for c in follows if isinstance(row.get(c), str) and DATE_LIKE.match(row[c])]
-            lo = max([start_of_today - _DAY * 2, *floors])
+            lo = max([start_of_today - _DAY * 2, *(d + step for d in _row_dates(row, follows))])
             return value if lo > hi else _fmt(_between(rng, lo, hi), as_date)   # (what it follows comes later)
 
         return draw_soon
@@ -742,6 +740,11 @@ def _parents_made(parents: Sequence[dict[str, Any]], existing: dict[str, list[An
 
 
 DATE_LIKE = re.compile(r"^\d{4}-\d{2}-\d{2}")
+
+
+def _row_dates(row: dict[str, Any], columns: Iterable[str]) -> list[dt.datetime]:
+    """The dates the row holds in ``columns`` (what a date drawn after them must follow)."""
+    return [parse_when(row[c]) for c in columns if isinstance(row.get(c), str) and DATE_LIKE.match(row[c])]
 
 
 def _parents_shut(parents: Sequence[dict[str, Any]], existing: dict[str, list[Any]]
