@@ -269,3 +269,18 @@ def test_a_plain_date_bounds_a_timestamp_by_its_whole_day():
     assert ids(at_from="2026-05-31", at_to="2026-05-31") == [2]
     assert ids(at_to="2026-05-31T09:00:00Z") == [1]
     assert ids(after="2026-05-31") == [3]
+
+
+def test_faker_pools_do_not_follow_the_hash_seed():
+    """it_IT's city list is built from a set: without sorting, two processes drew different pizzerias' towns."""
+    import os
+
+    script = ("from agentworld_envs.engine.datagen import faker_pool; "
+              "print(repr(faker_pool('it_IT', 'city')[:40]))")
+    seen = set()
+    for seed in ("1", "2", "3"):
+        out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                             env={**os.environ, "PYTHONHASHSEED": seed})
+        seen.add(out.stdout)
+    assert len(seen) == 1, "the it_IT city pool differs between hash seeds"
+    assert "'" in next(iter(seen))   # the pool printed real names

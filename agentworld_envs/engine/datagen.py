@@ -42,6 +42,11 @@ data_generator = DATA_GENERATORS.register
 get_data_generator = DATA_GENERATORS.get
 
 
+#: Faker data some locales build as ``list(set(...))`` (it_IT's cities), whose order follows the process's hash
+#: seed: sorted on the instance before any draw, so a pool is the same in every process.
+_SET_BUILT = ("cities",)
+
+
 @functools.lru_cache(maxsize=512)
 def faker_pool(locale: str, provider: str, size: int = 512, seed: int = 0) -> tuple[Any, ...]:
     """``size`` values of one Faker provider, drawn deterministically."""
@@ -49,6 +54,11 @@ def faker_pool(locale: str, provider: str, size: int = 512, seed: int = 0) -> tu
 
     fake = Faker(locale)
     fake.seed_instance(seed)
+    for prov in fake.providers:
+        for name in _SET_BUILT:
+            data = getattr(prov, name, None)
+            if isinstance(data, list):
+                setattr(prov, name, sorted(data))
     fn = getattr(fake, provider, None)
     if fn is None:  # not every locale has every provider
         if locale == "en_US":
