@@ -430,6 +430,64 @@ def test_budget_shapes_are_decided_by_the_set_the_budget_takes(bundles, family, 
         runner.close()
 
 
+def test_group_fill_keeps_one_running_total_per_group_from_what_each_already_has():
+    """hard group_fill: the records in one status dated within a run of days, earliest first, each changed while
+    its group's total over the records already in the resulting status stays within one cap per group. The
+    references agree with a simulation read off the database; the greedy baseline, one write fewer, a skipped
+    record changed too, or a total five cents off fail; and forgetting what a group already has would take
+    another set."""
+    import re
+    from decimal import Decimal
+
+    from agentworld_envs.tasks.hard import GROUP_RECORDS, _fill, _group_take
+    from agentworld_envs.tasks.model import words
+
+    b = load_bundle("golf-simulator-bay-booking")
+    tasks = _shape_tasks(b, "hard_group", "group_fill", attempts=12)
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        for t in tasks:
+            text, sol = t["instruction"], t["solution"]
+            got = re.search(r"the (\w+) (\w+) whose (.+?) is between (\S+) and (\S+) \(both days included\)", text)
+            cap = re.search(r"(?:has a cap of|passes) (\d+\.\d\d)", text)
+            group = re.search(r"(?:Each|No) (.+?) (?:has a cap|may end up)", text)
+            assert got and cap and group, text
+            assert _calls(t) >= MIN_CALLS and play(runner, t)["greedy"]
+            assert runner.run(t, sol).score == 1.0
+            calls = sol[:-1]
+            writes = [i for i, s in enumerate(calls) if b.tools[s["name"]].writes]
+            tool = next(x for x in b.spec["tools"] if x["name"] == calls[writes[0]]["name"])
+            impl, key = tool["impl"], tool["impl"]["key"]["param"]
+            table = next(x for x in b.spec["tables"] if x["name"] == impl["table"])
+            cols = [c["name"] for c in table["columns"]]
+            g = next(c for c in cols if words(c) == group.group(1))
+            fig = next(c for c in cols if re.search(rf"(?:the total|how much) {words(c)} ", text))
+            date_col = next(c for c in cols if c.startswith(got.group(3).split(" ")[0]) and c.endswith(("_at", "_on", "_date")))
+            conn = runner.initial
+            rows = conn.execute(f'SELECT id, "{g}", "{fig}" FROM "{impl["table"]}" WHERE "{impl["column"]}" IN '
+                                f'({",".join("?" * len(impl["from"]))}) AND substr("{date_col}", 1, 10) BETWEEN ? AND ? '
+                                f'ORDER BY "{date_col}"', (*impl["from"], got.group(4), got.group(5))).fetchall()
+            assert GROUP_RECORDS[0] <= len(rows) <= GROUP_RECORDS[1], len(rows)
+            starts = {k: Decimal(str(conn.execute(f'SELECT COALESCE(SUM("{fig}"), 0) FROM "{impl["table"]}" WHERE '
+                                                  f'"{impl["column"]}" = ? AND "{g}" = ?', (impl["to"], k)).fetchone()[0]))
+                      .quantize(Decimal("0.01")) for k in {r[1] for r in rows}}
+            seqs = {k: [(r[0], Decimal(str(r[2]))) for r in rows if r[1] == k] for k in starts}
+            taken = {calls[i]["arguments"][key] for i in writes}
+            capped = Decimal(cap.group(1))
+            assert taken == _group_take(seqs, starts, capped)            # the reference is the rule, read off the data
+            assert _group_take(seqs, starts, capped, counted=False) != taken   # what groups already had decides
+            one = _fill([(r[0], Decimal(str(r[2]))) for r in rows], sum(starts.values(), Decimal(0)), capped)
+            assert one is None or set(one) != taken                          # one budget for all is another set
+            assert runner.run(t, sol[:writes[-1]] + sol[writes[-1] + 1:]).score < 1.0
+            skipped = [r[0] for r in rows if r[0] not in taken]
+            more = sol[:-1] + [{"name": tool["name"], "arguments": {**calls[writes[0]]["arguments"], key: skipped[0]}},
+                               sol[-1]]
+            assert runner.run(t, more).score < 1.0
+            assert _answer_off(runner, t, 0.05).score == 0.0
+    finally:
+        runner.close()
+
+
 def test_hidden_batch_leaves_out_what_only_a_weekday_shows(bundles):
     """hard hidden_batch: a list of codes to change, some refused for their status, one or two left out by the
     request because a date of theirs falls on a weekend (no record says its weekday). The reference passes;

@@ -21,7 +21,7 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "22"   # 22: a cross sweep asks for the count of "that <parent>"'s records, not "its"; 21: follow-up duties (a closed record's open children are closed too, by the agent: no tool does it) carried out by every reference that closes such a record; hard duty_sweep and verify_batch (a detail per record, one or two misstated) shapes, at most two hard tasks of a family per env (one verify_batch); 20: the hard shapes the tools do not decide get two tries each first; weekend conditions (a weekday worked out per record) in windows, price-rise tiers and budget scopes; adjust_sweep raises 9 to 16 records, budget_fill fills from 8 to 14, best_fit searches 9 to 13 (at least four in, four out); 19: hard adjust_sweep (a two-tier price rise, rounded, capped; a total) budget_fill (earliest first within a budget) and best_fit (the one set that uses most of a budget) shapes; 18: "those checked in in-home estimates" reads "those in home estimates in status checked in"; 17: window_sweep spans (two dates of a record N days apart), sums never across currencies, a hard program does not stand in for the standard one; 16: hard window_sweep shape (date windows relative to today, a figure's bound, a total), tried first; 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
+GEN_VERSION = "23"   # 23: hard group_fill (a cap per group of a field, earliest first, what each group already has counting); budget_fill fills from 10 to 16, best_fit searches 11 to 15, verify_batch lists 7 to 9 records (1 to 3 misstated); 22: a cross sweep asks for the count of "that <parent>"'s records, not "its"; 21: follow-up duties (a closed record's open children are closed too, by the agent: no tool does it) carried out by every reference that closes such a record; hard duty_sweep and verify_batch (a detail per record, one or two misstated) shapes, at most two hard tasks of a family per env (one verify_batch); 20: the hard shapes the tools do not decide get two tries each first; weekend conditions (a weekday worked out per record) in windows, price-rise tiers and budget scopes; adjust_sweep raises 9 to 16 records, budget_fill fills from 8 to 14, best_fit searches 9 to 13 (at least four in, four out); 19: hard adjust_sweep (a two-tier price rise, rounded, capped; a total) budget_fill (earliest first within a budget) and best_fit (the one set that uses most of a budget) shapes; 18: "those checked in in-home estimates" reads "those in home estimates in status checked in"; 17: window_sweep spans (two dates of a record N days apart), sums never across currencies, a hard program does not stand in for the standard one; 16: hard window_sweep shape (date windows relative to today, a figure's bound, a total), tried first; 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
 HARD_TARGET = 4
@@ -29,9 +29,9 @@ HARD_TARGET = 4
 #: make for the agent (a follow-up duty only the policy states, a window worked out from today's date, a
 #: figure the agent computes, an order under a budget) go first and twice, a detail to check against each
 #: record and the chains next; the batches whose refusals a tool's error would give away fill what is left.
-HARD_HEAD_START = {"hard_duty": 2, "hard_window": 2, "hard_adjust": 2, "hard_budget": 2, "hard_best": 2,
+HARD_HEAD_START = {"hard_duty": 2, "hard_window": 2, "hard_adjust": 2, "hard_budget": 2, "hard_best": 2, "hard_group": 2,
                    "hard_verify": 1, "hard_cross": 1, "hard_chain": 1}
-HARD_FAMILIES = ["hard_verify", "hard_duty", "hard_window", "hard_adjust", "hard_budget", "hard_best", "hard_cross", "hard_chain",
+HARD_FAMILIES = ["hard_verify", "hard_duty", "hard_window", "hard_adjust", "hard_budget", "hard_best", "hard_group", "hard_cross", "hard_chain",
                  "hard_hidden", "hard_batch", "hard_rule_batch"]
 FAMILIES = ["graph_read", "graph_write", "prog_bulk", "graph_any", "prog_agg", "graph_compound", "graph_trap",
             "prog_argmax", "graph_write", "prog_cond", "graph_read", "prog_mixed", "graph_compound", "prog_agg",
@@ -49,7 +49,7 @@ SHAPES = {"graph_read": "lookup", "graph_write": "write", "graph_any": "lookup_o
           "hard_cross": "cross_sweep", "hard_chain": "chain_sweep", "hard_hidden": "hidden_sweep",
           "hard_batch": "hidden_batch", "hard_rule_batch": "rule_batch", "hard_window": "window_sweep",
           "hard_adjust": "adjust_sweep", "hard_budget": "budget_fill",
-          "hard_best": "best_fit", "hard_duty": "duty_sweep", "hard_verify": "verify_batch"}
+          "hard_best": "best_fit", "hard_group": "group_fill", "hard_duty": "duty_sweep", "hard_verify": "verify_batch"}
 #: Compound requests: how two parts are joined (the second part's first letter is lowered where it reads on).
 JOIN_TWO = ["{} Also, {}", "{} And {}", "{} After that, {}", "{}\n{}", "{} Separately, {}"]
 
@@ -111,6 +111,8 @@ def _parts(gen: Generator, family: str) -> tuple[list[Part], str]:
         return [hard.budget_fill(gen)], "programmatic"
     if family == "hard_best":
         return [hard.budget_fill(gen, best=True)], "programmatic"
+    if family == "hard_group":
+        return [hard.group_fill(gen)], "programmatic"
     if family == "hard_duty":
         return [hard.duty_sweep(gen)], "graph"
     if family == "hard_verify":

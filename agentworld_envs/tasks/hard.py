@@ -30,16 +30,22 @@ span two entities, writes and a final aggregate read whose answer depends on the
   second condition (a weekend date first, else a field, a flag, a date window relative to today), rounded
   to the cent and never past a cap; then a total. The update tool takes any figure, so nothing but the agent's own reading and arithmetic decides;
   siblings the first condition leaves out stay as they are.
-* **budget_fill** — work through a parent's records in one status (8 to 14; or every record in one status whose
+* **budget_fill** — work through a parent's records in one status (10 to 16; or every record in one status whose
   date falls on a weekend, in a month or in a run of days), earliest first by a date, changing each
   while the total of a figure over the parent's records in the resulting status (those already there
   count) stays within a budget; one that would pass it is skipped and the next tried; then what is left.
   The budget is one where stopping at the first misfit, forgetting what is already spent or taking the
   smallest first each give another set.
-* **best_fit** — the same records (9 to 13) and budget with no order: the one set whose figures use the
+* **best_fit** — the same records (11 to 15) and budget with no order: the one set whose figures use the
   most of the budget without passing it (no other set reaches that total; it takes at least four records
   and leaves out at least four; filling smallest or largest first does not find it). A search over combinations,
   not a running total.
+* **group_fill** — every record in one status (10 to 18, under 3 to 6 parents), earliest first by a date,
+  each changed while its parent's total of a figure over the parent's records in the resulting status stays
+  within one cap per parent (what a parent already has counts, and only a listing of the resulting status
+  shows it); one that would pass its parent's cap is skipped and the next tried; then the total changed.
+  Forgetting what a parent has, stopping a parent at its first misfit, filling smallest first or spending
+  one budget across all parents each give another set.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
   against the policy's rule, decides; the status gives nothing away. Under a threshold, records on a
@@ -68,7 +74,7 @@ from .model import TableInfo, words
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
 MIN_CALLS = 8
 SHAPES = ("cross_sweep", "chain_sweep", "hidden_sweep", "hidden_batch", "rule_batch", "window_sweep", "adjust_sweep",
-          "budget_fill", "best_fit", "duty_sweep", "verify_batch")
+          "budget_fill", "best_fit", "group_fill", "duty_sweep", "verify_batch")
 #: Rule kinds a record's own figure breaks (quotas count other records: not a batch's business).
 RECORD_RULES = ("threshold", "min_lead_time", "max_age")
 
@@ -522,7 +528,7 @@ def verify_batch(gen: Generator) -> Part:
     for t, tr in opts[:6]:
         st, to = tr["impl"]["column"], tr["impl"]["to"]
         ok = _allowed_rows(gen, t, tr)
-        n, n_bad = gen.rng.choice([5, 6, 6, 7]), gen.rng.choice([1, 1, 2])
+        n, n_bad = gen.rng.choice([7, 8, 8, 9]), gen.rng.choice([1, 2, 2, 3])
         if len(ok) < n:
             continue
         rows = gen.rng.sample(ok, n)
@@ -1329,8 +1335,8 @@ def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Deci
 
 #: How many open records a budget is filled from: enough that neither the running total nor the search over
 #: combinations can be done at a glance (a best fit over 9 records weighs 511 sets), few enough to read.
-BUDGET_RECORDS = (8, 14)
-BEST_RECORDS = (9, 13)
+BUDGET_RECORDS = (10, 16)
+BEST_RECORDS = (11, 15)
 
 
 #: Changes that spend from a budget: approving, paying, booking, funding (never closing or archiving).
@@ -1342,13 +1348,9 @@ _SPENDS = re.compile(r"^(?:launch|approv|accept|confirm|fund|pay|book|order|purc
 _EFFORT = re.compile(r"^(?:start|plan|schedul)")
 
 
-def budget_fill(gen: Generator, best: bool = False) -> Part:
-    """Work through open records earliest first under a budget (over a parent's records, counting what the
-    parent already has in the resulting status, or over every record in one status): each record is taken
-    while the running total stays within the budget, one that would pass it is skipped and the next tried;
-    then what is left of the budget. The tools take every record: only the agent's order, running total
-    and the records already counted decide. With ``best``, no order: the one set of records whose figures
-    use the most of the budget without passing it (a search over combinations, not a running total)."""
+def _spending(gen: Generator) -> list[tuple[TableInfo, dict[str, Any], str, list[str]]]:
+    """(table, change, figure, date columns) where the change spends the figure (approving an amount, booking
+    hours), shuffled; Skip where no table has one."""
     combos = []
     for c in gen.m.tables.values():
         if not c.search:
@@ -1361,6 +1363,17 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
     if not combos:
         raise Skip("no spending change on records with an amount")
     gen.rng.shuffle(combos)
+    return combos
+
+
+def budget_fill(gen: Generator, best: bool = False) -> Part:
+    """Work through open records earliest first under a budget (over a parent's records, counting what the
+    parent already has in the resulting status, or over every record in one status): each record is taken
+    while the running total stays within the budget, one that would pass it is skipped and the next tried;
+    then what is left of the budget. The tools take every record: only the agent's order, running total
+    and the records already counted decide. With ``best``, no order: the one set of records whose figures
+    use the most of the budget without passing it (a search over combinations, not a running total)."""
+    combos = _spending(gen)
     lo, hi = BEST_RECORDS if best else BUDGET_RECORDS
     for c, tr, fig, dates in combos[:6]:
         st, to = tr["impl"]["column"], tr["impl"]["to"]
@@ -1506,3 +1519,162 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
     figures = {spent, start, *(a for _, a in seq)} - {left}
     return Part(steps, text, answer=("numeric", fmt_value(float(left))), writes=True, structure="conditional",
                 companions=sorted(fmt_value(float(x)) for x in figures if x))
+
+
+#: How many open records one cap per group is filled from, and into how many groups they fall: enough
+#: running totals side by side that none can be kept at a glance.
+GROUP_RECORDS = (10, 18)
+GROUPS = (3, 6)
+
+
+def _in_cents(rows: list[dict[str, Any]], fig: str) -> bool:
+    return all(r[fig] is not None and r[fig] > 0 and Decimal(str(r[fig])) == Decimal(str(r[fig])).quantize(_CENT)
+               for r in rows)
+
+
+def _group_take(seqs: dict[Any, list[tuple[Any, Decimal]]], starts: dict[Any, Decimal], cap: Decimal,
+                skip: bool = True, counted: bool = True, smallest: bool = False) -> set[Any] | None:
+    """The ids a cap per group takes: each group's records in order while its running total (what it already
+    has, unless not ``counted``) stays within ``cap``; None where a total lands exactly on the cap."""
+    taken: set[Any] = set()
+    for key, seq in seqs.items():
+        got = _fill(sorted(seq, key=lambda x: x[1]) if smallest else seq, starts[key] if counted else Decimal(0),
+                    cap, skip)
+        if got is None:
+            return None
+        taken |= set(got)
+    return taken
+
+
+def _group_caps(seqs: dict[Any, list[tuple[Any, Decimal]]], starts: dict[Any, Decimal],
+                order: list[tuple[Any, Decimal]]) -> list[Decimal]:
+    """Round caps (steps three digits below the largest group's whole) under which every wrong reading takes
+    another set: forgetting what the groups already have, stopping a group at its first misfit, taking each
+    group's smallest first, or spending one budget across all of them (``order``: every record, earliest
+    first). At least four records are taken and three left, at least two groups take some, and a group that
+    skips a record takes a later one."""
+    n = len(order)
+    whole = max(starts[k] + sum((a for _, a in seq), Decimal(0)) for k, seq in seqs.items())
+    step = Decimal(10) ** max(0, len(str(int(whole))) - 3)
+    b = (min(starts.values()) / step).to_integral_value(rounding=ROUND_FLOOR) * step + step
+    out = []
+    while b < whole:
+        taken = _group_take(seqs, starts, b)
+        if taken is not None and 4 <= len(taken) <= n - 3 \
+                and sum(1 for seq in seqs.values() if any(rid in taken for rid, _ in seq)) >= 2 \
+                and any(rid in taken and any(x not in taken for x, _ in seq[:i]) for seq in seqs.values()
+                        for i, (rid, _) in enumerate(seq)):
+            one_budget = _fill(order, sum(starts.values(), Decimal(0)), b)
+            wrong = [_group_take(seqs, starts, b, skip=False), _group_take(seqs, starts, b, counted=False),
+                     _group_take(seqs, starts, b, smallest=True), None if one_budget is None else set(one_budget)]
+            if all(w is None or w != taken for w in wrong):
+                out.append(b)
+        b += step
+    return out
+
+
+def _group_scopes(gen: Generator, rows: list[dict[str, Any]], dates: list[str]
+                  ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
+    """Runs of days of a date column holding 10 to 18 of ``rows`` (no record shares the first or last day with
+    one outside), each with its records earliest first: (column, records)."""
+    lo, hi = GROUP_RECORDS
+    for col in gen.rng.sample(dates, len(dates)):
+        dated = sorted((r for r in rows if isinstance(r.get(col), str) and DATE.match(r[col])), key=lambda r: r[col])
+        if len({r[col] for r in dated}) < len(dated):
+            continue
+        days = [r[col][:10] for r in dated]
+        for _ in range(6):
+            if len(days) < lo:
+                break
+            k = gen.rng.randint(lo, min(hi, len(days)))
+            i = gen.rng.randrange(len(days) - k + 1)
+            j = i + k - 1
+            if (i and days[i - 1] == days[i]) or (j + 1 < len(days) and days[j + 1] == days[j]):
+                continue
+            yield col, dated[i:j + 1]
+
+
+def group_fill(gen: Generator) -> Part:
+    """The records in one status whose date falls in a run of days (10 to 18 of them, in 3 to 6 groups of a
+    field), earliest first, each changed while its group's total of a figure over the records in the resulting
+    status (those already there count: the figure's total tool, asked per group, shows it) stays within one cap
+    per group; one that would take its group past the cap is skipped and the next tried. Then the total of
+    what was changed. Running totals side by side, each starting from what a group already has: the tools take
+    every record."""
+    for c, tr, fig, dates in _spending(gen)[:6]:
+        st, to = tr["impl"]["column"], tr["impl"]["to"]
+        required = set(gen.m.tools[str(c.search)]["parameters"].get("required", ()))
+        summed = c.sums.get(fig)
+        if st not in c.search_params or not required <= {c.search_params[st]} or not summed or st not in summed[1]:
+            continue
+        keys = [k for k in summed[1] if k != st and (c.cols.get(k, {}).get("enum") or k in c.fks)]
+        for s in gen.rng.sample(list(tr["impl"]["from"]), len(tr["impl"]["from"])):
+            for col, rows in _group_scopes(gen, gen.m.rows(gen.conn, c.name, f'"{st}" = ?', (s,)), dates):
+                if not _in_cents(rows, fig) or not all(gen.rules_allow(tr, r["id"]) for r in rows) \
+                        or not _clock_fits(gen, c, to, rows):
+                    continue
+                for g in gen.rng.sample(keys, len(keys)):
+                    groups = sorted({r[g] for r in rows if r[g] is not None}, key=str)
+                    if any(r[g] is None for r in rows) or not GROUPS[0] <= len(groups) <= GROUPS[1]:
+                        continue
+                    starts = {k: Decimal(str(gen.run(summed[0], **{summed[1][st]: to, summed[1][g]: k})["value"] or 0))
+                              for k in groups}
+                    if not any(starts.values()) or any(v != v.quantize(_CENT) for v in starts.values()):
+                        continue                  # what a group already has must count, in whole cents
+                    order = [(r["id"], Decimal(str(r[fig]))) for r in rows]
+                    owner = {r["id"]: r[g] for r in rows}
+                    seqs = {k: [x for x in order if owner[x[0]] == k] for k in groups}
+                    caps = _group_caps(seqs, starts, order)
+                    if caps:
+                        return _group_part(gen, c, tr, s, fig, col, g, gen.rng.choice(caps), seqs, starts, order,
+                                           (rows[0][col][:10], rows[-1][col][:10]))
+    raise Skip("no open records in several groups that a cap per group fills in an order that matters")
+
+
+def _group_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: str, col: str, g: str, cap: Decimal,
+                seqs: dict[Any, list[tuple[Any, Decimal]]], starts: dict[Any, Decimal],
+                order: list[tuple[Any, Decimal]], span: tuple[str, str]) -> Part:
+    """The request and reference for :func:`group_fill`."""
+    taken = _group_take(seqs, starts, cap) or set()
+    gen.visited.clear()
+    st, to = tr["impl"]["column"], tr["impl"]["to"]
+    state = value_words(to)
+    tool, params = c.sums[fig]
+    steps = gen.page(c, {c.search_params[st]: s})[1]
+    for k in seqs:                       # what each group already has
+        steps.append(call(tool, **{params[st]: to, params[g]: k}))
+    last_args: dict[str, Any] = {}
+    for rid, _ in order:                 # the program: each record its group's cap takes, earliest first
+        if rid in taken:
+            last_args = gen.transition_args(tr, rid)
+            gen.run(tr["name"], **last_args)
+            steps.append(call(tr["name"], **last_args))
+    _enough(steps)
+    gen.hidden += 1
+    b = fmt_value(float(cap))
+    group = words(g[:-3]) if g in c.fks and g.endswith("_id") else words(g)
+    one = c.singular or c.plural
+    verb = participle(gen.verb(tr, c))
+    spent = sum((a for rid, a in order if rid in taken), Decimal(0))
+    scope = f"the {in_state(s, c.plural)} whose {date_noun(col)} is between {span[0]} and {span[1]} (both days included)"
+    act = _act(gen, tr, c, scope)
+    rule = gen.rng.choice([
+        f"Each {group} has a cap of {b}: take a {one} only while the {words(fig)} of the {state} {c.plural} of its "
+        f"{group}, the ones already {state} included, adds up to no more than {b}; one that would take its {group} "
+        f"past {b} is skipped and the next one is tried",
+        f"No {group} may end up with {state} {c.plural} whose {total_of(fig)} passes {b} (count every one that is "
+        f"{state} already, whatever its date): skip any {one} that would take its {group} over and carry on with "
+        f"the next",
+    ])
+    ask = gen.rng.choice([f"the total {words(fig)} of the {c.plural} you {verb}",
+                          f"how much {words(fig)} the {c.plural} you {verb} come to"])
+    text = gen.rng.choice([
+        f"{act[0].upper() + act[1:]}, earliest first. {rule}.{_reason(last_args)} Then tell me {ask}.",
+        f"Please {act}, taking them by {date_noun(col)}, earliest first. {rule}.{_reason(last_args)} When you are "
+        f"done, report {ask}.",
+    ])
+    # a reply may explain itself: each group's total before and after, each candidate's figure
+    figures = ({*starts.values(), cap, *(a for _, a in order)}
+               | {starts[k] + sum((a for rid, a in seq if rid in taken), Decimal(0)) for k, seq in seqs.items()})
+    return Part(steps, text, answer=("numeric", fmt_value(float(spent))), writes=True, structure="conditional",
+                companions=sorted(fmt_value(float(x)) for x in figures - {spent} if x))
