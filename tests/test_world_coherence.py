@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import importlib.util
+import re
 import sqlite3
 from pathlib import Path
 from types import SimpleNamespace
@@ -373,13 +374,43 @@ def test_lifecycle_prose_speaks_of_the_record_not_the_library_noun():
     for name in ("irb-protocol-review", "vehicle-registration-renewals", "ddos-mitigation-service"):
         spec, _ = cached_spec(name)
         for line in spec["policy"].splitlines():
-            if " records: " not in line:
+            got = re.match(r"- (.+?) records \(statuses: ([^)]*)\): (.*)", line)
+            if not got:
                 continue
-            subject, prose = line[2:].split(" records: ", 1)
+            subject, _, prose = got.groups()
             first = prose.split(" are ")[0].split(" move")[0].split(" start")[0].split(" flow")[0].lower()
             assert first not in nouns - {subject.lower() + "s", subject.lower()} or first.startswith(subject.lower()), line
             checked += 1
     assert checked >= 3
+
+
+def test_every_status_a_record_holds_is_named_in_the_policy():
+    """An audit found ticket orders 'pending' and 'failed' in worlds whose policy spoke only of authorizing,
+    capturing, refunding and voiding: each lifecycle line now names every status its records can hold."""
+    import sqlite3
+
+    from agentworld_envs.catalogue.catalog import load_bundle
+
+    for name in ("canal-boat-tours", "irb-protocol-review"):
+        b = load_bundle(name)
+        named = {}
+        for line in b.spec["policy"].splitlines():
+            got = re.match(r"- (.+?) records \(statuses: ([^)]*)\): ", line)
+            if got:
+                named[got.group(1).lower()] = set(got.group(2).split(", "))
+        conn = sqlite3.connect(":memory:")
+        conn.deserialize(b.golden)
+        seen = 0
+        for t in b.spec["tables"]:
+            col = next((c for c in t["columns"] if c["name"] == "status" and c.get("enum")), None)
+            subject = next((k for k in named if k.replace(" ", "_") in (t["name"], t["name"].rstrip("s"))
+                            or t["name"].startswith(k.replace(" ", "_"))), None)
+            if col is None or subject is None:
+                continue
+            held = {r[0] for r in conn.execute(f'SELECT DISTINCT status FROM "{t["name"]}"')}
+            assert held <= named[subject], (name, t["name"], held - named[subject])
+            seen += 1
+        assert seen >= 2, (name, named)
 
 
 # ------------------------------------------------------- lifecycle, parents and addresses (issue 23, part 2)
@@ -780,6 +811,10 @@ def test_a_status_reason_is_the_reason_for_that_status():
 
     assert set(status_reasons("denied")).isdisjoint(REASONS) and set(status_reasons("appealed")).isdisjoint(REASONS)
     assert status_reasons("cancelled") == REASONS and status_reasons("on_hold") != REASONS
+    # world audit 41: parking payments and airline compensations refunded because the "wrong item" arrived
+    assert "Wrong item received" in status_reasons("refunded", "order")
+    assert "Wrong item received" not in status_reasons("refunded", "payment")
+    assert "Wrong item received" not in status_reasons("refunded", "compensation")
     spec, _ = synthesize(env_registry.theme("grant-application-portal"))
     conn = _conn(spec)
     rows = conn.execute("SELECT status, status_reason FROM grant_applications WHERE status_reason IS NOT NULL").fetchall()
@@ -1169,6 +1204,28 @@ def test_nothing_open_under_a_shut_record_nor_made_after_it_was_shut():
     assert _flagged(name, spec, conn, "shut_parent") == ["purchase_orders.order_date"]
 
 
+def test_no_work_takes_place_on_a_record_after_it_was_shut():
+    """World audit 41: canal-boat routes done on 2026-06-06 with a boat discontinued on 05-13, car-park runs on
+    vehicles inactive since April (48 of 400 built worlds had such rows). A record's work (its start, where its
+    status says the work took place) comes no later than the day its parent was shut; the lint finds one
+    planted."""
+    name = "canal-boat-tours"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    late = ("SELECT COUNT(*) FROM routes AS r JOIN canal_boats AS b ON b.id = r.canal_boat_id WHERE b.status IN "
+            "('inactive', 'discontinued') AND r.status IN ('done', 'in_progress') "
+            "AND substr(r.route_date, 1, 10) > substr(b.status_changed_at, 1, 10)")
+    worked = conn.execute("SELECT COUNT(*) FROM routes AS r JOIN canal_boats AS b ON b.id = r.canal_boat_id WHERE "
+                          "b.status IN ('inactive', 'discontinued') AND r.status = 'done'").fetchone()[0]
+    assert worked > 3 and conn.execute(late).fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "shut_parent") == []
+    conn.execute("UPDATE routes SET route_date = '2026-06-14' WHERE id = (SELECT r.id FROM routes AS r JOIN canal_boats "
+                 "AS b ON b.id = r.canal_boat_id WHERE r.status = 'done' AND b.status IN ('inactive', 'discontinued') "
+                 "AND b.status_changed_at < '2026-06-01' ORDER BY r.id LIMIT 1)")
+    assert conn.execute(late).fetchone()[0] == 1
+    assert _flagged(name, spec, conn, "shut_parent") == ["routes.route_date"]
+
+
 def test_an_inspection_is_of_its_runs_product_and_a_dropped_run_cost_nothing():
     """World audit 40: no quality inspection was of its production run's SKU (0 of 33), every run dropped as
     "won't do" from the backlog carried an actual cost, inspections found more defects than they sampled. A
@@ -1207,3 +1264,24 @@ def test_a_parcel_on_its_way_is_expected_soon():
     conn.execute("UPDATE shipments SET estimated_delivery = '2026-08-12' WHERE id = (SELECT MIN(id) FROM shipments "
                  "WHERE status = 'out_for_delivery')")
     assert _flagged(name, spec, conn, "stale_status") == ["shipments.estimated_delivery"]
+
+
+def test_one_holders_numbers_are_never_shared():
+    """An audit found three unrelated payees on one IBAN and two vehicles on one plate: a holder's own number
+    (IBAN, plate, phone, EAN) is dealt out of a pool without repeats."""
+    from agentworld_envs.catalogue.catalog import load_bundle
+
+    checked = 0
+    for name in ("b2b-cross-border-payments", "airport-parking-reservations", "canal-boat-tours"):
+        b = load_bundle(name)
+        conn = sqlite3.connect(":memory:")
+        conn.deserialize(b.golden)
+        for table, spec in b.spec["data"]["tables"].items():
+            for col, g in spec["columns"].items():
+                while g.get("gen") not in ("faker", None) and isinstance(g.get("inner"), dict):
+                    g = g["inner"]
+                if g.get("gen") == "faker" and g.get("provider") in datagen.OWN_PROVIDERS:
+                    values = [r[0] for r in conn.execute(f'SELECT "{col}" FROM "{table}" WHERE "{col}" IS NOT NULL')]
+                    assert len(values) == len(set(values)), (name, table, col)
+                    checked += 1
+    assert checked >= 4

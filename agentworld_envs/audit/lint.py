@@ -43,7 +43,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
                     daily rate, an appointment's fee, an invoice's total); a claim on a payment above it; a
                     total below one of what it is for; pieces that weigh more together than their whole
 ``shut_parent``     a record still open (active, scheduled, in progress) under one shut (inactive,
-                    discontinued, cancelled, dropped), or made under it after the day it was shut
+                    discontinued, cancelled, dropped), or made under it after the day it was shut, or
+                    whose work took place there after that day (a route driven on a retired vehicle)
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
@@ -839,6 +840,13 @@ def _made_columns(spec: dict[str, Any], conn: sqlite3.Connection, table: str) ->
     return [c for c in _date_columns(conn, table, cols) if semantics.is_made_column(c) and c not in stamps]
 
 
+def _worked_columns(spec: dict[str, Any], conn: sqlite3.Connection, table: str) -> list[str]:
+    """When the work of a record of ``table`` took place: its start dates that are not dates of making."""
+    cols = _columns(conn, table)
+    made = set(_made_columns(spec, conn, table))
+    return [c for c in _date_columns(conn, table, cols) if c not in made and semantics.clock_role(c) == "start"]
+
+
 def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """Nothing done to or by a record (its making, a message sent, a status change, its start) comes before the
     record it belongs to was made or came about: no text to a lead before the lead existed, no shipment before
@@ -888,6 +896,15 @@ def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
                                  shut).fetchone()[0]
                 if n:
                     yield Violation("shut_parent", f"{table}.{made}", f"{n} rows made after their {parent} was shut")
+            worked = sorted(s for s in (_workflow_of(spec, table) or {}).get("states", ())
+                            if s in semantics.ENDED_EVENT_STATES | semantics.NOW_STATES) if "status" in cols else []
+            for start in _worked_columns(spec, conn, table) if worked else ():
+                n = conn.execute(f"SELECT COUNT(*) {join} AND c.status IN ({', '.join('?' * len(worked))}) "
+                                 f"AND substr(c.{q(start)}, 1, 10) > substr(p.status_changed_at, 1, 10)",
+                                 (*shut, *worked)).fetchone()[0]
+                if n:
+                    yield Violation("shut_parent", f"{table}.{start}", f"{n} rows {'/'.join(worked)} there after their "
+                                                                        f"{parent} was shut")
 
 
 def check_email_names(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:

@@ -42,6 +42,11 @@ data_generator = DATA_GENERATORS.register
 get_data_generator = DATA_GENERATORS.get
 
 
+#: Faker providers whose value belongs to one holder (an account's IBAN, a vehicle's plate, a person's phone):
+#: two rows sharing one reads as fraud or a data error, so they are dealt out of a pool without repeats.
+OWN_PROVIDERS = frozenset({"iban", "bban", "license_plate", "phone_number", "msisdn", "ssn", "vin", "isbn13",
+                           "isbn10", "ean13", "credit_card_number", "passport_number"})
+
 #: Faker data some locales build as ``list(set(...))`` (it_IT's cities), whose order follows the process's hash
 #: seed: sorted on the instance before any draw, so a pool is the same in every process.
 _SET_BUILT = ("cities",)
@@ -154,6 +159,10 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return lambda i, row: (now + dt.timedelta(seconds=rng.randint(lo_s, hi_s))).date().isoformat()
         return lambda i, row: (now + dt.timedelta(seconds=rng.randint(lo_s, hi_s))).strftime("%Y-%m-%dT%H:%M:%SZ")
     if kind == "faker":
+        if g["provider"] in OWN_PROVIDERS:      # one holder's number: dealt out, never shared by two rows
+            own = list(dict.fromkeys(faker_pool(g.get("locale", locale), g["provider"], max(g.get("pool", 512), 4096))))
+            dealt = rng.sample(own, len(own))
+            return lambda i, row: dealt[i % len(dealt)]
         pool = faker_pool(g.get("locale", locale), g["provider"], g.get("pool", 512))
         return lambda i, row: rng.choice(pool)
     if kind == "words":

@@ -9,6 +9,7 @@ are operational and domain-neutral, so they read right in any theme.
 from __future__ import annotations
 
 import random
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -69,11 +70,22 @@ MESSAGES = (
 )
 
 
-def status_reasons(status: str) -> tuple[str, ...]:
-    """The reasons a record reached ``status`` with (a cancellation's where the status is none of the others)."""
+#: Why money was given back where no goods changed hands (a fare, a deposit, a fee): a parking payment is never
+#: refunded because the wrong item arrived.
+CHARGE_REFUND_REASONS = ("Charged twice", "Billing error", "Cancelled within the free period", "Service not provided",
+                         "Goodwill gesture")
+#: Subjects that are goods (or their orders): the only records a "wrong item" or "arrived damaged" fits.
+_GOODS = re.compile(r"order|item|product|shipment|parcel|package|purchase|return|delivery|book|part|sku|stock|kit|gift")
+
+
+def status_reasons(status: str, subject: str = "") -> tuple[str, ...]:
+    """The reasons a record reached ``status`` with (a cancellation's where the status is none of the others); a
+    refund of a ``subject`` that is no goods gives a charge's reasons."""
     st = status.lower()
     for stems, reasons in STATUS_REASONS:
         if any(x in st for x in stems):
+            if stems[0] == "return" and subject and not _GOODS.search(subject.lower()):
+                return CHARGE_REFUND_REASONS
             return reasons
     return REASONS
 
@@ -93,7 +105,7 @@ def text_drawer(g: dict[str, Any], rng: random.Random) -> Callable[[int, dict[st
     if kind == "reason":
         by = g.get("by_status")
         if by:   # the reason a record in that status was given
-            return lambda i, row: rng.choice(status_reasons(str(row.get(by) or "")))
+            return lambda i, row: rng.choice(status_reasons(str(row.get(by) or ""), subject))
         return lambda i, row: rng.choice(REASONS)
     if kind == "justification":
         return lambda i, row: rng.choice(JUSTIFICATIONS)

@@ -53,7 +53,10 @@ def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = (), now: str
     rules = []
     for ent in entities:
         if ent.workflow:
-            rules.append(f"- {title(ent.singular).capitalize()} records: {lifecycle_text(ent.workflow, ent.singular)}")
+            # every status the records can hold is named, so none in the data is news to the agent
+            states = ", ".join(ent.workflow.get("states", ()))
+            rules.append(f"- {title(ent.singular).capitalize()} records" + (f" (statuses: {states})" if states else "")
+                         + f": {lifecycle_text(ent.workflow, ent.singular)}")
     rules += [f"- {text}" for text in dict.fromkeys(rule.text for rule in enforced if rule.enforced)]
     duties = [f"- {text}" for text in dict.fromkeys(rule.text for rule in enforced if not rule.enforced)]
     rules += [

@@ -199,6 +199,16 @@ def _latest_days(gen: dict[str, Any]) -> float:
     return 0
 
 
+def worked_columns(ent: Entity) -> list[str]:
+    """The dates a record's work took place (its start), where a status says it took place (done, in progress):
+    a route driven, a stay checked in."""
+    states = set(ent.workflow.get("states", ())) if ent.workflow else set()
+    if not states & (semantics.ENDED_EVENT_STATES | semantics.NOW_STATES):
+        return []
+    made = set(made_columns(ent))
+    return [c for c, g in ent.gens.items() if c not in made and semantics.clock_role(c) == "start" and semantics.date_kind(g)]
+
+
 def link_passing(entities: list[Entity]) -> None:
     """A record in a passing status got there lately (``semantics.passing_windows``): no session in progress
     for weeks, no order processing for months. The window is drawn last, still after the row's making and
@@ -329,6 +339,9 @@ def link_live_parents(entities: list[Entity]) -> None:
                 _open_under_live(ent, fk, parent, shut, sorted(semantics.open_states(ent.workflow)))
             shut_parents.append({"via": fk, "table": parent, "field": "status_changed_at", "in": shut})
         for col in made_columns(ent) if shut_parents else ():
+            _made_before_shut(ent, col, shut_parents)
+        for col in worked_columns(ent) if shut_parents else ():
+            # nor did its work take place there afterwards: no route driven on a vehicle retired weeks before
             _made_before_shut(ent, col, shut_parents)
         ent.gens = semantics.dependency_order(ent.gens)
 

@@ -1041,6 +1041,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         who = email_holder(col, gens)
         if who:
             gens[col] = wrap(gens[col], gen="email_of", of=who)
+    # A card's details only where the payment went by card: no last four digits on cash, a cheque or a wire.
+    method = next((m for m in ("method", "payment_method") if gens.get(m, {}).get("gen") == "choice"), None)
+    if method:
+        cards = [v for v in gens[method]["values"] if "card" in str(v)]
+        for col in [c for c in gens if c.startswith("card_") and nullable.get(c)]:
+            inner = {k: v for k, v in gens[col].items() if k != "null_p"}
+            gens[col] = {"gen": "when", "column": method, "in": cards, "then": inner} if cards else {"gen": "const", "value": None}
     # Tax is the world's one rate on the subtotal (a shop does not charge 1.4 % on one order and 42 % on the
     # next, nor more tax than the goods cost).
     if "tax_amount" in gens and "subtotal" in gens:

@@ -1150,6 +1150,13 @@ def _adjust_plan(gen: Generator, c: TableInfo, fig: str, kids: list[dict[str, An
         whos.append((lambda k: True, "", ""))
     for who_test, who_phrase, who_col in whos[:4]:
         scope = [k for k in kids if who_test(k)]
+        # records whose business is over keep their figure, and the request says so: "every part of the
+        # category" would otherwise leave a reader to guess whether the discontinued ones go up too
+        over = sorted({str(k[st]) for k in scope if st and _OVER.search(str(k[st]))})
+        if over:
+            scope = [k for k in scope if str(k[st]) not in over]
+            if not lo <= len(scope) <= hi:
+                continue
         # a record's status picks who is raised, never by how much (no dearer cancelled events)
         tiers = [t for t in _splits(gen, c, scope, {fig, who_col, *skip, *(tr["impl"]["column"] for tr in c.transitions)},
                                     today)
@@ -1166,7 +1173,7 @@ def _adjust_plan(gen: Generator, c: TableInfo, fig: str, kids: list[dict[str, An
             if cap is None:
                 continue
             news = {i: min(v, cap) for i, v in news.items()}
-            return who_phrase, scope, tier_phrase, (hi, lo), cap, news
+            return who_phrase, scope, tier_phrase, (hi, lo), cap, news, over
     return None
 
 
@@ -1175,7 +1182,7 @@ def _pct(p: Decimal) -> str:
 
 
 def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], plan: Any) -> Part:
-    who_phrase, scope, tier_phrase, (first, other), cap, news = plan
+    who_phrase, scope, tier_phrase, (first, other), cap, news, over = plan
     up = c.update
     assert up is not None
     key = up["impl"]["key"]["param"]
@@ -1227,6 +1234,10 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         f"by {_pct(first)} for those {tier_phrase.replace('{be}', 'are')} and by {_pct(other)} for the rest",
         f"by {_pct(first)} where the {c.singular} is one {tier_phrase.replace('{be}', 'is')}, otherwise by {_pct(other)}",
     ])
+    if over:
+        said = [value_words(x) for x in over]
+        tiers += gen.rng.choice([f" (the {' and '.join(said)} ones stay as they are)",
+                                 f", leaving any that is {' or '.join(said)} as it is"])
     rounding = "Round each new figure to the cent (half a cent rounds up)"
     capped = gen.rng.choice([f"no raised {f} may end above {fmt_value(float(cap))} (none of the ones you raise is above "
                              f"it today): one that would is set to exactly {fmt_value(float(cap))}",
@@ -1348,6 +1359,11 @@ _SPENDS = re.compile(r"^(?:launch|approv|accept|confirm|fund|pay|book|order|purc
 _EFFORT = re.compile(r"^(?:start|plan|schedul)")
 
 
+#: The figure a record's change spends where it has one (its amount, price or budget): a cap on a payment's
+#: processor fee or a booking's deposit reads as no business's rule.
+_MAIN_FIGURE = re.compile(r"^(?:total_)?(?:amount|price|cost|budget|value)$|^total$")
+
+
 def _spending(gen: Generator) -> list[tuple[TableInfo, dict[str, Any], str, list[str]]]:
     """(table, change, figure, date columns) where the change spends the figure (approving an amount, booking
     hours), shuffled; Skip where no table has one."""
@@ -1356,6 +1372,7 @@ def _spending(gen: Generator) -> list[tuple[TableInfo, dict[str, Any], str, list
         if not c.search:
             continue
         figs = [f for f in gen.summable(c, _figures(c)) if c.cols[f]["type"] == "REAL" and not _NOT_ADDITIVE.search(f)]
+        figs = [f for f in figs if _MAIN_FIGURE.match(f)] or figs   # a payment spends its amount, not its fee
         dates = [col for col, spec in c.cols.items() if spec["type"] == "TEXT" and col not in SKIP_READ
                  and col not in c.fks and not spec.get("unique")]
         combos += [(c, tr, f, dates) for tr in c.transitions for f in figs if not f.startswith("actual")
