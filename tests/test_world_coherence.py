@@ -556,11 +556,16 @@ def test_one_tax_rate_per_world():
     """A world charges one rate on the subtotal (generated so, and linted: a planted 42 % row is caught)."""
     from agentworld_envs.audit.lint import check_arithmetic
 
-    spec, _ = synthesize(env_registry.theme("custom-cake-studio-orders"))
+    theme = env_registry.theme("custom-cake-studio-orders")
+    spec, _ = synthesize(theme)
     conn = _conn(spec)
     table = next(t["name"] for t in spec["tables"] if {"tax_amount", "subtotal"} <= {c["name"] for c in t["columns"]})
     rates = {round(a / b, 3) for a, b in conn.execute(f'SELECT tax_amount, subtotal FROM "{table}" WHERE subtotal >= 10')}
-    assert len(rates) == 1 and rates <= {round(r, 3) for r in semantics.TAX_RATES}
+    # one of its home country's rates (world audit 41: a US bridal salon charged 20 % VAT)
+    home = semantics.HOME_TAX_RATES[semantics.HOME_COUNTRY[theme.get("locale", "en_US")]]
+    rate = semantics.tax_rate(theme)
+    assert rate in home and all(abs(x - rate) < 0.001 for x in rates)   # (cents round 8.25 % to 8.2 or 8.3)
+    assert semantics.tax_rate({"title": "Bridal salon fitting appointments", "locale": "en_US"}) < 0.1
     assert not [v for v in check_arithmetic(spec, conn, {}) if v.where.endswith("tax_amount")]
     conn.execute(f'UPDATE "{table}" SET tax_amount = round(subtotal * 0.42, 2) WHERE id = 1')
     assert [v.where for v in check_arithmetic(spec, conn, {})] == [f"{table}.tax_amount"]
@@ -1224,6 +1229,40 @@ def test_no_work_takes_place_on_a_record_after_it_was_shut():
                  "AND b.status_changed_at < '2026-06-01' ORDER BY r.id LIMIT 1)")
     assert conn.execute(late).fetchone()[0] == 1
     assert _flagged(name, spec, conn, "shut_parent") == ["routes.route_date"]
+
+
+@pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
+                                             ("dialysis-center-sessions", "chair_shifts", "shift_date")])
+def test_a_dated_run_follows_its_time_of_day(name, table, day):
+    """World audit 41: routes and shifts dated "2026-05-05" at "08:00" marked done at 04:10 that morning, runs in
+    progress at noon that start at 13:00 (20 of 400 built worlds). A run is done or under way after its date
+    and time, called off before them, and under way now only once they have come; the lint finds each planted."""
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    moment = f"({day} || 'T' || start_time)"
+    counts = conn.execute(f"SELECT SUM(status IN ('done', 'in_progress')), SUM(status = 'cancelled'), "
+                          f"SUM(status IN ('done', 'in_progress') AND status_changed_at < {moment}), "
+                          f"SUM(status = 'cancelled' AND status_changed_at >= {moment}), "
+                          f"SUM(status = 'in_progress' AND {moment} > '2026-06-15T12:00') FROM {table}").fetchone()
+    assert counts[0] > 20 and counts[1] > 5 and counts[2:] == (0, 0, 0), counts
+    assert _flagged(name, spec, conn, "stale_status") == []
+    conn.execute(f"UPDATE {table} SET status_changed_at = {day} || 'T00:30:00Z' WHERE id = "
+                 f"(SELECT MIN(id) FROM {table} WHERE status = 'done' AND start_time > '01:00')")
+    assert _flagged(name, spec, conn, "stale_status") == [f"{table}.start_time"]
+
+
+def test_a_key_drawn_for_two_makings_keeps_both():
+    """Stop 41 world sample: a membership started 2024-10-10 by a member who joined on 2026-06-12. Its member
+    was drawn among those whose club had opened in time (the club is copied through the member), and that
+    constraint had replaced the member's own making; the key now keeps both."""
+    name = "gym-franchise-multi-club-reporting"
+    spec, _ = synthesize(env_registry.theme(name))
+    made_by = spec["data"]["tables"]["memberships"]["columns"]["member_id"]["made_by"]
+    assert made_by.get("through") and "joined_on" in made_by.get("own", ())
+    conn = _conn(spec)
+    early = conn.execute("SELECT COUNT(*) FROM memberships AS m JOIN members AS p ON p.id = m.member_id "
+                         "WHERE substr(m.start_date, 1, 10) < substr(p.joined_on, 1, 10)").fetchone()[0]
+    assert early == 0 and _flagged(name, spec, conn, "before_parent") == []
 
 
 def test_an_inspection_is_of_its_runs_product_and_a_dropped_run_cost_nothing():

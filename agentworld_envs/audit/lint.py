@@ -487,6 +487,23 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
         if n:
             yield Violation("stale_status", f"{table}.{col}", f"{n} rows {'/'.join(called_off)} after their {col}")
     ended = sorted(semantics.ENDED_EVENT_STATES & set(workflow.get("states", ())))
+    started = sorted(semantics.NOW_STATES & set(workflow.get("states", ())))
+    at = next((c for c in cols if semantics.TIME_OF_DAY.match(c)), None)
+    for col in semantics.event_starts(cols, dates)[:1] if "status_changed_at" in cols and at else ():
+        # a dated run with its time of day apart ("2026-05-05", "08:00"): done or under way after that moment,
+        # called off before it, and under way now only once it has come
+        moment = f"({q(col)} || 'T' || {q(at)})"
+        dated = f"length({q(col)}) = 10 AND {q(at)} GLOB '[0-2][0-9]:[0-5][0-9]'"
+        for states, wrong, what in [(ended + started, f"status_changed_at < {moment}", f"before their {col} and {at}"),
+                                    (called_off, f"status_changed_at >= {moment}", f"after their {col} and {at}"),
+                                    (started, f"{moment} > ?", f"with {col} and {at} still to come")]:
+            if not states:
+                continue
+            args = (*states, now[:16]) if "?" in wrong else tuple(states)
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({', '.join('?' * len(states))}) AND {dated} "
+                             f"AND {wrong}", args).fetchone()[0]
+            if n:
+                yield Violation("stale_status", f"{table}.{at}", f"{n} rows {'/'.join(states)} {what}")
     for col in semantics.event_starts(cols, dates)[:1] if "status_changed_at" in cols and ended else ():
         # a session that took place (or was missed) is closed within a day or so, not weeks later
         marks = ", ".join("?" * len(ended))

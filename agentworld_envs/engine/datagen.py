@@ -525,8 +525,9 @@ def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], existin
 
 
 def _made_days(g: dict[str, Any], existing: dict[str, list[Any]]) -> tuple[list[Any], dict[Any, str]]:
-    """``made_by``'s ``{"fields": [COL, ...], "through": {"field": FK, "table": T}}``: the keys the reference
-    may name, and the day each was made (the latest of its COLs; through ``FK``, its record's), where known."""
+    """``made_by``'s ``{"fields": [COL, ...], "through": {"field": FK, "table": T}, "own": [COL, ...]}``: the keys
+    the reference may name, and the day each was made (the latest of its COLs; through ``FK``, its record's, and
+    of its own ``own`` COLs), where known."""
     spec = g["made_by"]
     table = g["ref"].split(".")[0]
     keys = existing[f"{table}.id"]
@@ -536,9 +537,11 @@ def _made_days(g: dict[str, Any], existing: dict[str, list[Any]]) -> tuple[list[
     else:
         made_table, rows = table, list(range(len(keys)))
     columns = [existing.get(f"{made_table}.{f}", ()) for f in spec["fields"]]
+    own = [existing.get(f"{table}.{f}", ()) for f in spec.get("own", ())]   # (with ``through``: its own making too)
     made: dict[Any, str] = {}
-    for key, n in zip(keys, rows):
+    for i, (key, n) in enumerate(zip(keys, rows)):
         days = [str(c[n])[:10] for c in columns if n is not None and n < len(c) and c[n]]
+        days += [str(c[i])[:10] for c in own if i < len(c) and c[i]]
         if days:
             made[key] = max(days)
     return keys, made
@@ -827,8 +830,12 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime,
             lo = min(hi, max(lo, now - dt.timedelta(days=days)))   # a passing status, reached lately
         if rule:
             base = parse_when(row[base_col])
+            at = row.get(rule["at"]) if rule.get("at") else None
+            timed = len(row[base_col]) == 10 and isinstance(at, str) and re.fullmatch(r"\d\d:\d\d", at) is not None
+            if timed:
+                base = base.replace(hour=int(at[:2]), minute=int(at[3:]))   # a dated run's start time ("06:00")
             if "before" in rule:
-                if not rule["hours"] and len(row[base_col]) == 10:
+                if not rule["hours"] and len(row[base_col]) == 10 and not timed:
                     base += _DAY   # called off before a day's session: on that day at the latest
                 hi = min(hi, base - dt.timedelta(hours=rule["hours"], minutes=1))
             else:
@@ -958,7 +965,7 @@ def sources(gen: dict[str, Any]) -> set[str]:
     if isinstance(gen.get("made_by"), dict):
         out |= set(gen["made_by"].get("by", ()))
     for window in (gen.get("windows") or {}).values():
-        out |= {window[k] for k in ("before", "after") if k in window}
+        out |= {window[k] for k in ("before", "after", "at") if k in window}
     for sub in [gen.get("then"), gen.get("default"), gen.get("inner"), gen.get("else"), *(gen.get("cases") or {}).values()]:
         if isinstance(sub, dict):
             out |= sources(sub)

@@ -424,7 +424,8 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
             made_table = (made_by.get("through") or {}).get("table", table) if isinstance(made_by, dict) else None
             if not isinstance(made_by, dict) or not _number(made_by.get("days")) or not isinstance(made_by.get("fields"), list) \
                     or any(f not in columns_of.get(made_table, []) for f in made_by["fields"]) \
-                    or any(c not in earlier for c in made_by.get("by", ())):
+                    or any(c not in earlier for c in made_by.get("by", ())) \
+                    or any(f not in columns_of.get(table, []) for f in made_by.get("own", ())):
                 raise bad("made_by", "needs 'fields' (columns of the table made), 'days' and optional 'by' (earlier "
                                      "columns of the row)")
     elif kind == "code":
@@ -525,7 +526,7 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     for window in (g.get("windows") or {}).values() if kind != "recent" else ():
         if not isinstance(window, dict):
             raise bad("windows", "must map a status to {'before': column, 'hours': n} or {'after': column, 'days': n}")
-        reads += [window[k] for k in ("before", "after") if k in window]
+        reads += [window[k] for k in ("before", "after", "at") if k in window]
     if kind == "changed" and "dwell" in g and not (isinstance(g["dwell"], dict) and all(
             isinstance(d, int) and 0 <= d <= LIMITS["days"] for d in g["dwell"].values())):
         raise bad("dwell", "must map a status to a number of days")

@@ -235,6 +235,8 @@ def link_passing(entities: list[Entity]) -> None:
                 if "minutes" in window:
                     # a session in progress got there when it began (a business rule's window stays)
                     changed.setdefault("windows", {}).setdefault(state, {"after": col, "days": 1})
+        if changed.get("windows") and changed.get("gen") == "changed":
+            changed["windows"] = semantics.timed_windows(changed["windows"], ent.gens)
         for window in (changed.get("windows") or {}).values() if changed.get("gen") == "changed" else ():
             if "before" not in window:
                 continue
@@ -242,6 +244,19 @@ def link_passing(entities: list[Entity]) -> None:
             for parent in changed.get("parents", ()):
                 semantics.made_by_date(ent.gens, parent["via"], window["before"])
         ent.gens = semantics.dependency_order(ent.gens)
+
+
+def _both_made_by(have: dict[str, Any] | None, new: dict[str, Any]) -> dict[str, Any]:
+    """One ``made_by`` holding a key's own making and its record's owner's (``through``): a membership's member
+    joined by the day it started, and so had the club it names through that member opened."""
+    if not have:
+        return new
+    through, plain = (new, have) if "through" in new else (have, new)
+    if "through" not in through or "through" in plain:
+        return new   # two owners' makings: the later-set one holds, as before
+    return {**through, "own": sorted({*through.get("own", ()), *plain["fields"]}),
+            "days": min(have["days"], new["days"]),
+            **({"by": sorted({*have.get("by", ()), *new.get("by", ())})} if have.get("by") or new.get("by") else {})}
 
 
 def link_parent_made(entities: list[Entity]) -> None:
@@ -297,12 +312,13 @@ def link_parent_made(entities: list[Entity]) -> None:
             if gen.get("gen") == "when":
                 ent.gens[fk] = {**gen, "then": {**gen["then"], "made_by": made_by}}
             elif gen.get("gen") == "ref":
-                ent.gens[fk] = {**gen, "made_by": made_by}
+                ent.gens[fk] = {**gen, "made_by": _both_made_by(gen.get("made_by"), made_by)}
             elif gen.get("gen") == "lookup" and ent.gens.get(gen["via"], {}).get("gen") == "ref":
                 # the owner copied from another record (a payment's buyer, its offer's): that record is drawn
-                # among those whose owner was made by then
-                ent.gens[gen["via"]] = {**ent.gens[gen["via"]], "made_by": {
-                    **made_by, "through": {"field": gen["field"], "table": ent.refs[fk]}}}
+                # among those whose owner was made by then (and, where it has its own making, made by then too)
+                via = ent.gens[gen["via"]]
+                ent.gens[gen["via"]] = {**via, "made_by": _both_made_by(via.get("made_by"), {
+                    **made_by, "through": {"field": gen["field"], "table": ent.refs[fk]}})}
                 if gen.get("else", {}).get("gen") == "ref":
                     ent.gens[fk] = {**gen, "else": {**gen["else"], "made_by": made_by}}
         ent.gens = semantics.dependency_order(ent.gens)

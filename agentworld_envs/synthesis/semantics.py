@@ -25,6 +25,7 @@ from typing import Any
 import env_registry
 
 from ..engine.datagen import sources
+from .toolcheck import NOW as WORLD_NOW   # the synthesised worlds' clock
 
 # ---------------------------------------------------------------------------------------- vocabularies
 
@@ -776,7 +777,7 @@ def clock_constraints(workflow: dict[str, Any] | None, column: str) -> tuple[lis
 DWELL_DAYS = {"processing": 21, "provisioning": 14, "label_created": 14, "picked_up": 10, "in_transit": 30,
               "out_for_delivery": 5, "shipped": 45, "boarding": 1, "triggered": 30, "awaiting_info": 90,
               "in_review": 120, "under_review": 120, "investigating": 120, "screening": 90, "interviewing": 90,
-              "offered": 30, "changes_requested": 60}
+              "offered": 30, "changes_requested": 60, "authorized": 14}
 #: Statuses of something happening now: a session in progress, a guest checked in, a match being played.
 NOW_STATES = frozenset({"in_progress", "checked_in", "in_session", "boarding", "live", "underway", "ongoing", "running",
                         "started"})
@@ -796,6 +797,35 @@ def is_timed_event(columns: Iterable[str], date_columns: Iterable[str]) -> bool:
     date starting such an event (``starts_at``, ``shift_date``, ``departure_date``)."""
     return any(_DURATION.match(c) for c in columns) or any(clock_role(c) == "start" and _TIMED_EVENT.search(c)
                                                            for c in date_columns)
+
+
+#: The time of day a dated event begins at, kept apart from its date (a route's ``start_time`` "06:00").
+TIME_OF_DAY = re.compile(r"^(?:start|begin|departure|pickup|shift_start|slot_start)_time$")
+_HH_MM = re.compile(r"^\d\d:\d\d$")
+
+
+def time_of_day(gens: dict[str, dict[str, Any]], date_col: str) -> str | None:
+    """The column holding the time of day at which the event dated by the date-only ``date_col`` begins (a
+    choice of ``HH:MM`` values), or None."""
+    if date_kind(gens.get(date_col, {})) != "date":
+        return None
+    for c, g in gens.items():
+        g = g["default"] if g.get("gen") == "by" else g    # (drawn by status once a run in progress has begun)
+        if TIME_OF_DAY.match(c) and g.get("gen") == "choice" \
+                and all(isinstance(v, str) and _HH_MM.match(v) for v in g.get("values", ())):
+            return c
+    return None
+
+
+def timed_windows(windows: dict[str, dict[str, Any]], gens: dict[str, dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """``windows`` of a status change with the time of day of a date-only start added (``at``): a route that
+    starts at 13:00 is done after 13:00 and called off before it, not at 02:00 the same day."""
+    out = {}
+    for state, window in windows.items():
+        base = window.get("before") or window.get("after")
+        at = time_of_day(gens, base) if base else None
+        out[state] = {**window, "at": at} if at else window
+    return out
 
 
 def event_starts(columns: Iterable[str], date_columns: Iterable[str]) -> list[str]:
@@ -876,9 +906,16 @@ def date_kind(gen: dict[str, Any]) -> str | None:
 TAX_RATES = (0.05, 0.06, 0.07, 0.08, 0.0825, 0.1, 0.2)
 
 
+#: Sales-tax, GST and VAT rates of a world's home country (a US shop does not charge 20 % VAT).
+HOME_TAX_RATES = {"US": (0.05, 0.06, 0.07, 0.08, 0.0825), "CA": (0.05, 0.13, 0.15), "GB": (0.2,), "DE": (0.19, 0.07),
+                  "FR": (0.2, 0.1), "IT": (0.22, 0.1), "ES": (0.21, 0.1), "NL": (0.21, 0.09), "JP": (0.1,), "AU": (0.1,),
+                  "IN": (0.18, 0.12), "BR": (0.17, 0.18)}
+
+
 def tax_rate(theme: dict[str, Any]) -> float:
-    """The one tax rate a world charges (stable for the theme: its name picks it)."""
-    return TAX_RATES[zlib.crc32(str(theme.get("slug") or theme.get("title", "")).encode()) % len(TAX_RATES)]
+    """The one tax rate a world charges: one of its home country's (stable for the theme: its name picks it)."""
+    rates = HOME_TAX_RATES.get(HOME_COUNTRY.get(theme.get("locale", "en_US"), ""), TAX_RATES)
+    return rates[zlib.crc32(str(theme.get("slug") or theme.get("title", "")).encode()) % len(rates)]
 
 
 # --------------------------------------------------------------------------- home country and currency
@@ -1177,6 +1214,14 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             # ... and one that took place (or was missed) is closed the day it happened, not weeks later
             windows |= {s: {"after": starts[0], "days": 1} for s in sorted(ENDED_EVENT_STATES & set(ent.workflow["states"]))} \
                 if starts else {}
+            windows = timed_windows(windows, gens)
+            at = time_of_day(gens, starts[0]) if starts else None
+            started = sorted(NOW_STATES & set(ent.workflow["states"]))
+            early = [v for v in gens[at]["values"] if v <= WORLD_NOW[11:16]] if at else []
+            if started and early:
+                # a run in progress today began at a time that has come (not at 13:00 with the clock at noon)
+                gens[at] = {"gen": "by", "column": "status", "default": gens[at],
+                            "cases": {s: {"gen": "choice", "values": early} for s in started}}
             gens["status_changed_at"] = {"gen": "changed", "column": "status", "after": after,
                                          **({"pull": pull} if pull else {}), **({"initial": first} if fresh else {}),
                                          **({"dwell": dwell} if dwell else {}), **({"windows": windows} if windows else {})}
