@@ -1265,6 +1265,26 @@ def test_a_key_drawn_for_two_makings_keeps_both():
     assert early == 0 and _flagged(name, spec, conn, "before_parent") == []
 
 
+@pytest.mark.parametrize("name", ["boutique-hotel-front-desk", "campervan-hire"])
+def test_a_stay_is_completed_once_its_nights_are_over(name):
+    """World audit 42: every completed reservation of a boutique hotel and a campervan hire was closed on its
+    check-in day, whatever its nights (a 7-night stay from 06-10 "completed" on 06-10, another whose nights run
+    to 06-16). A completed stay began its nights ago and closed once they were over; the lint finds one
+    planted."""
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    table = next(t["name"] for t in spec["tables"] if {"nights", "check_in_date", "status"} <= {c["name"] for c in t["columns"]})
+    done, early, running, long_ = conn.execute(
+        f"SELECT COUNT(*), SUM(date(check_in_date, '+' || nights || ' days') > substr(status_changed_at, 1, 10)), "
+        f"SUM(date(check_in_date, '+' || nights || ' days') > '2026-06-15'), SUM(nights >= 7) FROM {table} "
+        f"WHERE status = 'completed'").fetchone()
+    assert done > 50 and long_ > 5 and early == 0 and running == 0
+    assert _flagged(name, spec, conn, "stale_status") == []
+    conn.execute(f"UPDATE {table} SET status_changed_at = check_in_date || 'T18:00:00Z' WHERE id = "
+                 f"(SELECT MIN(id) FROM {table} WHERE status = 'completed' AND nights >= 3)")
+    assert _flagged(name, spec, conn, "stale_status") == [f"{table}.nights"]
+
+
 def test_an_inspection_is_of_its_runs_product_and_a_dropped_run_cost_nothing():
     """World audit 40: no quality inspection was of its production run's SKU (0 of 33), every run dropped as
     "won't do" from the backlog carried an actual cost, inspections found more defects than they sampled. A

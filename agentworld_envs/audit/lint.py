@@ -504,13 +504,25 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
                              f"AND {wrong}", args).fetchone()[0]
             if n:
                 yield Violation("stale_status", f"{table}.{at}", f"{n} rows {'/'.join(states)} {what}")
+    lasts = next((c for c in cols if semantics.STAY_LENGTH.match(c)), None)
     for col in semantics.event_starts(cols, dates)[:1] if "status_changed_at" in cols and ended else ():
-        # a session that took place (or was missed) is closed within a day or so, not weeks later
+        # a session that took place (or was missed) is closed within a day or so, not weeks later; a stay once
+        # its nights are over, and not before
+        stayed = [s for s in ended if s in semantics.STAYED_STATES]
+        nights = f"(CASE WHEN status IN ({', '.join(repr(s) for s in stayed)}) AND typeof({q(lasts)}) = 'integer' " \
+                 f"THEN {q(lasts)} ELSE 0 END)" if lasts and stayed else "0"
         marks = ", ".join("?" * len(ended))
         n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({marks}) AND {q(col)} IS NOT NULL AND "
-                         f"julianday(status_changed_at) - julianday({q(col)}) > 2", ended).fetchone()[0]
+                         f"julianday(status_changed_at) - julianday({q(col)}) - {nights} > 2", ended).fetchone()[0]
         if n:
             yield Violation("stale_status", f"{table}.{col}", f"{n} rows {'/'.join(ended)} recorded days after their {col}")
+        if nights != "0":
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({marks}) AND length({q(col)}) = 10 AND "
+                             f"date({q(col)}, '+' || {nights} || ' days') > substr(status_changed_at, 1, 10)",
+                             ended).fetchone()[0]
+            if n:
+                yield Violation("stale_status", f"{table}.{lasts}", f"{n} rows {'/'.join(stayed)} before their {lasts} "
+                                                                    f"were over")
     if "status_changed_at" in cols:
         for state in workflow.get("states", ()):
             days = semantics.DWELL_DAYS.get(state)

@@ -632,8 +632,9 @@ def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, local
     """A date that agrees with its record's status and the world's clock.
 
     ``{"gen": "clock", "inner": GEN, "column": "status", "past": [...], "future": [...], "floor": COL,
-    "kind": "date" | "datetime", "span": DAYS}``: a record in a ``past`` status has the date at least a
-    day before now (a finished session took place), one in a ``future`` status at least a day after (a
+    "kind": "date" | "datetime", "span": DAYS, "lasts": COL, "ended": [...]}``: a record in a ``past`` status
+    has the date at least a day before now (a finished session took place), one in an ``ended`` status its
+    ``lasts`` days (a stay's nights) earlier still; one in a ``future`` status at least a day after (a
     scheduled one has not); never before ``floor`` (the earlier date of the same record). Today itself
     is neither, so a date-only reading agrees too.
     """
@@ -651,6 +652,9 @@ def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, local
         when = parse_when(value) if value else None
         if state in past:
             hi = start_of_today - (_DAY * g.get("gap", 1) if as_date else dt.timedelta(seconds=1) + _DAY * (g.get("gap", 1) - 1))
+            nights = row.get(g["lasts"]) if state in g.get("ended", ()) else None
+            if isinstance(nights, int) and nights > 0:
+                hi -= _DAY * nights   # a stay that has ended began its nights before that
             step = _DAY if as_date else dt.timedelta(hours=1)
             if when is not None and when <= hi and (floor is None or when >= floor + step):
                 return value
@@ -834,6 +838,9 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime,
             timed = len(row[base_col]) == 10 and isinstance(at, str) and re.fullmatch(r"\d\d:\d\d", at) is not None
             if timed:
                 base = base.replace(hour=int(at[:2]), minute=int(at[3:]))   # a dated run's start time ("06:00")
+            nights = row.get(rule["plus"]) if rule.get("plus") and "after" in rule else None
+            if isinstance(nights, int) and nights > 0:
+                base += _DAY * nights   # a stay closes once its nights are over
             if "before" in rule:
                 if not rule["hours"] and len(row[base_col]) == 10 and not timed:
                     base += _DAY   # called off before a day's session: on that day at the latest
@@ -950,7 +957,7 @@ def column_generator(g: dict[str, Any], rng: random.Random, now: dt.datetime, lo
 
 def sources(gen: dict[str, Any]) -> set[str]:
     """The columns of the same row a generator reads."""
-    out = {gen[k] for k in ("of", "column", "via", "floor") if isinstance(gen.get(k), str)}
+    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts") if isinstance(gen.get(k), str)}
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
@@ -965,7 +972,7 @@ def sources(gen: dict[str, Any]) -> set[str]:
     if isinstance(gen.get("made_by"), dict):
         out |= set(gen["made_by"].get("by", ()))
     for window in (gen.get("windows") or {}).values():
-        out |= {window[k] for k in ("before", "after", "at") if k in window}
+        out |= {window[k] for k in ("before", "after", "at", "plus") if k in window}
     for sub in [gen.get("then"), gen.get("default"), gen.get("inner"), gen.get("else"), *(gen.get("cases") or {}).values()]:
         if isinstance(sub, dict):
             out |= sources(sub)

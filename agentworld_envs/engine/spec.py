@@ -508,7 +508,7 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     """Generators that keep a row coherent (``clock``, ``changed``, ``at_most``, ``paid``, ``lookup``,
     ``lookup_row``): every column they read is an earlier column of the row."""
     kind = g["gen"]
-    reads = [g[k] for k in ("of", "column", "via", "floor") if k in g and not isinstance(g[k], list)]
+    reads = [g[k] for k in ("of", "column", "via", "floor", "lasts") if k in g and not isinstance(g[k], list)]
     reads += list(g.get("after", [])) + (g["of"] if isinstance(g.get("of"), list) else [])
     if kind in ("changed", "after_parents", "recent") and (kind == "after_parents" or "parents" in g):
         parents = g.get("parents")
@@ -526,7 +526,7 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     for window in (g.get("windows") or {}).values() if kind != "recent" else ():
         if not isinstance(window, dict):
             raise bad("windows", "must map a status to {'before': column, 'hours': n} or {'after': column, 'days': n}")
-        reads += [window[k] for k in ("before", "after", "at") if k in window]
+        reads += [window[k] for k in ("before", "after", "at", "plus") if k in window]
     if kind == "changed" and "dwell" in g and not (isinstance(g["dwell"], dict) and all(
             isinstance(d, int) and 0 <= d <= LIMITS["days"] for d in g["dwell"].values())):
         raise bad("dwell", "must map a status to a number of days")

@@ -188,7 +188,8 @@ def _latest_days(gen: dict[str, Any]) -> float:
         return min(0, gen.get("days", [-365, 0])[1])
     if kind == "clock":
         inner = _latest_days(gen["inner"])
-        return min(inner, -gen.get("gap", 1)) if gen.get("past") else inner
+        # (and a stay that has ended, its longest stay before that)
+        return min(inner, -gen.get("gap", 1) - gen.get("longest", 0)) if gen.get("past") else inner
     if kind == "when":
         return _latest_days(gen["then"])
     if kind in ("not_before", "after_parents"):

@@ -783,6 +783,8 @@ NOW_STATES = frozenset({"in_progress", "checked_in", "in_session", "boarding", "
                         "started"})
 #: Statuses of a timed event that took place or was missed: recorded within a day of its start.
 ENDED_EVENT_STATES = frozenset({"done", "completed", "finished", "ended", "attended", "no_show", "checked_out"})
+#: Ended statuses reached once the whole event is over (a stay checked out), not on its first day (a no-show).
+STAYED_STATES = ENDED_EVENT_STATES - {"no_show"}
 #: Minutes since an event in a ``NOW_STATES`` status started (shorter than any event's duration).
 NOW_MINUTES = 10
 #: A start that names an event lasting minutes or hours (a session, a shift, a match, a visit, a flight).
@@ -802,6 +804,26 @@ def is_timed_event(columns: Iterable[str], date_columns: Iterable[str]) -> bool:
 #: The time of day a dated event begins at, kept apart from its date (a route's ``start_time`` "06:00").
 TIME_OF_DAY = re.compile(r"^(?:start|begin|departure|pickup|shift_start|slot_start)_time$")
 _HH_MM = re.compile(r"^\d\d:\d\d$")
+
+
+#: How many days (nights) a dated stay, hire or course lasts, kept apart from its start date.
+STAY_LENGTH = re.compile(r"^(?:nights|num_nights|number_of_nights|length_of_stay|stay_nights|duration_days|rental_days|"
+                         r"hire_days|num_days)$")
+
+
+def stay_length(gens: dict[str, dict[str, Any]]) -> str | None:
+    """The column holding how many whole days a record's stay lasts (a choice of, or a range of, whole
+    numbers), or None."""
+    for c, g in gens.items():
+        if STAY_LENGTH.match(c) and (g.get("gen") == "int" or g.get("gen") == "choice" and all(
+                isinstance(v, int) and not isinstance(v, bool) for v in g.get("values", ()))):
+            return c
+    return None
+
+
+def longest_stay(gen: dict[str, Any]) -> int:
+    """The most days a :func:`stay_length` column draws."""
+    return int(gen["max"]) if gen.get("gen") == "int" else max(gen.get("values") or [0])
 
 
 def time_of_day(gens: dict[str, dict[str, Any]], date_col: str) -> str | None:
@@ -1141,8 +1163,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 floor = inner.get("of") if inner.get("gen") == "after" else None
                 # A date that has passed leaves a few days for the dates that follow it.
                 gap = {"gap": 4} if clock_role(col) == "start" or col in floors.values() else {}
+                # a stay that has ended began its nights ago at least: no completed week that started on Monday
+                lasts = stay_length(gens) if clock_role(col) == "start" and date_kind(inner) == "date" else None
+                ended = sorted(STAYED_STATES & set(past))
                 gens[col] = wrap(inner, gen="clock", column="status", past=past, future=future,
-                                 kind=date_kind(inner), **({"floor": floor} if floor else {}), **gap)
+                                 kind=date_kind(inner), **({"floor": floor} if floor else {}), **gap,
+                                 **({"lasts": lasts, "ended": ended, "longest": longest_stay(gens[lasts])}
+                                    if lasts and ended else {}))
         for col in dates:
             soon = eta_days(col, ent.workflow["states"])
             if soon and col not in stamps:
@@ -1214,6 +1241,11 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             # ... and one that took place (or was missed) is closed the day it happened, not weeks later
             windows |= {s: {"after": starts[0], "days": 1} for s in sorted(ENDED_EVENT_STATES & set(ent.workflow["states"]))} \
                 if starts else {}
+            lasts = stay_length(gens) if starts and date_kind(gens[starts[0]]) == "date" else None
+            if lasts:
+                # ... and a stay is closed once its nights are over (checked out), not on the day it began
+                windows = {s: {**w, "plus": lasts} if s in STAYED_STATES and "after" in w else w
+                           for s, w in windows.items()}
             windows = timed_windows(windows, gens)
             at = time_of_day(gens, starts[0]) if starts else None
             started = sorted(NOW_STATES & set(ent.workflow["states"]))
