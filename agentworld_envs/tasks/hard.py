@@ -1676,14 +1676,14 @@ def _group_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: s
     scope = f"the {in_state(s, c.plural)} whose {date_noun(col)} is between {span[0]} and {span[1]} (both days included)"
     act = _act(gen, tr, c, scope)
     rule = gen.rng.choice([
-        f"Each {group} has a cap of {b}: take a {one} only while the {words(fig)} of the {state} {c.plural} of its "
+        f"Each {group} has a cap of {b}: take {indefinite(one)} only while the {words(fig)} of the {state} {c.plural} of its "
         f"{group}, the ones already {state} included, adds up to no more than {b}; one that would take its {group} "
         f"past {b} is skipped and the next one is tried",
         f"No {group} may end up with {state} {c.plural} whose {total_of(fig)} passes {b} (count every one that is "
         f"{state} already, whatever its date): skip any {one} that would take its {group} over and carry on with "
         f"the next",
     ])
-    ask = gen.rng.choice([f"the total {words(fig)} of the {c.plural} you {verb}",
+    ask = gen.rng.choice([f"the {total_of(fig)} of the {c.plural} you {verb}",
                           f"how much {words(fig)} the {c.plural} you {verb} come to"])
     text = gen.rng.choice([
         f"{act[0].upper() + act[1:]}, earliest first. {rule}.{_reason(last_args)} Then tell me {ask}.",
