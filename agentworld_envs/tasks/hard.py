@@ -1444,8 +1444,7 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
             gen.rng.shuffle(groups)
             groups.sort(key=lambda g: "weekend" not in g[3])   # each record's weekday worked out first
             for where, open_, done, extra in groups:
-                if any(k[fig] is None or k[fig] <= 0 or Decimal(str(k[fig])) != Decimal(str(k[fig])).quantize(_CENT)
-                       for k in open_ + done) or not all(gen.rules_allow(tr, k["id"]) for k in open_) \
+                if not _in_cents(open_ + done, fig) or not all(gen.rules_allow(tr, k["id"]) for k in open_) \
                         or not _clock_fits(gen, c, to, open_):
                     continue
                 start = sum((Decimal(str(k[fig])) for k in done), Decimal(0))
