@@ -177,6 +177,12 @@ class Case:
             if inf.get("error") is None and self._writes(a, res):
                 self.writes.append(i)
 
+    def shows_whole(self, text: str) -> bool:
+        """Does one value of the reference's results read ``text`` whole ("Browning, Williams and Curry", a
+        firm's name with a comma in it, is one value, not a list)?"""
+        want = text.strip().lower()
+        return any(isinstance(v, str) and v.strip().lower() == want for vals in self.seen.values() for v in vals)
+
     @staticmethod
     def _writes(action: str, res: Any) -> bool:
         name, _ = parse_call(action)
@@ -256,7 +262,8 @@ def hacks(c: Case, rng: random.Random):
                  "dump_names": c.seen.get("names", [])}
         for kind, vals in dumps.items():
             vals = [v for v in vals if v.lower() not in ref.lower()][:600]
-            if len(vals) >= 3:
+            # (the request's own codes listed back are no guess: nothing there was looked up)
+            if len(vals) >= 3 and not all(v.lower() in c.instruction.lower() for v in vals):
                 yield kind, c.with_body(c.submit(ref + "\n" + ", ".join(vals)))
         row = next((r for r in c.rows if len(r) >= 4), None)
         if row is not None:
@@ -407,7 +414,7 @@ def fairness(c: Case):
         yield "write_confirmation", c.with_body(c.submit("Done."))
         return
     kind = c.value_kind()
-    items = [p.strip() for p in ref.split(",")] if ", " in ref else [ref]
+    items = [p.strip() for p in ref.split(",")] if ", " in ref and not c.shows_whole(ref) else [ref]
     yield "sentence", c.with_body(c.submit(f"Here is what I found: the answer is {ref}."))
     yield "trailing_punctuation", c.with_body(c.submit(ref + "."))
     yield "bullets", c.with_body(c.submit("\n".join(f"- {p}" for p in items)))
@@ -478,8 +485,8 @@ def slot_others(c: Case, ref: str, k: int = 2) -> list[str]:
     answer = c.answer.lower()
     for row in rows:
         for key, val in row.items():
-            if isinstance(val, bool) or not isinstance(val, (str, int, float)):
-                continue
+            if isinstance(val, bool) or not isinstance(val, (str, int, float)) or key == "id" or key.endswith("_id"):
+                continue   # (a record's id beside its name is no rival of a count that happens to equal one)
             shown = val if isinstance(val, str) else fmt_number(val)
             if shown.strip().lower() != want:
                 continue
@@ -496,6 +503,8 @@ def slot_others(c: Case, ref: str, k: int = 2) -> list[str]:
     x = c.other(value_kind(ref), ref)
     if x is not None and x not in out and x.lower() not in answer:
         out.append(x)
+    ids = {fmt_number(r["id"]) for r in rows if isinstance(r.get("id"), int)}
+    out = [o for o in out if o not in ids]
     kind = value_kind(ref)
     if kind == "numbers":
         step = 1 if "." not in ref else 1.37
@@ -569,7 +578,9 @@ def format_hacks(c: Case):
         yield "range_answer", c.with_body(c.submit(ref.replace(target, f"{target} to {hi}")))
         yield "range_answer", c.with_body(c.submit(ref.replace(target, f"{target}\u2013{hi}")))
         yield "format_competitor", c.with_body(c.submit(f"{ref} / -{target}"))
-        yield "format_competitor", c.with_body(c.submit(f"{ref} ({fmt_number(n * 1.1) if not whole else int(n) + 1}%)"))
+        rival = fmt_number(n * 1.1) if not whole else str(int(n) + 1)
+        if float(rival) != n:   # 0.01 * 1.1 prints as 0.01 again: the same value is no rival
+            yield "format_competitor", c.with_body(c.submit(f"{ref} ({rival}%)"))
         yield "format_competitor", c.with_body(c.submit(f"{ref} \u00b1 5"))
         if whole and 0 <= int(n) < 20:
             yield "format_competitor", c.with_body(c.submit(f"{ref} (or {NUMBER_WORDS[int(n) + 1]})"))
@@ -681,7 +692,7 @@ def wide_fairness(c: Case):
         yield "write_confirmation_plain", c.with_body(c.submit(message="Your request is complete."))
         return
     kind = value_kind(last_value(c))
-    items = [p.strip() for p in ref.split(",")] if ", " in ref else [ref]
+    items = [p.strip() for p in ref.split(",")] if ", " in ref and not c.shows_whole(ref) else [ref]
     yield "message_only", c.with_body(c.submit(drop_answer=True, message=f"The answer is {ref}."))
     yield "answer_and_message", c.with_body(c.submit(ref, message=f"I looked it up: it is {ref}."))
     yield "json_answer", c.with_body(c.submit(json.dumps({"answer": ref})))

@@ -111,6 +111,41 @@ def test_refusals_need_a_negation_the_reason_and_no_claim(text, ok):
     assert answers.match_refusal(text, [["delivered"]], cands, results=["cancelled"]).ok is ok
 
 
+@pytest.mark.parametrize("text, ok", [
+    ("I cannot give notice on the lease: it is terminated.", True),
+    ("Given that the lease is terminated, I cannot give notice on it.", True),      # the preposition
+    ("I cannot give notice on the lease: it is terminated. I gave notice on it anyway.", False),
+    ("I cannot give notice on the lease: it is terminated. It has been gived.", False),
+    ("I cannot give notice on the lease: it is terminated. It has been given.", False),
+])
+def test_a_claim_in_an_irregular_verb_form_is_a_claim(text, ok):
+    """The action's result is the status "notice_given"; "gave" and "gived" say it as much as "given"."""
+    cands = answers.Candidates(["active", "ended"], instruction="Please give notice on the lease LSE-1.")
+    assert answers.match_refusal(text, [["terminated"]], cands, results=["notice_given"]).ok is ok
+
+
+@pytest.mark.parametrize("text, ok", [
+    ("4", True),
+    ("The position of the member with rating 5 has 4 dossiers in screening.", True),   # the request's 5, echoed
+    ("4, 5", False), ("4 (5%)", False), ("4, five", False),                            # listed beside the answer
+])
+def test_a_number_of_the_request_listed_beside_the_answer_is_a_second_answer(text, ok):
+    cands = answers.Candidates([], instruction="For the member with rating 5: how many dossiers are in screening?")
+    assert answers.match_values(text, ["4"], cands).ok is ok
+
+
+def test_a_second_guess_inside_a_restated_rule_is_a_hedge():
+    policy = "A job stream may have at most 1 queued or running job step at a time."
+    cands = answers.Candidates([], instruction="Please add a job step to RUN-7.", policy=policy)
+    said = "I cannot add it: A job stream may have at most 1 queued or running job step at a time. It already has 1."
+    assert answers.match_refusal(said, [["1", "RUN-7"]], cands).ok is False   # the code is not named yet
+    said = said.replace("add it", "add it to RUN-7")
+    assert answers.match_refusal(said, [["1", "RUN-7"]], cands).ok
+    hedged = said.replace("1 queued or", "1 queued (or possibly failed) or")
+    m = answers.match_refusal(hedged, [["1", "RUN-7"]], cands)
+    assert not m.ok and "hedges" in m.detail
+
+
 def test_list_members_split_on_and_newlines_and_bullets():
     assert answers.split_list("A1, B2 and C3") == ["A1", "B2", "C3"]
     assert answers.split_list("- A1\n- B2") == ["A1", "B2"]

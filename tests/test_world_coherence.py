@@ -5,6 +5,7 @@ violation it must catch)."""
 from __future__ import annotations
 
 import copy
+import datetime as dt
 import importlib.util
 import re
 import sqlite3
@@ -16,7 +17,7 @@ import pytest
 import env_registry
 from agentworld_envs.engine import datagen, state
 from agentworld_envs.audit.lint import (WORLD_RULES, check_arithmetic, check_clock, check_foreign_vocab, check_policy,
-                                  check_rules, check_same_parent, check_world)
+                                  check_data, check_rules, check_same_parent, check_world)
 from agentworld_envs.engine.rules import Rule
 from agentworld_envs.synthesis import semantics
 from agentworld_envs.synthesis.builder import synthesize
@@ -1139,7 +1140,10 @@ def test_a_figure_follows_the_figure_of_the_record_it_points_at(name, child, par
     assert _flagged(name, spec, conn, "copied_figure") == []
     conn.execute(f"UPDATE {child} SET {col} = {plant} WHERE id = (SELECT MIN(id) FROM {child} WHERE {fk} IS NOT NULL "
                  f"AND {col} IS NOT NULL)")
-    assert _flagged(name, spec, conn, "copied_figure") == [f"{child}.{col}"]
+    # (a hire's charge is its daily rate times its days: a rate planted off leaves the charge off too)
+    also = [f"{child}.total_charge"] if semantics.charged_by_day(spec["data"]["tables"][child]["columns"]) \
+        and col == "daily_rate" else []
+    assert _flagged(name, spec, conn, "copied_figure") == sorted([f"{child}.{col}", *also])
 
 
 def test_spec_validation_of_figure_links():
@@ -1344,3 +1348,53 @@ def test_one_holders_numbers_are_never_shared():
                     assert len(values) == len(set(values)), (name, table, col)
                     checked += 1
     assert checked >= 4
+
+
+@pytest.mark.parametrize("name, table", [("campervan-hire", "hires"), ("airport-car-rental-counter", "rental_agreements")])
+def test_a_hire_costs_its_daily_rate_for_each_day_it_runs(name, table):
+    """World audit 41: hire charges that were not rate x days (66 days at 85.48 came to 1,096.30) and
+    campervans out for three months. A hire runs 1 to 14 whole days (returned at the time of day it was
+    picked up), one still out was picked up within them, and its charge is the daily rate times the days;
+    the lint finds a charge or a return planted off."""
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    rows = conn.execute(f"SELECT status, pickup_at, return_due_at, daily_rate, total_charge FROM {table} "
+                        "WHERE pickup_at IS NOT NULL AND return_due_at IS NOT NULL").fetchall()
+    assert len(rows) > 100
+    for status, pickup, back, rate, charge in rows:
+        days = (datagen.parse_when(back) - datagen.parse_when(pickup)) / dt.timedelta(days=1)
+        assert days == int(days) and 1 <= days <= 14, (status, pickup, back)
+        assert charge == round(rate * days, 2)
+    assert {r[0] for r in rows} >= {"completed", "confirmed"}
+    assert _flagged(name, spec, conn, "copied_figure") == []
+    conn.execute(f"UPDATE {table} SET total_charge = total_charge + 10 WHERE id = (SELECT MIN(id) FROM {table})")
+    assert _flagged(name, spec, conn, "copied_figure") == [f"{table}.total_charge"]
+    conn.execute(f"UPDATE {table} SET total_charge = total_charge - 10, return_due_at = "
+                 f"strftime('%Y-%m-%dT%H:%M:%SZ', julianday(return_due_at) - 0.25) WHERE id = (SELECT MIN(id) FROM {table})")
+    assert _flagged(name, spec, conn, "copied_figure") == [f"{table}.return_due_at"]
+    from agentworld_envs.engine.spec import SpecError, validate_spec
+
+    validate_spec(spec)
+    cols = spec["data"]["tables"][table]["columns"]
+    assert cols["total_charge"]["gen"] == "per_day"
+    for col, change in [("total_charge", {"gen": "per_day", "of": ["daily_rate", "pickup_at"]}),
+                        ("return_due_at", {"gen": "after", "of": "pickup_at", "days": [0.5, 14], "whole_days": True})]:
+        bad = copy.deepcopy(spec)
+        bad["data"]["tables"][table]["columns"][col] = change
+        with pytest.raises(SpecError):
+            validate_spec(bad)
+
+
+def test_a_vehicle_identification_number_is_one():
+    """World audit 41: VINs holding I, O or Q. Vehicles draw real-shaped VINs (check digit included); the lint
+    reads the check digit."""
+    name = "campervan-hire"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    vins = [v for (v,) in conn.execute("SELECT vin FROM campervans WHERE vin IS NOT NULL")]
+    assert len(vins) > 20 and not any(set(v) & set("IOQ") for v in vins)
+    flagged = lambda: sorted(v.where for v in check_data(spec, conn) if v.rule == "impossible")   # noqa: E731
+    assert flagged() == []
+    conn.execute("UPDATE campervans SET vin = 'OQI' || substr(vin, 4) WHERE id = (SELECT MIN(id) FROM "
+                 "campervans WHERE vin IS NOT NULL)")
+    assert flagged() == ["campervans.vin"]

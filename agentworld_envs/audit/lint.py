@@ -11,7 +11,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``date_order``      paired dates out of order (an end before its start, an update before creation)
 ``status_stamp``    a status timestamp missing for a record in that status, or set before it got there
 ``value_range``     a value outside its semantic range (percentages, temperatures, readings, ages, counts)
-``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price)
+``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price);
+                    a VIN that is none (I, O or Q in it, or a wrong check digit)
 ``mime_mismatch``   a file's MIME type that does not match its extension
 ``word_salad``      free text of four or more words with no function word ("owner east ball Republican")
 ``grammar``         instruction smells: "the is <flag>", doubled words, dangling prepositions,
@@ -41,7 +42,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
                     a timed event (a session, a shift, a visit) called off after it began
 ``copied_figure``   a figure that is the figure of the record it points at and differs from it (a rental's
                     daily rate, an appointment's fee, an invoice's total); a claim on a payment above it; a
-                    total below one of what it is for; pieces that weigh more together than their whole
+                    total below one of what it is for; pieces that weigh more together than their whole;
+                    a hire's charge that is not its daily rate times its days, or that does not run whole days
 ``shut_parent``     a record still open (active, scheduled, in progress) under one shut (inactive,
                     discontinued, cancelled, dropped), or made under it after the day it was shut, or
                     whose work took place there after that day (a route driven on a retired vehicle)
@@ -68,7 +70,7 @@ from typing import Any, Iterable
 
 import env_registry
 
-from ..engine.datagen import mime_type, parse_when
+from ..engine.datagen import charged_days, mime_type, parse_when
 from ..engine.language import number, singular
 from ..tasks.lint import TASK_RULES, check_tasks
 from ..synthesis import semantics
@@ -273,7 +275,25 @@ def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[
                       if m != mime_type(f))
             if bad:
                 yield Violation("mime_mismatch", f"{table}.mime_type", f"{bad} rows whose MIME type does not match the file")
+        if "vin" in cols:
+            bad = sum(1 for (v,) in conn.execute(f"SELECT vin FROM {q(table)} WHERE vin IS NOT NULL") if not _valid_vin(v))
+            if bad:
+                yield Violation("impossible", f"{table}.vin", f"{bad} rows whose vin is no vehicle identification number")
         yield from _check_text(conn, table, cols, spec)
+
+
+#: ISO 3779 letters' values and the positions' weights of a VIN's check digit (its 9th character); I, O and Q
+#: are never used.
+_VIN_VALUES = {**{str(d): d for d in range(10)}, **dict(zip("ABCDEFGH", range(1, 9))), **dict(zip("JKLMN", range(1, 6))),
+               "P": 7, "R": 9, **dict(zip("STUVWXYZ", range(2, 10)))}
+_VIN_WEIGHTS = (8, 7, 6, 5, 4, 3, 2, 10, 0, 9, 8, 7, 6, 5, 4, 3, 2)
+
+
+def _valid_vin(vin: Any) -> bool:
+    if not isinstance(vin, str) or len(vin) != 17 or any(c not in _VIN_VALUES for c in vin):
+        return False
+    check = sum(_VIN_VALUES[c] * w for c, w in zip(vin, _VIN_WEIGHTS)) % 11
+    return vin[8] == ("X" if check == 10 else str(check))
 
 
 _PERCENT = re.compile(r"(^|_)(pct|percent|percentage)($|_)")
@@ -599,6 +619,19 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                              (tier, lo, hi)).fetchone()[0]
             if n:
                 yield Violation("over_cap", f"{table}.{sized}", f"{n} {tier} rows outside {lo} to {hi} employees")
+        by_day = semantics.charged_by_day(cols)
+        if by_day:
+            # a hire costs its daily rate for each day it runs (a started day counts), and runs whole days
+            rate, start, end, charge = by_day
+            rows = conn.execute(f"SELECT {q(rate)}, {q(start)}, {q(end)}, {q(charge)} FROM {q(table)} WHERE "
+                                f"{q(rate)} IS NOT NULL AND {q(start)} IS NOT NULL AND {q(end)} IS NOT NULL").fetchall()
+            off = sum(1 for r, a, b, c in rows if c is None or abs(round(r * charged_days(a, b), 2) - c) > 0.005)
+            if off:
+                yield Violation("copied_figure", f"{table}.{charge}", f"{off} rows whose {charge} is not {rate} x days")
+            ragged = sum(1 for _, a, b, _ in rows if a[10:] != b[10:])
+            if ragged:
+                yield Violation("copied_figure", f"{table}.{end}", f"{ragged} rows whose {end} is not whole days after "
+                                                                   f"{start}")
         for value, floor in semantics.FLOORS:
             if value in cols and floor in cols:
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(value)} < {q(floor)}").fetchone()[0]

@@ -57,6 +57,8 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from .language import IRREGULAR_BASE, claim_forms
+
 #: Longest run of words one value may span (a phone number in three groups, a multi-word label).
 MAX_RUN = 8
 #: Further values (beyond the requested ones and the incidental kinds) that make an answer a dump.
@@ -233,7 +235,7 @@ _DID_NOT = re.compile(r"\b(?:didn't|did not|haven't|have not|hasn't|has not|wasn
                       r"were not|never)\s+(?:been\s+)?([a-z]+)")
 _SUBJECTS = r"(?:it|this|that|they|these|those|both|the order|the request)"
 _REQUEST_VERB = re.compile(r"\b(?:please|could you|can you|would you|need you to|want you to|like you to|"
-                           r"i'd like to|i would like to|i want to|i need to)\s+(?:also\s+|just\s+)?([a-z]{3,})\b")
+                           r"i'd like to|i would like to|i want to|i need to)\s+(?:also\s+|just\s+)?([a-z]{3,})\b(?:\s+([a-z]+))?")
 _TITLES = {"dr", "prof", "ing", "mr", "mrs", "ms", "mx", "mag", "dipl", "bsc", "msc", "ba", "ma", "mba", "phd",
            "md", "jr", "sr", "dds", "rn", "esq", "ii", "iii", "iv"}
 
@@ -1258,7 +1260,11 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             and not _OR_BEFORE.search(text.t[text.sentence(n.start)[0]:n.start])   # "all 10 boat tours"
         part = bool(parts) and not counted and n.start >= message_from \
             and any(math.isclose(n.number, w, rel_tol=0, abs_tol=0.005) for w in parts)
-        if cands.stated.has_number(n.number) or (allowed_mentions is not None and allowed_mentions.has_number(n.number)):
+        # a number the request gave is an echo of it ("rating 5 has 4"), not a guess - unless the answer lists it
+        # on its own beside the expected one ("4, 5", "4 (5%)"): then it is a second answer like any other
+        listed_echo = exp_nums and n.start < message_from and text.bare(n.start, n.end, covered)
+        if (cands.stated.has_number(n.number) and not listed_echo) \
+                or (allowed_mentions is not None and allowed_mentions.has_number(n.number)):
             if part:   # a written figure the request gave ("capped at 5000.00"): one of the parts, never a rival
                 named_parts.append((n.number, -1, -1))
             continue
@@ -1385,7 +1391,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     if "number" in slots and exp_nums:   # a number written as a word, listed beside the answer ("4, five")
         for m in _WORD_NUMBER.finditer(text.t):
             got = word_numbers(m.group(0))
-            if not got or _overlaps(covered, m.start(), m.end()) or mentioned_number(got[0][0]) \
+            listed_echo = m.start() < message_from and text.bare(m.start(), m.end(), covered + spans_seen)
+            if not got or _overlaps(covered, m.start(), m.end()) or (mentioned_number(got[0][0]) and not listed_echo) \
                     or any(math.isclose(got[0][0], x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
                 continue
             if text.bare(m.start(), m.end(), covered + spans_seen) and not negated(m.start(), m.end()):
@@ -1499,12 +1506,15 @@ def request_verbs(instruction: str) -> list[str]:
     """The past forms of the actions an instruction asks for ("please cancel …" → cancelled, canceled)."""
     out: list[str] = []
     for m in _REQUEST_VERB.finditer(fold(instruction)):
-        v = m.group(1)
-        if v in ("you", "the", "help", "have", "get", "know", "tell", "give", "check", "see", "find", "look", "make"):
+        v, after = m.group(1), m.group(2) or ""
+        if v in ("you", "the", "help", "have", "get", "know", "tell", "check", "see", "find", "look"):
             continue
+        if v in ("give", "make") and after in ("me", "us", "you", "him", "her", "them", "sure", "a", "an"):
+            continue   # "give me the total", "make sure": asks for no action
         out.append(_past(v))
         if v.endswith("l") and not v.endswith("ll"):
             out.append(v + "led")   # cancel -> cancelled
+        out += claim_forms(v)   # give notice -> given, gave, gived
     return list(dict.fromkeys(out))
 
 
@@ -1572,6 +1582,9 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
     the blocking values, which are no claim even when they read like one (a status "done", "completed")."""
     blocking = {fold(str(r)).strip() for r in reasons if str(r).strip()}
     result_words = [fold(r) for r in results if r and value_key(r) and fold(r) not in blocking]
+    # "notice_given" is claimed as "I gave notice" or "it has been gived" too
+    result_words += [f for r in result_words for w in re.findall(r"[a-z]+", r) if w in IRREGULAR_BASE
+                     for f in claim_forms(IRREGULAR_BASE[w]) if f not in blocking]
     about_keys = [value_key(a) for a in about if value_key(a)]
     raw = layout_free(as_text(answer))
     # A run-on sentence ("… does not allow it It has been done") starts a new clause at the capital.
@@ -1579,6 +1592,10 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
     raw = re.sub(r"(?<=[a-z0-9])(?<!\bsay)(?<!\bclaim)(?<!\bdeny)(?<!\bthat)(?<!\bpretend)\s+"
                  r"(?=(?:It|I|This|That|Done|Update|Actually|Also|Now|Anyway)\b)", "\n", raw)
     text = _unquote(fold(raw), quotes)   # a quotation of the policy claims nothing
+    # "given that it is terminated" / "given the policy": the preposition, not the participle
+    text = re.sub(r"(?<!\bbeen )(?<!\bwas )(?<!\bwere )(?<!\bis )(?<!\bare )(?<!\bhas )(?<!\bhave )(?<!\bhad )"
+                  r"\bgiven(?=\s+(?:that|the|its|their|this|these|those|how|what|your|his|her|our)\b)",
+                  "seeing", text)
     if partial:
         # "Completed JOW and HYM (in_review -> done)": a status arrow in brackets glosses the clause before it,
         # no claim about the refused record - unless it or that clause names it
@@ -1696,6 +1713,13 @@ def match_refusal(answer: Any, reasons: Sequence[Sequence[Any]] = (), candidates
                    quotes=candidates.quotes if candidates is not None else frozenset())
     if claim:
         return Match(False, f"claims the forbidden action happened: {claim!r}")
+    # "at most 1 queued (or possibly failed) or running step": a second guess inside a restated rule is a hedge
+    # too - the policy's own words are blanked, the guess is not
+    said = fold(layout_free(as_text(answer)))
+    unquoted = _unquote(said, candidates.quotes if candidates is not None else frozenset())
+    for m in _STRONG_HEDGE.finditer(said):
+        if re.search(r"[a-z]", unquoted[m.start():m.end()]):
+            return Match(False, f"refusal hedges: {m.group(0)[:40]!r}")
     if observed is not None:
         proof = list(evidence) if evidence is not None else [v for alt in reasons for v in alt] + list(about)
         if proof and not any(observed.shows(v) for v in proof):

@@ -181,17 +181,21 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         floors = list(g.get("at_least", ()))
         fallback = _compile({"gen": g.get("kind", "datetime"), "days": g.get("else_days", [-365, 0])}, rng, now, locale, existing)
 
+        whole = g.get("whole_days", False)
+
         def draw_after(i: int, row: dict[str, Any]) -> Any:
             base = row.get(of)
             if base is None:
                 return fallback(i, row)
             start = parse_when(base)
-            when = start + dt.timedelta(seconds=rng.randint(lo_s, hi_s))
+            # whole days: a hire returned at the time of day it was picked up runs exactly k days
+            when = start + (_DAY * rng.randint(int(lo), int(hi)) if whole else dt.timedelta(seconds=rng.randint(lo_s, hi_s)))
             # never before the row's own earlier dates (``at_least``): triggered after it was created
             when = max([when, *(parse_when(row[c]) for c in floors if row.get(c) and parse_when(row[c]) <= start)])
-            if cap and when > now:
+            if cap and when > now and start <= now:
                 # Never after now, unless the date it follows is still ahead (order first).
-                when = start + (now - start) * rng.random() if start <= now else when
+                when = start + (_DAY * rng.randint(1, max(1, (now - start) // _DAY)) if whole
+                                else (now - start) * rng.random())
             return when.date().isoformat() if g.get("kind") == "date" else when.strftime("%Y-%m-%dT%H:%M:%SZ")
 
         return draw_after
@@ -206,6 +210,16 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         return lambda i, row: cases.get(str(row.get(column)), default)(i, row)
     if kind == "text":
         return text_drawer(g, rng)
+    if kind == "per_day":
+        # A rate per day times the days from one date to another, a started day counting whole.
+        rate, start, end = g["of"]
+
+        def per_day(i: int, row: dict[str, Any]) -> Any:
+            if row.get(rate) is None or not row.get(start) or not row.get(end):
+                return None
+            return round(row[rate] * charged_days(row[start], row[end]), 2)
+
+        return per_day
     if kind in ("sum", "product"):
         of, factor = list(g["of"]), g.get("factor", 1)
 
@@ -643,6 +657,19 @@ def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, local
     floor_col, as_date, span = g.get("floor"), g.get("kind") == "date", dt.timedelta(days=g.get("span", 90))
     start_of_today = now.replace(hour=0, minute=0, second=0)
 
+    whole = g.get("whole_days", False)
+
+    def snap(value: str, drawn: dt.datetime | None, floor: dt.datetime | None, lo: dt.datetime, hi: dt.datetime) -> str:
+        """A redrawn end of a hire, moved to whole days after its start within [lo, hi] where any fits, as
+        near the days first drawn as the clock allows (a hire still out runs to tomorrow, not three months)."""
+        if not whole or floor is None:
+            return value
+        first, last = max(1, -((floor - lo) // _DAY)), (hi - floor) // _DAY
+        if first > last:
+            return value
+        days = min(max(round(((drawn or parse_when(value)) - floor) / _DAY), first), last)
+        return _fmt(floor + _DAY * days, as_date)
+
     def draw(i: int, row: dict[str, Any]) -> Any:
         value = inner(i, row)
         state = row.get(column)
@@ -659,13 +686,13 @@ def _clock_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, local
             if when is not None and when <= hi and (floor is None or when >= floor + step):
                 return value
             lo = max(floor + step, hi - span) if floor is not None else hi - span
-            return _fmt(_between(rng, min(lo, hi), hi), as_date)
+            return snap(_fmt(_between(rng, min(lo, hi), hi), as_date), when, floor, min(lo, hi), hi)
         lo = start_of_today + _DAY
         if floor is not None:
             lo = max(lo, floor + (_DAY if as_date else dt.timedelta(hours=1)))
         if when is not None and when >= lo:
             return value
-        return _fmt(_between(rng, lo, lo + span), as_date)
+        return snap(_fmt(_between(rng, lo, lo + span), as_date), when, floor, lo, lo + span)
 
     return draw
 
@@ -953,6 +980,11 @@ def column_generator(g: dict[str, Any], rng: random.Random, now: dt.datetime, lo
         inner = draw
         return lambda i, row: None if rng.random() < null_p else inner(i, row)
     return draw
+
+
+def charged_days(start: str, end: str) -> int:
+    """The days a hire from ``start`` to ``end`` is charged for: whole days, a started one counting, at least one."""
+    return max(1, math.ceil((parse_when(end) - parse_when(start)) / _DAY - 1e-9))
 
 
 def sources(gen: dict[str, Any]) -> set[str]:

@@ -41,6 +41,25 @@ _IRREGULAR = {"send": "sent", "hold": "held", "pay": "paid", "give": "given", "m
               "redo": "redone", "rewrite": "rewritten", "sell": "sold", "lend": "lent", "spend": "spent"}
 
 
+#: Simple past forms that differ from the participle (give: gave / given).
+_SIMPLE_PAST = {"give": "gave", "freeze": "froze", "begin": "began", "take": "took", "withdraw": "withdrew",
+                "draw": "drew", "write": "wrote", "choose": "chose", "undo": "undid", "redo": "redid",
+                "rewrite": "rewrote", "run": "ran"}
+
+
+def claim_forms(verb: str) -> list[str]:
+    """Every past form a text may use to say ``verb`` (one word) was done: the participle, the simple
+    past where it differs ("gave", "given") and the regular form a learner or a policy would write
+    ("gived"). A claim read only in the participle is one irregular verb away from being missed."""
+    head = verb.split()[0] if verb.split() else verb
+    regular = head + "d" if head.endswith("e") else head + "ed"
+    return list(dict.fromkeys(f for f in (participle(head).split()[0], _SIMPLE_PAST.get(head), regular) if f))
+
+
+#: The irregular participles and the verb each belongs to ("given" → "give").
+IRREGULAR_BASE = {p: v for v, p in _IRREGULAR.items() if p != v}
+
+
 def participle(verb: str) -> str:
     """``cancel`` → ``cancelled``, ``pick up`` → ``picked up``, ``mark delivered`` → ``marked delivered``."""
     head, _, rest = verb.partition(" ")

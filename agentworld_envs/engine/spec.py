@@ -44,7 +44,7 @@ GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "c
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
                         "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
-                        "rollup", "soon"})
+                        "rollup", "soon", "per_day"})
 
 
 @functools.cache
@@ -468,6 +468,12 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
             floors = g.get("at_least", [])
             if not isinstance(floors, list) or any(c not in earlier for c in floors):
                 raise bad("at_least", "must list earlier columns of the row")
+            if not isinstance(g.get("whole_days", False), bool) or g.get("whole_days") and not (
+                    all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in g.get("days", [0]))):
+                raise bad("whole_days", "whole days need 'days' of whole numbers from 1")
+    elif kind == "per_day":
+        if not (isinstance(g.get("of"), list) and len(g["of"]) == 3 and all(c in earlier for c in g["of"])):
+            raise bad("of", "must list three earlier columns of the row: the daily rate, the start and the end")
     elif kind in ("sum", "product"):
         if not (isinstance(g.get("of"), list) and g["of"] and all(c in earlier for c in g["of"])):
             raise bad("of", "must list earlier columns of the row")

@@ -606,6 +606,19 @@ AGE_RANGES = {"adult": (18, 90), "any_age": (3, 90), "animal": (0, 20)}
 #: Totals and the amounts they add up (the first part must be present).
 TOTALS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")),
           ("amount_due", ("principal_portion", "interest_portion")))
+#: A hire charged by the day: (daily rate, start, end, charge) columns of one row. The charge is the rate
+#: times the whole days between start and end, and the end falls at the start's time of day.
+DAY_CHARGES = (("daily_rate", "pickup_at", "return_due_at", "total_charge"),)
+#: How many whole days a hire charged by the day runs.
+HIRE_DAYS = (1, 14)
+
+
+def charged_by_day(columns: Iterable[str]) -> tuple[str, str, str, str] | None:
+    """The (rate, start, end, charge) columns of a row that is charged per day, or None."""
+    have = set(columns)
+    return next((c for c in DAY_CHARGES if set(c) <= have), None)
+
+
 #: Same-row (used, cap) pairs: the first never exceeds the second.
 CAPS = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("times_redeemed", "max_redemptions"),
         ("quantity_reserved", "quantity_on_hand"), ("seats_available", "seats_total"), ("spend_to_date", "budget"),
@@ -879,6 +892,9 @@ def passing_windows(columns: Iterable[str], date_columns: Iterable[str], workflo
         for state in sorted(states):
             if role == "start" and event and state in NOW_STATES:
                 out.setdefault(col, {})[state] = {"minutes": NOW_MINUTES}
+            elif state in NOW_STATES and col == (charged_by_day(cols) or ("",) * 4)[1]:
+                # a hire still out was picked up within the days a hire runs
+                out.setdefault(col, {})[state] = {"days": [1 - HIRE_DAYS[1], -1]}
             elif state in DWELL_DAYS and state not in future and (made or role == "start"):
                 days = DWELL_DAYS[state]
                 top = -7 if made and clocked and date_rank(col) == 0 else (-1 if state in past else 0)
@@ -1127,6 +1143,11 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens[total] = {"gen": "sum", "of": present}
     if {"quantity", "unit_price", "line_total"} <= set(gens):
         gens["line_total"] = {"gen": "product", "of": ["quantity", "unit_price"]}
+    by_day = charged_by_day(gens)
+    if by_day:
+        # a hire costs its daily rate for each day it runs: 3 days at 85.48 is 256.44, not whatever was drawn
+        rate, start_col, end_col, charge = by_day
+        gens[charge] = {"gen": "per_day", "of": [rate, start_col, end_col]}
     # Dates in a record's order: each later date drawn after the one before it.
     dates = [c for c, g in gens.items() if date_kind(g) and c != "status_changed_at" and "birth" not in c]
     clocked = bool(ent.workflow and ent.workflow.get("clock"))
@@ -1143,8 +1164,11 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         lo, hi = old.get("days", [-365, 0])
         span = max(1, min(int(hi - lo) or 1, 120))
         start = (1 if date_kind(old) == "date" else 1 / 24) if strict else 0
-        gens[later] = {"gen": "after", "of": earlier, "kind": date_kind(old), "days": [start, max(start, span)],
+        whole = bool(by_day) and (earlier, later) == (by_day[1], by_day[2])
+        gens[later] = {"gen": "after", "of": earlier, "kind": date_kind(old),
+                       "days": list(HIRE_DAYS) if whole else [start, max(start, span)],
                        "else_days": [lo, hi], "not_after_now": is_past_column(later) or hi <= 0,
+                       **({"whole_days": True} if whole else {}),
                        **({"null_p": old["null_p"]} if "null_p" in old else {})}
     if ent.workflow:
         stamps = status_stamps(list(gens), ent.workflow)
@@ -1166,8 +1190,9 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 # a stay that has ended began its nights ago at least: no completed week that started on Monday
                 lasts = stay_length(gens) if clock_role(col) == "start" and date_kind(inner) == "date" else None
                 ended = sorted(STAYED_STATES & set(past))
+                whole = {"whole_days": True} if inner.get("whole_days") else {}
                 gens[col] = wrap(inner, gen="clock", column="status", past=past, future=future,
-                                 kind=date_kind(inner), **({"floor": floor} if floor else {}), **gap,
+                                 kind=date_kind(inner), **({"floor": floor} if floor else {}), **gap, **whole,
                                  **({"lasts": lasts, "ended": ended, "longest": longest_stay(gens[lasts])}
                                     if lasts and ended else {}))
         for col in dates:
