@@ -1252,7 +1252,9 @@ def test_a_dated_run_follows_its_time_of_day(name, table, day):
     assert _flagged(name, spec, conn, "stale_status") == []
     conn.execute(f"UPDATE {table} SET status_changed_at = {day} || 'T00:30:00Z' WHERE id = "
                  f"(SELECT MIN(id) FROM {table} WHERE status = 'done' AND start_time > '01:00')")
-    assert _flagged(name, spec, conn, "stale_status") == [f"{table}.start_time"]
+    # (a run with a duration, done before it began, is also done before that duration was over)
+    lasted = [f"{table}.{c}" for c in spec["data"]["tables"][table]["columns"] if c == "duration_hours"]
+    assert _flagged(name, spec, conn, "stale_status") == sorted([f"{table}.start_time", *lasted])
 
 
 def test_a_key_drawn_for_two_makings_keeps_both():
@@ -1398,3 +1400,64 @@ def test_a_vehicle_identification_number_is_one():
     conn.execute("UPDATE campervans SET vin = 'OQI' || substr(vin, 4) WHERE id = (SELECT MIN(id) FROM "
                  "campervans WHERE vin IS NOT NULL)")
     assert flagged() == ["campervans.vin"]
+
+
+def test_a_quote_is_approved_while_valid_and_a_licence_cut_short_before_it_ends():
+    """World audit 66: quotes approved after their validity ran out (38 of 53), quotes still submitted weeks
+    after it ran out, licences "terminated" after they had ended. A record is approved, put in force or cut
+    short before its end date, and one still waiting is still valid; the lint finds each planted off."""
+    name = "sync-licensing-music-for-media"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    after_end = conn.execute("SELECT status, COUNT(*) FROM sync_quotes WHERE status IN ('approved', 'submitted', "
+                             "'withdrawn') AND substr(status_changed_at, 1, 10) > valid_until GROUP BY 1").fetchall()
+    assert after_end == []
+    assert conn.execute("SELECT COUNT(*) FROM sync_quotes WHERE status = 'submitted' AND valid_until <= ?",
+                        (NOW[:10],)).fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM sync_licences WHERE status = 'terminated' AND "
+                        "substr(status_changed_at, 1, 10) > end_date").fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM sync_quotes WHERE status = 'approved' AND valid_until < ?",
+                        (NOW[:10],)).fetchone()[0] > 5   # approved in time, since run out: no contradiction
+    assert _flagged(name, spec, conn, "stale_status") == [] and _flagged(name, spec, conn, "clock_status") == []
+    conn.execute("UPDATE sync_licences SET status_changed_at = end_date || 'T09:00:00Z', end_date = date(end_date, "
+                 "'-3 days') WHERE id = (SELECT MIN(id) FROM sync_licences WHERE status = 'terminated')")
+    assert _flagged(name, spec, conn, "stale_status") == ["sync_licences.status_changed_at"]
+    conn.execute("UPDATE sync_quotes SET valid_until = '2026-06-01' WHERE id = (SELECT MIN(id) FROM sync_quotes "
+                 "WHERE status = 'submitted')")
+    assert "sync_quotes.valid_until" in _flagged(name, spec, conn, "clock_status")
+
+
+def test_a_payment_follows_its_method():
+    """World audits 41 and 66: cash "authorized" or pending, processor fees on cash and cheques, a $79.65 fee on
+    $199.90. Only a card (or PayPal) is authorized or voided, cash is never pending or failed, and the
+    processor keeps a share of the amount by method (none of cash or a cheque) - also where the payments
+    of an invoice are scaled to fit it. The lint finds each planted off."""
+    for name, table in (("campervan-hire", "bonds"), ("contractor-1099-payments", "contractor_payments")):
+        spec, _ = synthesize(env_registry.theme(name))
+        conn = _conn(spec)
+        rows = conn.execute(f"SELECT method, status, amount, processor_fee FROM {table}").fetchall()
+        assert len(rows) > 100 and {r[0] for r in rows} >= {"card", "cash"}
+        for method, status, amount, fee in rows:
+            assert status not in semantics.CARD_STATES or method in ("card", "paypal"), (method, status)
+            assert not (status in semantics.UNCLEARED_STATES and method == "cash")
+            assert fee == round(amount * semantics.PROCESSOR_FEES.get(method, 0), 2), (method, amount, fee)
+        assert _flagged(name, spec, conn, "impossible") == []
+        assert _flagged(name, spec, conn, "part_over_whole") == []
+    conn.execute(f"UPDATE {table} SET processor_fee = 3.5 WHERE id = (SELECT MIN(id) FROM {table} WHERE method = 'cash')")
+    conn.execute(f"UPDATE {table} SET method = 'cash' WHERE id = (SELECT MIN(id) FROM {table} WHERE status = 'pending')")
+    assert _flagged(name, spec, conn, "impossible") == [f"{table}.method", f"{table}.processor_fee"]
+
+
+def test_a_shift_or_a_flight_is_done_once_it_is_over():
+    """World audit 66: shifts marked done 8 minutes into a 4-hour shift, flights done 7 minutes after a
+    313-minute departure. A timed event with a duration is done after its start plus that duration; the lint
+    finds one planted off."""
+    for name, table, dur in (("kitchen-brigade-station-assignments", "shifts", "duration_hours"),
+                             ("frequent-flyer-miles-programme", "flights", "duration_minutes")):
+        spec, _ = synthesize(env_registry.theme(name))
+        conn = _conn(spec)
+        assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE status = 'done'").fetchone()[0] > 20
+        assert _flagged(name, spec, conn, "stale_status") == []
+    conn.execute("UPDATE flights SET status_changed_at = strftime('%Y-%m-%dT%H:%M:%SZ', julianday(departs_at) + 0.005) "
+                 "WHERE id = (SELECT MIN(id) FROM flights WHERE status = 'done' AND duration_minutes > 60)")
+    assert _flagged(name, spec, conn, "stale_status") == ["flights.duration_minutes"]

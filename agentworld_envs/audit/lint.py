@@ -12,7 +12,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``status_stamp``    a status timestamp missing for a record in that status, or set before it got there
 ``value_range``     a value outside its semantic range (percentages, temperatures, readings, ages, counts)
 ``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price);
-                    a VIN that is none (I, O or Q in it, or a wrong check digit)
+                    a VIN that is none (I, O or Q in it, or a wrong check digit); a payment in a status its
+                    method never reaches (authorized cash) or with a processor fee on cash or a cheque
 ``mime_mismatch``   a file's MIME type that does not match its extension
 ``word_salad``      free text of four or more words with no function word ("owner east ball Republican")
 ``grammar``         instruction smells: "the is <flag>", doubled words, dangling prepositions,
@@ -39,7 +40,9 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``email_name``      an e-mail address that shares no word with the name on its row
 ``stale_status``    a record held in a passing status longer than it lasts: a session in progress that
                     started days ago, an order processing for months, a device provisioning for years; or
-                    a timed event (a session, a shift, a visit) called off after it began
+                    a timed event (a session, a shift, a visit) called off after it began, or done before
+                    its duration was over; or a record
+                    approved, put in force or cut short after its end date (a quote approved once it ran out)
 ``copied_figure``   a figure that is the figure of the record it points at and differs from it (a rental's
                     daily rate, an appointment's fee, an invoice's total); a claim on a payment above it; a
                     total below one of what it is for; pieces that weigh more together than their whole;
@@ -452,6 +455,17 @@ def check_clock(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[s
             continue
         passing = semantics.passing_windows(cols, dates, ent.workflow, semantics.status_stamps(cols, ent.workflow))
         yield from _stale(conn, table, cols, dates, ent.workflow, passing, now)
+        end = next((c for c in dates if semantics.clock_role(c) == "end"), None)
+        early = semantics.ends_after_change(ent.workflow, end) if "status_changed_at" in cols else []
+        if early:
+            # approved, put in force or cut short before the end date: no quote approved once it ran out
+            marks = ", ".join("?" * len(early))
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({marks}) AND {q(end)} IS NOT NULL AND "
+                             f"(CASE WHEN length({q(end)}) = 10 THEN substr(status_changed_at, 1, 10) ELSE status_changed_at "
+                             f"END) > {q(end)}", early).fetchone()[0]
+            if n:
+                yield Violation("stale_status", f"{table}.status_changed_at",
+                                f"{n} rows {'/'.join(early)} after their {end}")
         for col in dates:
             past, future = semantics.clock_constraints(ent.workflow, col)
             for state, days in semantics.eta_days(col, ent.workflow.get("states", ())).items():
@@ -532,8 +546,13 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
         nights = f"(CASE WHEN status IN ({', '.join(repr(s) for s in stayed)}) AND typeof({q(lasts)}) = 'integer' " \
                  f"THEN {q(lasts)} ELSE 0 END)" if lasts and stayed else "0"
         marks = ", ".join("?" * len(ended))
+        length = semantics.event_length(cols)
+        per_day = {"minutes": 1440, "hours": 24, "seconds": 86400}[length[1]] if length else 0
+        lasted = f"(CASE WHEN typeof({q(length[0])}) IN ('integer', 'real') THEN {q(length[0])} / {per_day}.0 ELSE 0 END)" \
+            if length else "0"   # (a shift is closed once it is over)
         n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({marks}) AND {q(col)} IS NOT NULL AND "
-                         f"julianday(status_changed_at) - julianday({q(col)}) - {nights} > 2", ended).fetchone()[0]
+                         f"julianday(status_changed_at) - julianday({q(col)}) - {nights} - {lasted} > 2",
+                         ended).fetchone()[0]
         if n:
             yield Violation("stale_status", f"{table}.{col}", f"{n} rows {'/'.join(ended)} recorded days after their {col}")
         if nights != "0":
@@ -543,6 +562,23 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
             if n:
                 yield Violation("stale_status", f"{table}.{lasts}", f"{n} rows {'/'.join(stayed)} before their {lasts} "
                                                                     f"were over")
+    length = semantics.event_length(cols)
+    stayed = [s for s in ended if s in semantics.STAYED_STATES]
+    for col in semantics.event_starts(cols, dates)[:1] if "status_changed_at" in cols and length and stayed else ():
+        # a shift or a flight is done once it is over: its start (and time of day) plus its duration
+        dur, unit = length
+        early = 0
+        for start, clock, span, changed in conn.execute(
+                f"SELECT {q(col)}, {q(at) if at else 'NULL'}, {q(dur)}, status_changed_at FROM {q(table)} WHERE status IN "
+                f"({', '.join('?' * len(stayed))}) AND {q(col)} IS NOT NULL", stayed):
+            if not isinstance(span, (int, float)) or not changed:
+                continue
+            moment = parse_when(start)
+            if len(start) == 10 and isinstance(clock, str) and re.fullmatch(r"\d\d:\d\d", clock):
+                moment = moment.replace(hour=int(clock[:2]), minute=int(clock[3:]))
+            early += parse_when(changed) < moment + timedelta(**{unit: span})
+        if early:
+            yield Violation("stale_status", f"{table}.{dur}", f"{early} rows {'/'.join(stayed)} before their {dur} was over")
     if "status_changed_at" in cols:
         for state in workflow.get("states", ()):
             days = semantics.DWELL_DAYS.get(state)
@@ -619,6 +655,23 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                              (tier, lo, hi)).fetchone()[0]
             if n:
                 yield Violation("over_cap", f"{table}.{sized}", f"{n} {tier} rows outside {lo} to {hi} employees")
+        method = next((m for m in ("method", "payment_method") if m in cols), None)
+        if method and "status" in cols:
+            # only a card is authorized or voided; cash is never pending or failed; no processor fee on cash
+            states = sorted(semantics.CARD_STATES | semantics.UNCLEARED_STATES)
+            n = sum(1 for m, st in conn.execute(f"SELECT {q(method)}, status FROM {q(table)} WHERE status IN "
+                                                f"({', '.join('?' * len(states))})", states)
+                    if m is not None and (st in semantics.CARD_STATES and not ("card" in str(m) or m == "paypal")
+                                          or st in semantics.UNCLEARED_STATES and m in semantics.HANDED_OVER))
+            if n:
+                yield Violation("impossible", f"{table}.{method}", f"{n} rows in a status their {method} never reaches")
+        if method and "processor_fee" in cols:
+            free = sorted(semantics.HANDED_OVER | {"check", "cheque", "money_order"})
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(method)} IN ({', '.join('?' * len(free))}) "
+                             f"AND processor_fee > 0", free).fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.processor_fee", f"{n} rows with a processor fee on "
+                                                                       f"{'/'.join(free)}")
         by_day = semantics.charged_by_day(cols)
         if by_day:
             # a hire costs its daily rate for each day it runs (a started day counts), and runs whole days

@@ -1582,9 +1582,16 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
     the blocking values, which are no claim even when they read like one (a status "done", "completed")."""
     blocking = {fold(str(r)).strip() for r in reasons if str(r).strip()}
     result_words = [fold(r) for r in results if r and value_key(r) and fold(r) not in blocking]
-    # "notice_given" is claimed as "I gave notice" or "it has been gived" too
-    result_words += [f for r in result_words for w in re.findall(r"[a-z]+", r) if w in IRREGULAR_BASE
-                     for f in claim_forms(IRREGULAR_BASE[w]) if f not in blocking]
+    # a status "notice_given" is said "notice given"; and "I gave notice", "given notice", "it has been gived" too
+    result_words += [re.sub(r"[_-]+", " ", r) for r in result_words if re.search(r"[_-]", r)]
+    for r in list(result_words):
+        ws = r.split()
+        for i, w in enumerate(ws):
+            if w in IRREGULAR_BASE:
+                rest = " ".join(ws[:i] + ws[i + 1:])
+                for f in claim_forms(IRREGULAR_BASE[w]):
+                    result_words += [f] + ([f"{f} {rest}", f"{rest} {f}"] if rest else [])
+    result_words = [r for r in dict.fromkeys(result_words) if r not in blocking]
     about_keys = [value_key(a) for a in about if value_key(a)]
     raw = layout_free(as_text(answer))
     # A run-on sentence ("… does not allow it It has been done") starts a new clause at the capital.
@@ -1684,7 +1691,11 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
                                 rf"successfully)\b|^\W*(?:{alt})\W*$", clause.strip())
             names_other = bool(_OTHER_PARTS.search(clause)) or any(
                 value_key(m.group(0)) not in about_keys for m in _CODE.finditer(clause))
-            if names_about or pronoun or (blanket and not names_other):
+            # "the lease status is now notice_given", "it now shows notice given": a state said to hold now
+            # (said of "it" or of one record; "(now active)" after the parts done glosses them)
+            now_holds = re.search(rf"\b(?:it|its|this|that|status|the\s+[a-z]+)\b.*?\bnow\s+"
+                                  rf"(?:(?:shows?|reads?|is|are|has|have|set to|marked(?: as)?)\s+)?(?:{alt})\b", clause)
+            if names_about or pronoun or ((blanket or now_holds) and not names_other):
                 return clause.strip()[:80]
             continue
         if subject_claim or names_about:

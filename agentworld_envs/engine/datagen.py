@@ -868,6 +868,9 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime,
             nights = row.get(rule["plus"]) if rule.get("plus") and "after" in rule else None
             if isinstance(nights, int) and nights > 0:
                 base += _DAY * nights   # a stay closes once its nights are over
+            length = row.get(rule["for"]) if rule.get("for") and "after" in rule else None
+            if isinstance(length, (int, float)) and not isinstance(length, bool) and length > 0:
+                base += dt.timedelta(**{rule.get("unit", "minutes"): length})   # a shift is done once it is over
             if "before" in rule:
                 if not rule["hours"] and len(row[base_col]) == 10 and not timed:
                     base += _DAY   # called off before a day's session: on that day at the latest
@@ -1004,7 +1007,7 @@ def sources(gen: dict[str, Any]) -> set[str]:
     if isinstance(gen.get("made_by"), dict):
         out |= set(gen["made_by"].get("by", ()))
     for window in (gen.get("windows") or {}).values():
-        out |= {window[k] for k in ("before", "after", "at", "plus") if k in window}
+        out |= {window[k] for k in ("before", "after", "at", "plus", "for") if k in window}
     for sub in [gen.get("then"), gen.get("default"), gen.get("inner"), gen.get("else"), *(gen.get("cases") or {}).values()]:
         if isinstance(sub, dict):
             out |= sources(sub)
@@ -1101,6 +1104,31 @@ def fit_parts(gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]], exist
                 shares[shares.index(max(shares))] -= 1
             for r, c in zip(parts, shares):
                 r[col] = c / 100
+                for other, og in gens.items():   # what the row works out from the part (a fee on it) follows it
+                    if refigured(og, col):
+                        r[other] = _refigure(og, r)
+
+
+def refigured(gen: dict[str, Any], col: str) -> bool:
+    """Whether ``gen`` works a figure out of ``col`` alone by arithmetic that :func:`fit_parts` can redo when it
+    scales ``col`` (a share of it: a processor's fee, chosen by the payment's method)."""
+    if gen.get("gen") in ("sum", "product"):
+        return list(gen.get("of", ())) == [col]
+    if gen.get("gen") == "by":
+        subs = [gen.get("default"), *(gen.get("cases") or {}).values()]
+        return any(isinstance(g, dict) and refigured(g, col) for g in subs) and all(
+            isinstance(g, dict) and (refigured(g, col) or g.get("gen") == "const") for g in subs)
+    return False
+
+
+def _refigure(gen: dict[str, Any], row: dict[str, Any]) -> Any:
+    if gen["gen"] == "by":
+        sub = (gen.get("cases") or {}).get(str(row.get(gen["column"])), gen["default"])
+        return _refigure(sub, row)
+    if gen["gen"] == "const":
+        return gen["value"]
+    value = row.get(gen["of"][0]) or 0
+    return round(value * gen.get("factor", 1), 2) if gen["gen"] == "product" else round(value, 2)
 
 
 def _untils(g: dict[str, Any]) -> list[dict[str, Any]]:

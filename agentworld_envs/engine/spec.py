@@ -532,7 +532,9 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     for window in (g.get("windows") or {}).values() if kind != "recent" else ():
         if not isinstance(window, dict):
             raise bad("windows", "must map a status to {'before': column, 'hours': n} or {'after': column, 'days': n}")
-        reads += [window[k] for k in ("before", "after", "at", "plus") if k in window]
+        reads += [window[k] for k in ("before", "after", "at", "plus", "for") if k in window]
+        if window.get("unit", "minutes") not in ("minutes", "hours", "seconds"):
+            raise bad("windows", "a window's unit is minutes, hours or seconds")
     if kind == "changed" and "dwell" in g and not (isinstance(g["dwell"], dict) and all(
             isinstance(d, int) and 0 <= d <= LIMITS["days"] for d in g["dwell"].values())):
         raise bad("dwell", "must map a status to a number of days")

@@ -15,6 +15,7 @@ from typing import Any, Callable
 
 import env_registry
 
+from ..engine import datagen
 from . import semantics
 from .naming import plural, title
 
@@ -444,8 +445,9 @@ def link_parent_amounts(entities: list[Entity]) -> None:
             if pair is None:
                 continue
             part, whole = pair
+            read = any(part in semantics.sources(g) and not datagen.refigured(g, part) for g in ent.gens.values())
             if (ent.column(part) or {}).get("type") != "REAL" or (pent.column(whole) or {}).get("type") != "REAL" \
-                    or part in semantics.reads(ent.gens, fk) or any(part in semantics.sources(g) for g in ent.gens.values()):
+                    or part in semantics.reads(ent.gens, fk) or read:
                 continue
             ent.gens[part] = semantics.wrap(ent.gens[part], gen="part_of", via=fk, table=parent, field=whole)
             ent.gens = semantics.dependency_order(ent.gens)
@@ -478,7 +480,7 @@ def link_parent_figures(entities: list[Entity]) -> None:
                 kind_type = (ent.column(col) or {}).get("type")
                 if kind_type not in ("REAL", "INTEGER") or not _drawn(ent.gens[col]):
                     continue
-                read = any(col in semantics.sources(g) for g in ent.gens.values())
+                read = any(col in semantics.sources(g) and not datagen.refigured(g, col) for g in ent.gens.values())
                 for pcol in [c["name"] for c in pent.columns if c["name"] in pent.gens]:
                     link = semantics.figure_link(ent.table, col, parent, pcol, ent.gens, pent.gens)
                     if link is None or (pent.column(pcol) or {}).get("type") != kind_type or link == "part" and read:

@@ -619,6 +619,41 @@ def charged_by_day(columns: Iterable[str]) -> tuple[str, str, str, str] | None:
     return next((c for c in DAY_CHARGES if set(c) <= have), None)
 
 
+#: What a payment processor keeps of a payment, by how it was paid: a share of a card payment, nothing of cash
+#: or a cheque handed over the counter.
+PROCESSOR_FEES = {"card": 0.029, "credit_card": 0.029, "debit_card": 0.015, "paypal": 0.0349, "ach": 0.008,
+                  "wire": 0.002, "bank_transfer": 0.002, "sepa": 0.002, "direct_debit": 0.008}
+#: Payment statuses only some methods reach: only a card (or PayPal) payment is authorized and later voided;
+#: cash changes hands at once (it is never pending or failed).
+CARD_STATES = frozenset({"authorized", "voided"})
+UNCLEARED_STATES = frozenset({"pending", "failed"})
+HANDED_OVER = frozenset({"cash"})
+
+
+def settle_by_method(gens: dict[str, dict[str, Any]], method: str) -> None:
+    """A payment's status and processor fee follow its method (``PROCESSOR_FEES``, ``CARD_STATES``): no
+    authorized cash, no processor fee on a cheque, a card's fee a share of the amount."""
+    values, weights = gens[method]["values"], gens[method].get("weights") or [1] * len(gens[method]["values"])
+    status = gens.get("status", {})
+    if status.get("gen") == "choice":
+        cases = {}
+        for state in status["values"]:
+            keep = (lambda v: "card" in str(v) or v == "paypal") if state in CARD_STATES else \
+                (lambda v: v not in HANDED_OVER) if state in UNCLEARED_STATES else None
+            if keep is None:
+                continue
+            fits = [(v, w) for v, w in zip(values, weights) if keep(v)]
+            if fits and len(fits) < len(values):
+                cases[state] = {"gen": "choice", "values": [v for v, _ in fits], "weights": [w for _, w in fits]}
+        if cases:
+            gens[method] = {"gen": "by", "column": "status", "default": gens[method], "cases": cases}
+    amount = next((c for c in ("amount", "amount_paid", "payment_amount") if c in gens), None)
+    if "processor_fee" in gens and amount:
+        gens["processor_fee"] = {"gen": "by", "column": method, "default": {"gen": "const", "value": 0.0},
+                                 "cases": {v: {"gen": "product", "of": [amount], "factor": PROCESSOR_FEES[v]}
+                                           for v in values if v in PROCESSOR_FEES}}
+
+
 #: Same-row (used, cap) pairs: the first never exceeds the second.
 CAPS = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("times_redeemed", "max_redemptions"),
         ("quantity_reserved", "quantity_on_hand"), ("seats_available", "seats_total"), ("spend_to_date", "budget"),
@@ -772,15 +807,39 @@ def clock_role(column: str) -> str | None:
     return None
 
 
+#: A date until which an offer or a document holds (a quote's ``valid_until``, a permit's ``expires_on``).
+VALIDITY = re.compile(r"valid_until|valid_to|expir")
+#: Statuses of something still waiting on an answer: what is waiting is still valid (a quote submitted and
+#: past its validity would have expired), so its validity date lies ahead.
+WAITING_STATES = frozenset({"submitted", "pending", "sent", "in_review", "under_review", "awaiting_approval",
+                            "requested", "quoted", "offered", "pending_approval", "awaiting_signature"})
+#: Statuses reached while a record's term runs - accepted, put in force, or cut short: a quote is approved
+#: while it is valid, a licence terminated early before it ends. Reached before the record's end date.
+BEFORE_END_STATES = frozenset({"approved", "accepted", "signed", "issued", "submitted", "sent", "terminated",
+                               "cancelled", "canceled", "withdrawn", "revoked", "notice_given"})
+
+
 def clock_constraints(workflow: dict[str, Any] | None, column: str) -> tuple[list[str], list[str]]:
-    """``(past states, future states)`` for one date column under a workflow's ``clock`` map."""
+    """``(past states, future states)`` for one date column under a workflow's ``clock`` map; a waiting
+    status's validity date lies ahead (``WAITING_STATES``)."""
     role = clock_role(column)
     if not workflow or role is None:
         return [], []
     clock = workflow.get("clock", {})
     past = sorted(s for s, roles in clock.items() if roles.get(role) == "past")
     future = sorted(s for s, roles in clock.items() if roles.get(role) == "future")
+    if role == "end" and VALIDITY.search(column):
+        future = sorted(set(future) | (WAITING_STATES & set(workflow.get("states", ())) - set(past)))
     return past, future
+
+
+def ends_after_change(workflow: dict[str, Any] | None, end: str | None) -> list[str]:
+    """The statuses of a record with the end date ``end`` that it reached before that date
+    (``BEFORE_END_STATES``, where the clock does not say the end has passed for them)."""
+    if not workflow or not end or clock_role(end) != "end":
+        return []
+    past, _ = clock_constraints(workflow, end)
+    return sorted(BEFORE_END_STATES & set(workflow.get("states", ())) - set(past))
 
 # ------------------------------------------------------------------------------- passing statuses
 
@@ -805,6 +864,15 @@ _TIMED_EVENT = re.compile(r"(^|_)(session|show|game|match|visit|class|lesson|app
                           r"departure|departs|tour|demo|hearing|meeting|interview|event|route|starts|check_in|"
                           r"scheduled)(_|$)")
 _DURATION = re.compile(r"^(duration|length)_(minutes|mins|hours|seconds)$")
+
+
+def event_length(columns: Iterable[str]) -> tuple[str, str] | None:
+    """``(column, unit)`` of how long a timed event lasts (``duration_hours`` → hours), or None."""
+    for c in columns:
+        m = _DURATION.match(c)
+        if m:
+            return c, {"mins": "minutes"}.get(m.group(2), m.group(2))
+    return None
 
 
 def is_timed_event(columns: Iterable[str], date_columns: Iterable[str]) -> bool:
@@ -1123,6 +1191,8 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         for col in [c for c in gens if c.startswith("card_") and nullable.get(c)]:
             inner = {k: v for k, v in gens[col].items() if k != "null_p"}
             gens[col] = {"gen": "when", "column": method, "in": cards, "then": inner} if cards else {"gen": "const", "value": None}
+    if method:
+        settle_by_method(gens, method)
     # Tax is the world's one rate on the subtotal (a shop does not charge 1.4 % on one order and 42 % on the
     # next, nor more tax than the goods cost).
     if "tax_amount" in gens and "subtotal" in gens:
@@ -1271,6 +1341,15 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                 # ... and a stay is closed once its nights are over (checked out), not on the day it began
                 windows = {s: {**w, "plus": lasts} if s in STAYED_STATES and "after" in w else w
                            for s, w in windows.items()}
+            length = event_length(gens) if starts and not lasts else None
+            if length:
+                # ... and a shift or a flight is done once it is over (start plus its duration), not 8 minutes in
+                windows = {s: {**w, "for": length[0], "unit": length[1]} if s in STAYED_STATES and "after" in w else w
+                           for s, w in windows.items()}
+            # ... and one approved, put in force or cut short changed before its end date (no quote approved
+            # after it ran out, no licence terminated early once it had ended)
+            end = next((c for c in dates if clock_role(c) == "end" and c in after), None)
+            windows |= {s: {"before": end, "hours": 0} for s in ends_after_change(ent.workflow, end) if s not in windows}
             windows = timed_windows(windows, gens)
             at = time_of_day(gens, starts[0]) if starts else None
             started = sorted(NOW_STATES & set(ent.workflow["states"]))
