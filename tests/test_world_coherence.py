@@ -1461,3 +1461,64 @@ def test_a_shift_or_a_flight_is_done_once_it_is_over():
     conn.execute("UPDATE flights SET status_changed_at = strftime('%Y-%m-%dT%H:%M:%SZ', julianday(departs_at) + 0.005) "
                  "WHERE id = (SELECT MIN(id) FROM flights WHERE status = 'done' AND duration_minutes > 60)")
     assert _flagged(name, spec, conn, "stale_status") == ["flights.duration_minutes"]
+
+
+def test_what_accrues_day_by_day_fits_the_days_since():
+    """World audit 66: players with 4,725 hours three days after joining, drafts with thousands of citations.
+    Hours played, citations and stories filed accrue no faster than a day allows since the row's date, and an
+    unpublished paper has no citations; the lint finds a planted excess."""
+    name = "game-server-hosting-fleet"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    worst = conn.execute("SELECT MAX(total_playtime_hours / max(0.01, julianday('2026-06-15T12:00:00') - "
+                         "julianday(joined_on))), COUNT(*) FROM players WHERE total_playtime_hours > 0").fetchone()
+    assert worst[1] > 50 and worst[0] <= 12
+    assert _flagged(name, spec, conn, "value_range") == []
+    conn.execute("UPDATE players SET total_playtime_hours = 4725, joined_on = '2026-06-12' WHERE id = 1")
+    assert _flagged(name, spec, conn, "value_range") == ["players.total_playtime_hours"]
+    name = "faculty-tenure-review"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    drafts = conn.execute("SELECT COUNT(*), SUM(citation_count > 0) FROM publications WHERE status = 'draft'").fetchone()
+    assert drafts[0] > 10 and drafts[1] == 0
+    assert _flagged(name, spec, conn, "value_range") == [] and _flagged(name, spec, conn, "prestart_stamp") == []
+
+
+def test_a_boat_is_no_car():
+    """World audit 66: charter "boats" made by PistenBully, Ski-Doo and Winnebago with VINs, number plates and
+    400,000 km on the odometer; balloons with VINs. A vehicle module's record that is a craft of another kind
+    (crafts.json: boats, balloons, aircraft, bicycles ...) takes that kind's makers and classes and drops what
+    it does not have; a theme's own words come first; the lint finds a car's column planted back."""
+    for name, table, singular in (("fishing-charter-boat-bookings", "charter_boats", "charter_boat"),
+                                  ("hot-air-balloon-flights", "balloons", "balloon"),
+                                  ("rowing-club-boat-bookings", "boats", "boat")):
+        spec, _ = synthesize(env_registry.theme(name))
+        cols = spec["data"]["tables"][table]["columns"]
+        assert "vin" not in cols and "odometer_km" not in cols
+        kind = semantics.craft_kind("rental_vehicle", singular) or semantics.craft_kind("vehicle", singular)
+        own = semantics.theme_words(env_registry.theme(name), singular, "make")
+        assert set(cols["make"]["values"]) == set(own or kind["words"]["make"])
+        assert _flagged(name, spec, _conn(spec), "foreign_vocab") == []
+    assert "Empacher" in cols["make"]["values"]   # the rowing club's own builders, not motor-boat yards
+    bad = copy.deepcopy(spec)
+    bad["data"]["tables"][table]["columns"]["vin"] = {"gen": "faker", "provider": "vin"}
+    bad["data"]["tables"][table]["columns"]["make"] = {"gen": "choice", "values": ["Toyota", "Ford"]}
+    assert sorted(v.where for v in check_foreign_vocab(bad, {e.table: e for e in build_entities(
+        env_registry.theme(name))})) == [f"{table}.make", f"{table}.vin"]
+
+
+def test_an_account_is_last_active_no_earlier_than_its_latest_posting_and_a_frozen_one_takes_none():
+    """World audit 66: transactions posted in April 2026 on an account last active in 2022 (50 of 55), and
+    postings on frozen accounts after the freeze. A record's last activity follows the records made under it,
+    and a frozen account is shut; the lint finds a planted last activity."""
+    name = "frequent-flyer-miles-programme"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    counts = conn.execute("SELECT COUNT(*), SUM(t.posted_at > a.last_activity_at), SUM(a.status = 'frozen' AND "
+                          "t.posted_at > a.status_changed_at), SUM(a.status = 'frozen') FROM miles_transactions AS t "
+                          "JOIN miles_accounts AS a ON a.id = t.miles_account_id").fetchone()
+    assert counts[0] > 300 and counts[1] == 0 and counts[2] == 0 and counts[3] > 10
+    assert _flagged(name, spec, conn, "before_parent") == [] and _flagged(name, spec, conn, "shut_parent") == []
+    conn.execute("UPDATE miles_accounts SET last_activity_at = '2022-11-21T10:00:00Z' WHERE id = "
+                 "(SELECT miles_account_id FROM miles_transactions ORDER BY posted_at DESC LIMIT 1)")
+    assert set(_flagged(name, spec, conn, "before_parent")) == {"miles_accounts.last_activity_at"}

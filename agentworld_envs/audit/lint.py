@@ -10,7 +10,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``tool_returns``    a tool description that does not say what the tool returns
 ``date_order``      paired dates out of order (an end before its start, an update before creation)
 ``status_stamp``    a status timestamp missing for a record in that status, or set before it got there
-``value_range``     a value outside its semantic range (percentages, temperatures, readings, ages, counts)
+``value_range``     a value outside its semantic range (percentages, temperatures, readings, ages, counts), or
+                    more of a figure than accrues in the days since its row's date (hours played, citations)
 ``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price);
                     a VIN that is none (I, O or Q in it, or a wrong check digit); a payment in a status its
                     method never reaches (authorized cash) or with a processor fee on cash or a cheque
@@ -31,18 +32,23 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``prose_number``    a number in the policy that no rule and no clock backs ("up to eight guests")
 ``policy_clock``    a policy that does not state the world's date
 ``foreign_vocab``   a value from another trade: a job title or record kind that is not the theme's
-                    (Faker job titles, a renamed record's generic kinds without the theme's words)
+                    (Faker job titles, a renamed record's generic kinds without the theme's words), a
+                    car's columns or makers on a craft that is no road vehicle (a boat with a VIN)
 ``prestart_stamp``  a record that has not got that far carrying a later event's stamp or an outcome (a
                     queued job with a start time or an exit code, a draft with a sent date)
 ``parent_start``    a due date before the start of the record it belongs to (rent due before the lease)
 ``transition_stamp`` a status change that clears the stamp of an earlier status it moves on from, or
                     writes another status's stamp (acknowledging an alarm erasing when it was triggered)
 ``email_name``      an e-mail address that shares no word with the name on its row
+``undecided_outcome`` a finished record whose outcome still says it is not decided
+``part_over_whole`` the parts of a whole (the payments of an invoice) that add up to more than it
+``before_parent``   something done to or by a record before the record it belongs to was made; a record
+                    last active before the latest record made under it (an account and its transactions)
 ``stale_status``    a record held in a passing status longer than it lasts: a session in progress that
                     started days ago, an order processing for months, a device provisioning for years; or
                     a timed event (a session, a shift, a visit) called off after it began, or done before
-                    its duration was over; or a record
-                    approved, put in force or cut short after its end date (a quote approved once it ran out)
+                    its duration was over; or a record approved, put in force or cut short after its end
+                    date (a quote approved once it ran out)
 ``copied_figure``   a figure that is the figure of the record it points at and differs from it (a rental's
                     daily rate, an appointment's fee, an invoice's total); a claim on a payment above it; a
                     total below one of what it is for; pieces that weigh more together than their whole;
@@ -73,6 +79,7 @@ from typing import Any, Iterable
 
 import env_registry
 
+from ..engine import datagen
 from ..engine.datagen import charged_days, mime_type, parse_when
 from ..engine.language import number, singular
 from ..tasks.lint import TASK_RULES, check_tasks
@@ -655,6 +662,17 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                              (tier, lo, hi)).fetchone()[0]
             if n:
                 yield Violation("over_cap", f"{table}.{sized}", f"{n} {tier} rows outside {lo} to {hi} employees")
+        for col in cols:
+            got = semantics.accrual(col, cols)
+            if got:
+                # what accrues day by day (hours played, citations) is no more than a day's most per day since
+                since, per_day = got
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(col)} IS NOT NULL AND {q(since)} IS NOT NULL AND "
+                                 f"{q(col)} > ? * max(0, julianday(?) - julianday({q(since)})) + 0.01",
+                                 (per_day, spec["now"].rstrip("Z"))).fetchone()[0]
+                if n:
+                    yield Violation("value_range", f"{table}.{col}", f"{n} rows with more {col} than {per_day:g} a day "
+                                                                     f"since their {since}")
         method = next((m for m in ("method", "payment_method") if m in cols), None)
         if method and "status" in cols:
             # only a card is authorized or voided; cash is never pending or failed; no processor fee on cash
@@ -876,6 +894,17 @@ def check_foreign_vocab(spec: dict[str, Any], entities: dict[str, Any]) -> Itera
             if semantics.is_kind_column(ent, col) and gen.get("gen") == "choice" and not gen.get("theme_words"):
                 yield Violation("foreign_vocab", f"{table}.{col}",
                                 f"a {ent.singular.replace('_', ' ')}'s kinds from the generic {ent.key} module")
+        kind = semantics.craft_kind(ent.key, ent.singular)
+        for col, gen in recipe.get(table, {}).get("columns", {}).items() if kind else ():
+            # a boat has no VIN or odometer, and is built by boat builders, not by Toyota
+            words = kind["words"].get(col)
+            while gen.get("gen") not in ("choice", None) and isinstance(gen.get("inner") or gen.get("default"), dict):
+                gen = gen.get("inner") or gen["default"]
+            if words == [] and col != ent.module.get("label"):
+                yield Violation("foreign_vocab", f"{table}.{col}", f"a {kind['kind']} has no {col.replace('_', ' ')}")
+            elif words and gen.get("gen") == "choice" and not gen.get("theme_words"):
+                yield Violation("foreign_vocab", f"{table}.{col}", f"a {kind['kind']}'s {col.replace('_', ' ')} from the "
+                                                                   f"generic {ent.key} module")
 
 
 def check_lifecycle(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
@@ -982,6 +1011,17 @@ def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
                                  f"WHERE substr(c.{q(col)}, 1, 10) < substr(p.{q(made)}, 1, 10)").fetchone()[0]
                 if n:
                     yield Violation("before_parent", f"{table}.{col}", f"{n} rows before their {parent}.{made}")
+        last = next((c for c in cols if c in datagen.LAST_ACTIVITY), None)
+        for child in spec["tables"] if last else ():
+            # an account last active in 2022 has no transaction posted in April 2026
+            made = next((c["name"] for c in child["columns"] if datagen.made_on(c["name"])), None)
+            for fk in (c["name"] for c in child["columns"] if (c.get("references") or "") == f"{table}.id") if made else ():
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS p WHERE (SELECT MAX(substr(c.{q(made)}, 1, 10)) FROM "
+                                 f"{q(child['name'])} AS c WHERE c.{q(fk)} = p.id) > substr(coalesce(p.{q(last)}, ''), 1, 10)"
+                                 ).fetchone()[0]
+                if n:
+                    yield Violation("before_parent", f"{table}.{last}", f"{n} rows last active before their latest "
+                                                                        f"{child['name']}.{made}")
 
 
 def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:

@@ -359,6 +359,21 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return value
 
         return draw_within
+    if kind == "accrued":
+        # No more than ``per_day`` a day since ``since`` (a player's hours since joining): above that, a share of it.
+        inner, since, per_day = _compile(g["inner"], rng, now, locale, existing), g["since"], g["per_day"]
+
+        def draw_accrued(i: int, row: dict[str, Any]) -> Any:
+            value = inner(i, row)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not row.get(since):
+                return value
+            cap = per_day * max(0.0, (now - parse_when(row[since])) / _DAY)
+            if value <= cap:
+                return value
+            share = rng.uniform(0.1, 1.0) * cap
+            return int(share) if isinstance(value, int) else round(share, 2)
+
+        return draw_accrued
     if kind == "soon":
         # In a status under way, expected within ``days[status]`` days of today at the latest (it may be late):
         # a parcel out for delivery arrives tomorrow, not in two months. Never before the same-row dates it follows.
@@ -992,7 +1007,7 @@ def charged_days(start: str, end: str) -> int:
 
 def sources(gen: dict[str, Any]) -> set[str]:
     """The columns of the same row a generator reads."""
-    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts") if isinstance(gen.get(k), str)}
+    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts", "since") if isinstance(gen.get(k), str)}
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
@@ -1219,7 +1234,42 @@ def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
             existing[f"{table['name']}.{c['name']}"] = [r.get(c["name"]) for r in rows]
         roll_up(conn, table["name"], rows, drawn, existing)
         drawn[table["name"]] = (rows, factories, plan["columns"])
+    touch_last_activity(conn, spec, now)
     apply_setups(conn, recipe.get("setups", ()))
+
+
+#: A record's last activity, and the dates its records (its transactions, its posts) were made on.
+LAST_ACTIVITY = ("last_activity_at", "last_active_at")
+_MADE_ON = re.compile(r"^(created|posted|occurred|placed|recorded|logged|sent|submitted|booked|opened|filed|reported|"
+                      r"transacted|received)_(at|on|date)$")
+
+
+def made_on(column: str) -> bool:
+    """Whether ``column`` dates when a record was made or happened (``posted_at``, ``created_on``)."""
+    return bool(_MADE_ON.match(column))
+
+
+def touch_last_activity(conn: sqlite3.Connection, spec: dict[str, Any], now: dt.datetime) -> None:
+    """A record's last activity is no earlier than the last record made under it: an account with a
+    transaction posted on 10 April was last active on 10 April at the earliest, not in 2022."""
+    tables = {t["name"]: t for t in spec["tables"]}
+    for name, t in tables.items():
+        last = next((c["name"] for c in t["columns"] if c["name"] in LAST_ACTIVITY), None)
+        if last is None:
+            continue
+        latest: dict[int, dt.datetime] = {}
+        for child in tables.values():
+            made = next((c["name"] for c in child["columns"] if made_on(c["name"])), None)
+            for fk in (c["name"] for c in child["columns"] if (c.get("references") or "") == f"{name}.id") if made else ():
+                for pid, when in conn.execute(f'SELECT "{fk}", MAX("{made}") FROM "{child["name"]}" WHERE "{fk}" IS NOT NULL '
+                                              f'AND "{made}" IS NOT NULL GROUP BY 1'):
+                    at = min(parse_when(when), now)
+                    latest[pid] = max(latest.get(pid, at), at)
+        for pid, at in latest.items():
+            (value,) = conn.execute(f'SELECT "{last}" FROM "{name}" WHERE id = ?', (pid,)).fetchone() or (None,)
+            if value is None or parse_when(value) < at:
+                conn.execute(f'UPDATE "{name}" SET "{last}" = ? WHERE id = ?',
+                             (_fmt(at, isinstance(value, str) and len(value) == 10), pid))
 
 
 def apply_setups(conn: sqlite3.Connection, setups: Any) -> None:

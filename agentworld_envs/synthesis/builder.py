@@ -156,6 +156,7 @@ def _registry_hash() -> str:
         + inspect.getsource(synthesize) + inspect.getsource(_compose) + inspect.getsource(_policy)
     return content_hash({"modules": env_registry.entity_modules(), "workflows": env_registry.workflows(),
                          "vocabularies": env_registry.vocabularies(),
+                         "words": {n: env_registry.words(n) for n in ("themes", "job_titles", "crafts")},
                          "version": SYNTH_VERSION, "code": code, "datagen": state.builder_source_hash()})[:16]
 
 

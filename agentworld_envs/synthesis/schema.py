@@ -103,7 +103,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
             fits, values = semantics.vocabulary_for(theme, ent.key, col["name"])
             if not fits and col["name"] != ent.module["label"]:
                 continue  # a column from another domain (a commuter's frequent-flyer number) is not generated
-            own_words = semantics.theme_words(theme, ent.singular, col["name"])
+            own_words = semantics.theme_words(theme, ent.singular, col["name"], ent.key)
             if own_words == [] and col["name"] != ent.module["label"]:
                 continue  # the theme says this column is not its trade's (a domain name has no condition)
             if isinstance(own_words, dict):

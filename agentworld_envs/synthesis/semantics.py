@@ -91,9 +91,23 @@ def is_kind_column(ent: Any, column: str) -> bool:
     return column in KIND_COLUMNS or any(column == f"{w}_type" for w in words)
 
 
-def theme_words(theme: dict[str, Any], singular: str, column: str) -> list[Any] | None:
-    """The theme's own words for ``singular.column`` (``env_registry/library/words/themes.json``)."""
-    return env_registry.words("themes").get(theme["slug"], {}).get(f"{singular}.{column}")
+def theme_words(theme: dict[str, Any], singular: str, column: str, module: str | None = None) -> list[Any] | None:
+    """The theme's own words for ``singular.column`` (``env_registry/library/words/themes.json``); for a vehicle
+    module's record that is no road vehicle (a boat, a balloon), its kind's words (``crafts.json``)."""
+    own = env_registry.words("themes").get(theme["slug"], {}).get(f"{singular}.{column}")
+    if own is not None or module is None:
+        return own
+    kind = craft_kind(module, singular)
+    return kind["words"].get(column) if kind else None
+
+
+def craft_kind(module: str, singular: str) -> dict[str, Any] | None:
+    """The kind of craft (``crafts.json``: a watercraft, an aircraft, a bicycle …) a vehicle module's record
+    named ``singular`` is, or None for a road vehicle or another module."""
+    crafts = env_registry.words("crafts")
+    if module not in crafts.get("modules", ()):
+        return None
+    return next((k for k in crafts.get("kinds", ()) if re.search(k["match"], singular)), None)
 
 
 def job_titles(theme: dict[str, Any], ent: Any, column: str) -> list[str]:
@@ -418,7 +432,7 @@ def dropped_before_start(workflow: dict[str, Any]) -> set[str]:
 #: discontinued, a supplier inactive, a task dropped): nothing still open points at it, and nothing was made
 #: under it after it was shut. Done or delivered is not shut: a delivered order may have an open return.
 _SHUT = re.compile(r"inactive|discontinu|cancel|retire|terminat|expire|archiv|^closed$|wont_do|suspend|deactivat|"
-                   r"decommission|dissolv|withdr|churn|lapse|void|banned|blocked|disabled|deleted|offboard|revoked")
+                   r"decommission|dissolv|withdr|churn|lapse|void|banned|blocked|disabled|deleted|offboard|revoked|frozen")
 #: Statuses of a record still open: its work lies ahead or under way, or it is in force.
 OPEN_STATES = PRESTART_STATES | UNFINISHED_STATES | frozenset({
     "active", "open", "confirmed", "booked", "reserved", "assigned", "accepted", "submitted", "on_hold", "paused",
@@ -469,7 +483,25 @@ def decided_states(workflow: dict[str, Any]) -> set[str]:
 #: What an audience does with a published or sent record: none of it before it is out.
 _AUDIENCE_COUNT = re.compile(r"^(views|view_count|opens|open_count|clicks|click_count|likes|like_count|shares|"
                              r"share_count|downloads|download_count|plays|play_count|impressions|reactions|"
-                             r"comment_count|comments_count|unsubscribes|conversions|replies|reply_count)$")
+                             r"comment_count|comments_count|unsubscribes|conversions|replies|reply_count|"
+                             r"citations|citation_count|cited_by_count)$")
+#: Figures that accrue day by day since a date of the same row, and the most a day adds: nobody plays 20
+#: hours a day, a paper is not cited thousands of times in its first week, a reporter files a story a day.
+ACCRUALS = ((re.compile(r"^(total_)?(playtime|play_time|hours_played)(_hours)?$"), ("joined_on", "joined_at", "signup_date",
+                                                                                   "created_at"), 12),
+            (re.compile(r"^(citations|citation_count|cited_by_count)$"), ("publication_date", "published_at",
+                                                                        "published_on"), 3),
+            (re.compile(r"^articles_published$"), ("joined_on", "joined_at", "hire_date", "hired_on", "created_at"), 1))
+
+
+def accrual(column: str, columns: Iterable[str]) -> tuple[str, float] | None:
+    """``(since column, most per day)`` for a figure that accrues day by day since a date of its row, or None."""
+    have = list(columns)
+    for pattern, since, per_day in ACCRUALS:
+        if pattern.match(column):
+            got = next((c for c in since if c in have), None)
+            return (got, per_day) if got else None
+    return None
 #: Statuses of a record not yet out to its audience (a draft, a post in review, a newsletter scheduled).
 UNRELEASED_STATES = frozenset({"draft", "in_review", "scheduled", "pending", "queued", "new", "planned", "submitted",
                                "changes_requested", "requested", "todo", "backlog"})
@@ -1193,6 +1225,10 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens[col] = {"gen": "when", "column": method, "in": cards, "then": inner} if cards else {"gen": "const", "value": None}
     if method:
         settle_by_method(gens, method)
+    for col in list(gens):
+        got = accrual(col, gens)
+        if got and gens[col].get("gen") in ("int", "float", "money"):
+            gens[col] = wrap(gens[col], gen="accrued", since=got[0], per_day=got[1])
     # Tax is the world's one rate on the subtotal (a shop does not charge 1.4 % on one order and 42 % on the
     # next, nor more tax than the goods cost).
     if "tax_amount" in gens and "subtotal" in gens:
