@@ -1522,3 +1522,20 @@ def test_an_account_is_last_active_no_earlier_than_its_latest_posting_and_a_froz
     conn.execute("UPDATE miles_accounts SET last_activity_at = '2022-11-21T10:00:00Z' WHERE id = "
                  "(SELECT miles_account_id FROM miles_transactions ORDER BY posted_at DESC LIMIT 1)")
     assert set(_flagged(name, spec, conn, "before_parent")) == {"miles_accounts.last_activity_at"}
+
+
+def test_a_draft_lies_ahead_and_a_paused_term_has_not_run_out():
+    """World audit 66: draft campaigns whose start and end had both passed, campaigns paused after their end
+    date, draft studies past their start. A term not begun or on hold ends ahead, one not begun starts ahead;
+    the lint finds a paused campaign planted past its end."""
+    name = "trial-recruitment-prescreening"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    rows = dict((r[0], r[1:]) for r in conn.execute(
+        "SELECT status, COUNT(*), SUM(start_date <= ?), SUM(end_date <= ?) FROM recruitment_campaigns GROUP BY 1",
+        (NOW[:10], NOW[:10])))
+    assert rows["draft"][0] > 0 and rows["draft"][1:] == (0, 0) and rows["paused"][0] > 0 and rows["paused"][2] == 0
+    assert _flagged(name, spec, conn, "clock_status") == []
+    conn.execute("UPDATE recruitment_campaigns SET end_date = '2026-05-01' WHERE id = (SELECT MIN(id) FROM "
+                 "recruitment_campaigns WHERE status = 'paused' AND start_date < '2026-04-01')")
+    assert _flagged(name, spec, conn, "clock_status") == ["recruitment_campaigns.end_date"]

@@ -851,17 +851,28 @@ BEFORE_END_STATES = frozenset({"approved", "accepted", "signed", "issued", "subm
                                "cancelled", "canceled", "withdrawn", "revoked", "notice_given"})
 
 
+#: Statuses of a record whose term lies ahead or is on hold: a draft whose planned end has passed is dead, a
+#: campaign paused past its end date would have been completed. Their end dates lie ahead.
+TERM_AHEAD_STATES = frozenset({"draft", "planned", "not_started", "scheduled", "rescheduled", "backlog", "todo",
+                               "queued", "paused", "on_hold"})
+#: Statuses of a record not begun, whose start lies ahead (a draft study is not past its start date).
+NOT_BEGUN_STATES = frozenset({"draft", "planned", "not_started"})
+
+
 def clock_constraints(workflow: dict[str, Any] | None, column: str) -> tuple[list[str], list[str]]:
     """``(past states, future states)`` for one date column under a workflow's ``clock`` map; a waiting
-    status's validity date lies ahead (``WAITING_STATES``)."""
+    status's validity date lies ahead (``WAITING_STATES``), as do the end of a term not begun or on hold
+    (``TERM_AHEAD_STATES``) and the start of one not begun (``NOT_BEGUN_STATES``)."""
     role = clock_role(column)
     if not workflow or role is None:
         return [], []
     clock = workflow.get("clock", {})
     past = sorted(s for s, roles in clock.items() if roles.get(role) == "past")
     future = sorted(s for s, roles in clock.items() if roles.get(role) == "future")
-    if role == "end" and VALIDITY.search(column):
-        future = sorted(set(future) | (WAITING_STATES & set(workflow.get("states", ())) - set(past)))
+    states = set(workflow.get("states", ()))
+    ahead = (TERM_AHEAD_STATES | (WAITING_STATES if VALIDITY.search(column) else frozenset())) if role == "end" else \
+        NOT_BEGUN_STATES if role == "start" else frozenset()
+    future = sorted(set(future) | (ahead & states) - set(past))
     return past, future
 
 
