@@ -1539,3 +1539,15 @@ def test_a_draft_lies_ahead_and_a_paused_term_has_not_run_out():
     conn.execute("UPDATE recruitment_campaigns SET end_date = '2026-05-01' WHERE id = (SELECT MIN(id) FROM "
                  "recruitment_campaigns WHERE status = 'paused' AND start_date < '2026-04-01')")
     assert _flagged(name, spec, conn, "clock_status") == ["recruitment_campaigns.end_date"]
+
+
+def test_a_flight_lands_somewhere_else():
+    """World audit 66: flights from ATL to ATL (250 rows in 19 envs). A route's two ends differ; the lint finds
+    one planted."""
+    name = "frequent-flyer-miles-programme"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    assert conn.execute("SELECT COUNT(*), SUM(origin_airport = destination_airport) FROM flights").fetchone()[1] == 0
+    assert _flagged(name, spec, conn, "impossible") == []
+    conn.execute("UPDATE flights SET destination_airport = origin_airport WHERE id = 1")
+    assert _flagged(name, spec, conn, "impossible") == ["flights.destination_airport"]

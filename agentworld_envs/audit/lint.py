@@ -13,8 +13,9 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``value_range``     a value outside its semantic range (percentages, temperatures, readings, ages, counts), or
                     more of a figure than accrues in the days since its row's date (hours played, citations)
 ``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price);
-                    a VIN that is none (I, O or Q in it, or a wrong check digit); a payment in a status its
-                    method never reaches (authorized cash) or with a processor fee on cash or a cheque
+                    a VIN that is none (I, O or Q in it, or a wrong check digit); a route that ends where it
+                    starts (a flight from JFK to JFK); a payment in a status its method never reaches
+                    (authorized cash) or with a processor fee on cash or a cheque
 ``mime_mismatch``   a file's MIME type that does not match its extension
 ``word_salad``      free text of four or more words with no function word ("owner east ball Republican")
 ``grammar``         instruction smells: "the is <flag>", doubled words, dangling prepositions,
@@ -673,6 +674,11 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 if n:
                     yield Violation("value_range", f"{table}.{col}", f"{n} rows with more {col} than {per_day:g} a day "
                                                                      f"since their {since}")
+        for start, end in semantics.ROUTE_ENDS:
+            if start in cols and end in cols:
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(start)} = {q(end)}").fetchone()[0]
+                if n:
+                    yield Violation("impossible", f"{table}.{end}", f"{n} rows whose {end} is their {start}")
         method = next((m for m in ("method", "payment_method") if m in cols), None)
         if method and "status" in cols:
             # only a card is authorized or voided; cash is never pending or failed; no processor fee on cash

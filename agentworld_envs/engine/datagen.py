@@ -359,6 +359,19 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return value
 
         return draw_within
+    if kind == "differs":
+        # Not the value of ``apart_from`` (a route's other end): redrawn until it differs.
+        inner, other = _compile(g["inner"], rng, now, locale, existing), g["apart_from"]
+
+        def draw_differs(i: int, row: dict[str, Any]) -> Any:
+            value = inner(i, row)
+            for _ in range(50):
+                if value is None or value != row.get(other):
+                    break
+                value = inner(i, row)
+            return value
+
+        return draw_differs
     if kind == "accrued":
         # No more than ``per_day`` a day since ``since`` (a player's hours since joining): above that, a share of it.
         inner, since, per_day = _compile(g["inner"], rng, now, locale, existing), g["since"], g["per_day"]
@@ -1007,7 +1020,7 @@ def charged_days(start: str, end: str) -> int:
 
 def sources(gen: dict[str, Any]) -> set[str]:
     """The columns of the same row a generator reads."""
-    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts", "since") if isinstance(gen.get(k), str)}
+    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts", "since", "apart_from") if isinstance(gen.get(k), str)}
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])

@@ -44,7 +44,7 @@ GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "c
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
                         "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
-                        "rollup", "soon", "per_day", "accrued"})
+                        "rollup", "soon", "per_day", "accrued", "differs"})
 
 
 @functools.cache
@@ -471,6 +471,10 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
             if not isinstance(g.get("whole_days", False), bool) or g.get("whole_days") and not (
                     all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in g.get("days", [0]))):
                 raise bad("whole_days", "whole days need 'days' of whole numbers from 1")
+    elif kind == "differs":
+        if g.get("apart_from") not in earlier or not isinstance(g.get("inner"), dict):
+            raise bad("apart_from", "a 'differs' value names an earlier column ('apart_from') and an inner generator")
+        _check_generator(g["inner"], f"{path}.inner", columns_of, earlier)
     elif kind == "accrued":
         if g.get("since") not in earlier or isinstance(g.get("per_day"), bool) \
                 or not isinstance(g.get("per_day"), (int, float)) or not 0 < g["per_day"] <= 1e6:

@@ -485,6 +485,10 @@ _AUDIENCE_COUNT = re.compile(r"^(views|view_count|opens|open_count|clicks|click_
                              r"share_count|downloads|download_count|plays|play_count|impressions|reactions|"
                              r"comment_count|comments_count|unsubscribes|conversions|replies|reply_count|"
                              r"citations|citation_count|cited_by_count)$")
+#: The two ends of a route, never the same place (a flight from JFK lands elsewhere).
+ROUTE_ENDS = (("origin_airport", "destination_airport"), ("origin", "destination"), ("origin_port", "destination_port"),
+              ("departure_airport", "arrival_airport"), ("from_station", "to_station"), ("origin_city", "destination_city"),
+              ("origin_country", "destination_country"))
 #: Figures that accrue day by day since a date of the same row, and the most a day adds: nobody plays 20
 #: hours a day, a paper is not cited thousands of times in its first week, a reporter files a story a day.
 ACCRUALS = ((re.compile(r"^(total_)?(playtime|play_time|hours_played)(_hours)?$"), ("joined_on", "joined_at", "signup_date",
@@ -1236,6 +1240,9 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens[col] = {"gen": "when", "column": method, "in": cards, "then": inner} if cards else {"gen": "const", "value": None}
     if method:
         settle_by_method(gens, method)
+    for start, end in ROUTE_ENDS:
+        if start in gens and gens.get(end, {}).get("gen") == "choice":
+            gens[end] = wrap(gens[end], gen="differs", apart_from=start)   # no flight from JFK to JFK
     for col in list(gens):
         got = accrual(col, gens)
         if got and gens[col].get("gen") in ("int", "float", "money"):
