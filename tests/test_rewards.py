@@ -134,6 +134,38 @@ def test_a_number_of_the_request_listed_beside_the_answer_is_a_second_answer(tex
     assert answers.match_values(text, ["4"], cands).ok is ok
 
 
+def test_a_records_title_in_brackets_after_its_code_is_no_rival_reason():
+    """Blind round 68 (luxury-fashion-consignment syn-001): a partial refusal saying "The consigned piece
+    LST-8464041 (Main consigned piece) … is published" failed as naming a rival value. A title in brackets
+    after the code of the record that holds it glosses that record."""
+    from agentworld_envs.engine.submission import Submission
+
+    piece = lambda i, code, title, status: {"id": i, "listing_code": code, "consignor_id": 103, "title": title,  # noqa: E731
+                                            "price": 100.0 + i, "listed_at": "2026-04-02T00:39:40Z", "status": status}
+    results = [{"id": 104, "inspection_number": "INSP-479644", "score": 38, "status": "done"},
+               {"id": 103, "store_name": "Barberini-Trillini e figli", "joined_on": "2025-01-13"},
+               {"total": 3, "offset": 0, "results": [piece(499, "LST-4341553", "Summit consigned piece", "in_review"),
+                                                     piece(134, "LST-4573507", "Autumn consigned piece", "published"),
+                                                     piece(18, "LST-8464041", "Main consigned piece", "published")]},
+               {"updated": {"id": 104, "inspection_number": "INSP-479644", "score": 40, "status": "done"}}]
+    seen = answers.Observed(results, writes=results[-1:])
+    cands = answers.Candidates(["published", "archived"], "Hi, set the score to 40 for authentication INSP-479644. And "
+                               "could you return the consigned piece of the consignor named Barberini-Trillini e figli "
+                               "listed on 2026-04-02 to draft? Thank you.", allowed=["draft", "in_review", "scheduled"],
+                               vocabulary=["draft", "in_review", "scheduled", "published", "archived", "done"],
+                               nouns=["consignors", "consignor", "consigned_pieces", "consigned_piece", "piece",
+                                      "authentications", "authentication"], today="2026-06-15",
+                               rule="Only return a consigned piece to draft when it is in review or scheduled.")
+    said = ("Authentication INSP-479644 score set to 40. The consigned piece LST-8464041 (Main consigned piece) of "
+            "Barberini-Trillini e figli listed on 2026-04-02 is published; only in_review or scheduled pieces can be "
+            "returned to draft, so it was left unchanged.")
+    check = dict(results=["draft"], about=["Barberini-Trillini e figli"], declared=True, partial=True, observed=seen)
+    assert answers.match_refusal(Submission("partial", "published", said).words(), [["published"]], cands, **check).ok
+    # another record's title standing as a value of its own is still a rival
+    rival = said.replace("left unchanged.", "left unchanged. Summit consigned piece.")
+    assert not answers.match_refusal(Submission("partial", "published", rival).words(), [["published"]], cands, **check).ok
+
+
 def test_a_second_guess_inside_a_restated_rule_is_a_hedge():
     policy = "A job stream may have at most 1 queued or running job step at a time."
     cands = answers.Candidates([], instruction="Please add a job step to RUN-7.", policy=policy)

@@ -527,6 +527,12 @@ class Observed:
                 if isinstance(v, str) and 2 <= len(v.split()) <= MAX_RUN and len(v) <= 60 and not _is_date(v))
         return self._handled_names
 
+    def names_record(self, code: str, name: str) -> bool:
+        """Does a record the results held under the identifying ``code`` have ``name`` (value keys both)?"""
+        return any(any(isinstance(v, str) and _IDENTITY.search(k) and value_key(v) == code for k, v in row.items())
+                   and any(isinstance(v, str) and value_key(v) == name for v in row.values())
+                   for _, row in result_rows(self._results))
+
     def holds(self, code: str, number: float) -> bool:
         """Does a record the results held under the identifying ``code`` (a value key) have ``number`` as a figure?"""
         for _, row in result_rows(self._results):
@@ -1352,6 +1358,10 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                     break
                 if key in observed.handled_names():
                     references.append((a, b))   # the name of a record the episode handled on its own
+                    break
+                glossed = re.search(r"([\w-]*\d[\w-]*)\s*\(\s*$", text.t[max(0, a - 48):a])
+                if glossed and observed.names_record(value_key(glossed.group(1)), key):
+                    references.append((a, b))   # "LST-8464041 (Main consigned piece)": the title of the record named
                     break
                 spans_seen.append((a, b))
                 further.append((shown, a, b))
