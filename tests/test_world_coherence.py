@@ -1551,3 +1551,19 @@ def test_a_flight_lands_somewhere_else():
     assert _flagged(name, spec, conn, "impossible") == []
     conn.execute("UPDATE flights SET destination_airport = origin_airport WHERE id = 1")
     assert _flagged(name, spec, conn, "impossible") == ["flights.destination_airport"]
+
+
+def test_a_hire_is_cancelled_before_it_is_picked_up():
+    """World audit 42: rentals cancelled after pickup (a hire is no timed event, so its cancellation was not
+    bounded by its start). A status reached only from statuses whose start lies ahead (cancelled, from requested
+    or confirmed) is reached before the start; the lint finds one planted after."""
+    name = "campervan-hire"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    n, late = conn.execute("SELECT COUNT(*), SUM(status_changed_at >= pickup_at) FROM hires WHERE status = 'cancelled'"
+                           ).fetchone()
+    assert n > 10 and late == 0
+    assert _flagged(name, spec, conn, "stale_status") == []
+    conn.execute("UPDATE hires SET status_changed_at = strftime('%Y-%m-%dT%H:%M:%SZ', julianday(pickup_at) + 0.5) "
+                 "WHERE id = (SELECT MIN(id) FROM hires WHERE status = 'cancelled' AND pickup_at < '2026-06-01')")
+    assert _flagged(name, spec, conn, "stale_status") == ["hires.pickup_at"]

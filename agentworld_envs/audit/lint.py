@@ -520,7 +520,17 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
             if n:
                 yield Violation("stale_status", f"{table}.{col}", f"{n} rows {state} with {col} {what}")
     called_off = sorted(semantics.called_off_before_start(workflow))
-    for col in semantics.event_starts(cols, dates) if "status_changed_at" in cols and called_off else ():
+    starts = semantics.event_starts(cols, dates)
+    ahead = sorted(semantics.called_off_ahead(workflow)) if not starts else []
+    begins = next((c for c in dates if semantics.clock_role(c) == "start"), None) if ahead else None
+    for col, states in [(begins, ahead)] if begins and "status_changed_at" in cols else ():
+        # a hire cancelled only from requested or confirmed was cancelled before it was picked up
+        n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({', '.join('?' * len(states))}) AND "
+                         f"{q(col)} IS NOT NULL AND ((length({q(col)}) = 10 AND substr(status_changed_at, 1, 10) > "
+                         f"{q(col)}) OR (length({q(col)}) > 10 AND status_changed_at >= {q(col)}))", states).fetchone()[0]
+        if n:
+            yield Violation("stale_status", f"{table}.{col}", f"{n} rows {'/'.join(states)} after their {col}")
+    for col in starts if "status_changed_at" in cols and called_off else ():
         # called off before it began: by the day of a date-only start, or before the moment it starts
         marks = ", ".join("?" * len(called_off))
         n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status IN ({marks}) AND {q(col)} IS NOT NULL AND "

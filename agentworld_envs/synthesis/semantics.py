@@ -418,6 +418,17 @@ def called_off_before_start(workflow: dict[str, Any]) -> set[str]:
     return {s for s in called_off_states(workflow) if "no_show" not in s}
 
 
+def called_off_ahead(workflow: dict[str, Any]) -> set[str]:
+    """The called-off statuses (``called_off_before_start``) reached only from statuses whose start lies ahead on
+    the workflow's clock (a hire cancelled from requested or confirmed): called off before the start."""
+    ahead = {s for s, roles in (workflow.get("clock") or {}).items() if roles.get("start") == "future"}
+    ahead |= prestart_states(workflow)
+    into: dict[str, set[str]] = {}
+    for tr in workflow.get("transitions", ()):
+        into.setdefault(tr["to"], set()).update(tr["from"])
+    return {s for s in called_off_before_start(workflow) if into.get(s) and into[s] <= ahead}
+
+
 def dropped_before_start(workflow: dict[str, Any]) -> set[str]:
     """The statuses a record reaches only from before its work started (a task dropped as "won't do" from the
     backlog): it never started, so it has no start, no actual cost and no time spent."""
@@ -1387,6 +1398,10 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             starts = event_starts(gens, dates)
             windows = {s: {"before": starts[0], "hours": 0} for s in sorted(called_off_before_start(ent.workflow))} \
                 if starts else {}
+            # ... and so is a hire or a stay cancelled only from before it began (requested, confirmed): not once
+            # the van was picked up
+            begins = None if starts else next((c for c in dates if clock_role(c) == "start" and c in after), None)
+            windows |= {s: {"before": begins, "hours": 0} for s in sorted(called_off_ahead(ent.workflow))} if begins else {}
             # ... and one that took place (or was missed) is closed the day it happened, not weeks later
             windows |= {s: {"after": starts[0], "days": 1} for s in sorted(ENDED_EVENT_STATES & set(ent.workflow["states"]))} \
                 if starts else {}
