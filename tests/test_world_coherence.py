@@ -1455,6 +1455,7 @@ def test_a_shift_or_a_flight_is_done_once_it_is_over():
     for name, table, dur in (("kitchen-brigade-station-assignments", "shifts", "duration_hours"),
                              ("frequent-flyer-miles-programme", "flights", "duration_minutes")):
         spec, _ = synthesize(env_registry.theme(name))
+        assert spec["data"]["tables"][table]["columns"]["status_changed_at"]["windows"]["done"]["for"] == dur
         conn = _conn(spec)
         assert conn.execute(f"SELECT COUNT(*) FROM {table} WHERE status = 'done'").fetchone()[0] > 20
         assert _flagged(name, spec, conn, "stale_status") == []
