@@ -898,7 +898,12 @@ def _changed_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime,
                 base += _DAY * nights   # a stay closes once its nights are over
             length = row.get(rule["for"]) if rule.get("for") and "after" in rule else None
             if isinstance(length, (int, float)) and not isinstance(length, bool) and length > 0:
-                base += dt.timedelta(**{rule.get("unit", "minutes"): length})   # a shift is done once it is over
+                unit = dt.timedelta(**{rule.get("unit", "minutes"): 1})
+                if base + unit * length > hi and (hi - base) // unit >= 1:
+                    # a week-long shift that began four days ago is not done yet: one done by now was shorter
+                    length = (hi - base) // unit
+                    row[rule["for"]] = length
+                base += unit * length   # a shift is done once it is over
             if "before" in rule:
                 if not rule["hours"] and len(row[base_col]) == 10 and not timed:
                     base += _DAY   # called off before a day's session: on that day at the latest
