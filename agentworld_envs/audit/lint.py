@@ -610,16 +610,24 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
                                 f"{n} rows {state} for more than {days} days")
 
 
+def _same_row(conn: sqlite3.Connection, table: str, cols: set[str], pairs: Iterable[tuple[str, str]],
+              op: str) -> Iterable[tuple[str, str, int]]:
+    """``(a, b, rows)`` for each pair of columns of ``table`` whose rows hold ``a op b`` (``>``: a used amount above
+    its cap), where there are any."""
+    for a, b in pairs:
+        if a in cols and b in cols:
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(a)} {op} {q(b)}").fetchone()[0]
+            if n:
+                yield a, b, n
+
+
 def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
     """Used amounts within their caps; paid amounts that fit the record's status; one tax rate per world."""
     for t in spec["tables"]:
         table = t["name"]
         cols = set(_columns(conn, table))
-        for used, cap in semantics.CAPS:
-            if used in cols and cap in cols:
-                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(used)} > {q(cap)}").fetchone()[0]
-                if n:
-                    yield Violation("over_cap", f"{table}.{used}", f"{n} rows with {used} above {cap}")
+        for used, cap, n in _same_row(conn, table, cols, semantics.CAPS, ">"):
+            yield Violation("over_cap", f"{table}.{used}", f"{n} rows with {used} above {cap}")
         pay = next((c for c in semantics.PAY_COLUMNS if c in cols), None) if "job_title" in cols else None
         if pay:
             # pay rises with seniority: no assistant above every head's pay
@@ -684,11 +692,8 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 if n:
                     yield Violation("value_range", f"{table}.{col}", f"{n} rows with more {col} than {per_day:g} a day "
                                                                      f"since their {since}")
-        for start, end in semantics.ROUTE_ENDS:
-            if start in cols and end in cols:
-                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(start)} = {q(end)}").fetchone()[0]
-                if n:
-                    yield Violation("impossible", f"{table}.{end}", f"{n} rows whose {end} is their {start}")
+        for start, end, n in _same_row(conn, table, cols, semantics.ROUTE_ENDS, "="):
+            yield Violation("impossible", f"{table}.{end}", f"{n} rows whose {end} is their {start}")
         method = next((m for m in ("method", "payment_method") if m in cols), None)
         if method and "status" in cols:
             # only a card is authorized or voided; cash is never pending or failed; no processor fee on cash
@@ -719,11 +724,8 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
             if ragged:
                 yield Violation("copied_figure", f"{table}.{end}", f"{ragged} rows whose {end} is not whole days after "
                                                                    f"{start}")
-        for value, floor in semantics.FLOORS:
-            if value in cols and floor in cols:
-                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(value)} < {q(floor)}").fetchone()[0]
-                if n:
-                    yield Violation("over_cap", f"{table}.{value}", f"{n} rows with {value} below {floor}")
+        for value, floor, n in _same_row(conn, table, cols, semantics.FLOORS, "<"):
+            yield Violation("over_cap", f"{table}.{value}", f"{n} rows with {value} below {floor}")
         for paid, due in semantics.PAID:
             if paid not in cols or due not in cols:
                 continue
