@@ -80,8 +80,7 @@ from typing import Any, Iterable
 
 import env_registry
 
-from ..engine import datagen
-from ..engine.datagen import charged_days, mime_type, parse_when
+from ..engine.datagen import LAST_ACTIVITY, charged_days, made_on, mime_type, parse_when
 from ..engine.language import number, singular
 from ..tasks.lint import TASK_RULES, check_tasks
 from ..synthesis import semantics
@@ -541,7 +540,7 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
     ended = sorted(semantics.ENDED_EVENT_STATES & set(workflow.get("states", ())))
     started = sorted(semantics.NOW_STATES & set(workflow.get("states", ())))
     at = next((c for c in cols if semantics.TIME_OF_DAY.match(c)), None)
-    for col in semantics.event_starts(cols, dates)[:1] if "status_changed_at" in cols and at else ():
+    for col in starts[:1] if "status_changed_at" in cols and at else ():
         # a dated run with its time of day apart ("2026-05-05", "08:00"): done or under way after that moment,
         # called off before it, and under way now only once it has come
         moment = f"({q(col)} || 'T' || {q(at)})"
@@ -557,14 +556,14 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
             if n:
                 yield Violation("stale_status", f"{table}.{at}", f"{n} rows {'/'.join(states)} {what}")
     lasts = next((c for c in cols if semantics.STAY_LENGTH.match(c)), None)
-    for col in semantics.event_starts(cols, dates)[:1] if "status_changed_at" in cols and ended else ():
+    length = semantics.event_length(cols)
+    for col in starts[:1] if "status_changed_at" in cols and ended else ():
         # a session that took place (or was missed) is closed within a day or so, not weeks later; a stay once
         # its nights are over, and not before
         stayed = [s for s in ended if s in semantics.STAYED_STATES]
         nights = f"(CASE WHEN status IN ({', '.join(repr(s) for s in stayed)}) AND typeof({q(lasts)}) = 'integer' " \
                  f"THEN {q(lasts)} ELSE 0 END)" if lasts and stayed else "0"
         marks = ", ".join("?" * len(ended))
-        length = semantics.event_length(cols)
         per_day = {"minutes": 1440, "hours": 24, "seconds": 86400}[length[1]] if length else 0
         lasted = f"(CASE WHEN typeof({q(length[0])}) IN ('integer', 'real') THEN {q(length[0])} / {per_day}.0 ELSE 0 END)" \
             if length else "0"   # (a shift is closed once it is over)
@@ -580,9 +579,8 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
             if n:
                 yield Violation("stale_status", f"{table}.{lasts}", f"{n} rows {'/'.join(stayed)} before their {lasts} "
                                                                     f"were over")
-    length = semantics.event_length(cols)
     stayed = [s for s in ended if s in semantics.STAYED_STATES]
-    for col in semantics.event_starts(cols, dates)[:1] if "status_changed_at" in cols and length and stayed else ():
+    for col in starts[:1] if "status_changed_at" in cols and length and stayed else ():
         # a shift or a flight is done once it is over: its start (and time of day) plus its duration
         dur, unit = length
         early = 0
@@ -700,7 +698,7 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
             states = sorted(semantics.CARD_STATES | semantics.UNCLEARED_STATES)
             n = sum(1 for m, st in conn.execute(f"SELECT {q(method)}, status FROM {q(table)} WHERE status IN "
                                                 f"({', '.join('?' * len(states))})", states)
-                    if m is not None and (st in semantics.CARD_STATES and not ("card" in str(m) or m == "paypal")
+                    if m is not None and (st in semantics.CARD_STATES and not semantics.card_like(m)
                                           or st in semantics.UNCLEARED_STATES and m in semantics.HANDED_OVER))
             if n:
                 yield Violation("impossible", f"{table}.{method}", f"{n} rows in a status their {method} never reaches")
@@ -1029,10 +1027,10 @@ def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
                                  f"WHERE substr(c.{q(col)}, 1, 10) < substr(p.{q(made)}, 1, 10)").fetchone()[0]
                 if n:
                     yield Violation("before_parent", f"{table}.{col}", f"{n} rows before their {parent}.{made}")
-        last = next((c for c in cols if c in datagen.LAST_ACTIVITY), None)
+        last = next((c for c in cols if c in LAST_ACTIVITY), None)
         for child in spec["tables"] if last else ():
             # an account last active in 2022 has no transaction posted in April 2026
-            made = next((c["name"] for c in child["columns"] if datagen.made_on(c["name"])), None)
+            made = next((c["name"] for c in child["columns"] if made_on(c["name"])), None)
             for fk in (c["name"] for c in child["columns"] if (c.get("references") or "") == f"{table}.id") if made else ():
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS p WHERE (SELECT MAX(substr(c.{q(made)}, 1, 10)) FROM "
                                  f"{q(child['name'])} AS c WHERE c.{q(fk)} = p.id) > substr(coalesce(p.{q(last)}, ''), 1, 10)"

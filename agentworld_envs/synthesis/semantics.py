@@ -677,6 +677,11 @@ UNCLEARED_STATES = frozenset({"pending", "failed"})
 HANDED_OVER = frozenset({"cash"})
 
 
+def card_like(method: Any) -> bool:
+    """Whether a payment ``method`` is a card (or PayPal): the only kind authorized first and voided later."""
+    return "card" in str(method) or method == "paypal"
+
+
 def settle_by_method(gens: dict[str, dict[str, Any]], method: str) -> None:
     """A payment's status and processor fee follow its method (``PROCESSOR_FEES``, ``CARD_STATES``): no
     authorized cash, no processor fee on a cheque, a card's fee a share of the amount."""
@@ -685,7 +690,7 @@ def settle_by_method(gens: dict[str, dict[str, Any]], method: str) -> None:
     if status.get("gen") == "choice":
         cases = {}
         for state in status["values"]:
-            keep = (lambda v: "card" in str(v) or v == "paypal") if state in CARD_STATES else \
+            keep = card_like if state in CARD_STATES else \
                 (lambda v: v not in HANDED_OVER) if state in UNCLEARED_STATES else None
             if keep is None:
                 continue
