@@ -166,6 +166,26 @@ def test_a_records_title_in_brackets_after_its_code_is_no_rival_reason():
     assert not answers.match_refusal(Submission("partial", "published", rival).words(), [["published"]], cands, **check).ok
 
 
+def test_a_list_of_handled_ids_with_names_in_brackets_is_a_list_of_ids():
+    """Blind round 72 (smart-sprinkler-zones syn-901): "deactivated their active watering programs 39 (Heritage) and
+    16 (Advanced)" beside the count 6 failed as naming 16: the name in brackets broke the list of ids."""
+    from agentworld_envs.engine.submission import Submission
+
+    program = lambda i, name: {"updated": {"id": i, "program_code": f"WP-{i:04d}", "name": name,  # noqa: E731
+                                           "status": "inactive"}}
+    results = [program(39, "Heritage"), program(16, "Advanced")]
+    seen = answers.Observed(results, writes=results)
+    cands = answers.Candidates([], "Retire every irrigation controller in maintenance installed on a weekend more than "
+                               "79 days before today. Then tell me how many you retired.",
+                               nouns=["irrigation_controllers", "irrigation_controller", "controller", "watering_programs",
+                                      "watering_program", "program"], today="2026-06-15")
+    said = "Retired 6 controllers; deactivated their active watering programs 39 (Heritage) and 16 (Advanced)."
+    assert answers.match_values(Submission("done", "6", said).words(), ["6"], cands, observed=seen).ok
+    # a number the episode never handled as a record stays a second count, brackets or not
+    rival = said.replace("16 (Advanced)", "7 (Advanced)")
+    assert not answers.match_values(Submission("done", "6", rival).words(), ["6"], cands, observed=seen).ok
+
+
 def test_a_second_guess_inside_a_restated_rule_is_a_hedge():
     policy = "A job stream may have at most 1 queued or running job step at a time."
     cands = answers.Candidates([], instruction="Please add a job step to RUN-7.", policy=policy)

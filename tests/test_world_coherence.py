@@ -1235,6 +1235,47 @@ def test_no_work_takes_place_on_a_record_after_it_was_shut():
     assert _flagged(name, spec, conn, "shut_parent") == ["routes.route_date"]
 
 
+def test_what_came_about_under_a_record_did_so_while_it_stood():
+    """World audit 72: alarms triggered on a panel a year after it was retired, or two weeks before it was
+    installed (98 of 468 events); hauls shipped with a carrier discontinued weeks before and since delivered. A
+    stamp every record holds (an alert's ``triggered_at``, whatever status it has reached since) comes after its
+    parent was made and no later than the day it was shut, and a consignment on the road or delivered was shipped
+    while its carrier still ran; the lint finds each planted."""
+    name = "home-alarm-monitoring-center"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    join = "FROM alarm_events AS e JOIN alarm_panels AS p ON p.id = e.alarm_panel_id "
+    early = f"SELECT COUNT(*) {join}WHERE substr(e.triggered_at, 1, 10) < p.installed_on"
+    late = f"SELECT COUNT(*) {join}WHERE p.status = 'retired' AND substr(e.triggered_at, 1, 10) > substr(p.status_changed_at, 1, 10)"
+    under_retired = conn.execute(f"SELECT COUNT(*) {join}WHERE p.status = 'retired'").fetchone()[0]
+    assert under_retired > 3 and conn.execute(early).fetchone()[0] == 0 and conn.execute(late).fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "before_parent") == [] and _flagged(name, spec, conn, "shut_parent") == []
+    event, installed = conn.execute(f"SELECT e.id, p.installed_on {join}WHERE e.status = 'resolved' ORDER BY e.id").fetchone()
+    conn.execute("UPDATE alarm_events SET triggered_at = date(?, '-3 days') || 'T10:00:00Z' WHERE id = ?", (installed, event))
+    assert _flagged(name, spec, conn, "before_parent") == ["alarm_events.triggered_at"]
+    conn.execute("UPDATE alarm_events SET triggered_at = date(?, '+3 days') || 'T10:00:00Z' WHERE id = ?", (installed, event))
+    event, gone = conn.execute(f"SELECT e.id, p.status_changed_at {join}WHERE p.status = 'retired' AND "
+                               "p.status_changed_at < '2026-05-01' AND e.status = 'resolved' ORDER BY e.id").fetchone()
+    conn.execute("UPDATE alarm_events SET triggered_at = date(?, '+9 days') || 'T10:00:00Z' WHERE id = ?", (gone, event))
+    assert conn.execute(late).fetchone()[0] == 1
+    assert _flagged(name, spec, conn, "shut_parent") == ["alarm_events.triggered_at"]
+
+    name = "vehicle-transport-car-carrier-dispatch"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    join = "FROM vehicle_hauls AS h JOIN auto_transporters AS a ON a.id = h.auto_transporter_id "
+    shut = "a.status IN ('inactive', 'discontinued')"
+    late = f"SELECT COUNT(*) {join}WHERE {shut} AND h.status = 'delivered' AND h.ship_date > substr(a.status_changed_at, 1, 10)"
+    delivered = conn.execute(f"SELECT COUNT(*) {join}WHERE {shut} AND h.status = 'delivered'").fetchone()[0]
+    assert delivered > 3 and conn.execute(late).fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "shut_parent") == []
+    haul, gone = conn.execute(f"SELECT h.id, a.status_changed_at {join}WHERE {shut} AND h.status = 'delivered' "
+                              "AND a.status_changed_at < '2026-05-01' ORDER BY h.id").fetchone()
+    conn.execute("UPDATE vehicle_hauls SET ship_date = date(?, '+5 days') WHERE id = ?", (gone, haul))
+    assert conn.execute(late).fetchone()[0] == 1
+    assert _flagged(name, spec, conn, "shut_parent") == ["vehicle_hauls.ship_date"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

@@ -1016,8 +1016,9 @@ def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
         cols = _columns(conn, table)
         wf = _workflow_of(spec, table)
         stamps = semantics.status_stamps(cols, wf) if wf else {}
+        # (a stamp every record holds, whatever its status, is when it came about: an alert's triggered_at)
         events = [c for c in _date_columns(conn, table, cols) if c not in stamps
-                  and (semantics.follows_parent(c) or c == "status_changed_at")]
+                  and (semantics.follows_parent(c) or c == "status_changed_at")] + (semantics.making_stamps(cols, wf) if wf else [])
         for c in t["columns"]:
             parent = (c.get("references") or "").split(".")[0]
             for made, col in [(m, e) for m in (_made_columns(spec, conn, parent) if parent and parent != table else [])
@@ -1062,13 +1063,14 @@ def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
                 if n:
                     yield Violation("shut_parent", f"{table}.{c['name']}", f"{n} rows still {'/'.join(opened[:3])}... "
                                                                             f"under a {parent} that is {'/'.join(shut)}")
-            for made in _made_columns(spec, conn, table):
+            stamped = semantics.making_stamps(cols, _workflow_of(spec, table) or {}) if "status" in cols else []
+            for made in _made_columns(spec, conn, table) + stamped:
                 n = conn.execute(f"SELECT COUNT(*) {join} AND substr(c.{q(made)}, 1, 10) > substr(p.status_changed_at, 1, 10)",
                                  shut).fetchone()[0]
                 if n:
                     yield Violation("shut_parent", f"{table}.{made}", f"{n} rows made after their {parent} was shut")
             worked = sorted(s for s in (_workflow_of(spec, table) or {}).get("states", ())
-                            if s in semantics.ENDED_EVENT_STATES | semantics.NOW_STATES) if "status" in cols else []
+                            if s in semantics.WORKED_STATES) if "status" in cols else []
             for start in _worked_columns(spec, conn, table) if worked else ():
                 n = conn.execute(f"SELECT COUNT(*) {join} AND c.status IN ({', '.join('?' * len(worked))}) "
                                  f"AND substr(c.{q(start)}, 1, 10) > substr(p.status_changed_at, 1, 10)",

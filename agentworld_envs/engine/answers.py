@@ -125,8 +125,9 @@ _CURRENCIES = frozenset("usd eur gbp jpy cad aud chf cny inr mxn brl sek nok dkk
                         "try ils aed sar".split())
 #: Words a record's id follows ("ids 19, 62", "no. 7"), besides the env's own nouns.
 _ID_WORDS = frozenset({"id", "ids", "no", "nos", "number", "numbers"})
-#: What separates the ids of one list: "19, 62 and 39", "19/62", "19 & 62".
-_ID_LIST = re.compile(r"\s*(?:,|/|&|,?\s+and|,?\s+or)\s*")
+#: What separates the ids of one list: "19, 62 and 39", "19/62", "19 & 62", and a name in brackets after an id
+#: ("programs 39 (Heritage) and 16 (Advanced)"), never a number in them.
+_ID_LIST = re.compile(r"\s*(?:\([^()\d]{1,40}\)\s*)?(?:,|/|&|,?\s+and|,?\s+or)\s*")
 #: Words after a number that do not make it a count of things ("16 it is …", "5 and 6").
 _NOT_COUNTED = frozenset("it is was are were i this that the a an and or but so we you he she they its nor".split())
 _BARE_FILLER = frozenset("it its s is was are were be been the a an and or also now currently still already status state "

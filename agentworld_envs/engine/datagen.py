@@ -182,6 +182,9 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         fallback = _compile({"gen": g.get("kind", "datetime"), "days": g.get("else_days", [-365, 0])}, rng, now, locale, existing)
 
         whole = g.get("whole_days", False)
+        # a status passed through before the change (an alert triggered, then resolved) came about with the
+        # records the row belongs to: not before they were made (``parents``), nor after one was shut (``until``)
+        made_of, shut_of = _parents_made(g.get("parents", ()), existing), _parents_shut(g.get("until", ()), existing)
 
         def draw_after(i: int, row: dict[str, Any]) -> Any:
             base = row.get(of)
@@ -191,7 +194,16 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             # whole days: a hire returned at the time of day it was picked up runs exactly k days
             when = start + (_DAY * rng.randint(int(lo), int(hi)) if whole else dt.timedelta(seconds=rng.randint(lo_s, hi_s)))
             # never before the row's own earlier dates (``at_least``): triggered after it was created
-            when = max([when, *(parse_when(row[c]) for c in floors if row.get(c) and parse_when(row[c]) <= start)])
+            made = [parse_when(row[c]) for c in floors if row.get(c) and parse_when(row[c]) <= start]
+            parent_made = made_of(row)
+            made += [parent_made] if parent_made is not None and parent_made <= start else []
+            when = max([when, *made])
+            shut = shut_of(row)
+            if shut is not None and when.date() > shut.date():
+                top = min(start, dt.datetime.combine(shut.date(), dt.time(23, 59)))
+                floor = max(made, default=top - _DAY * 30)
+                if floor <= top:
+                    when = _between(rng, max(floor, top - _DAY * 30), top)
             if cap and when > now and start <= now:
                 # Never after now, unless the date it follows is still ahead (order first).
                 when = start + (_DAY * rng.randint(1, max(1, (now - start) // _DAY)) if whole

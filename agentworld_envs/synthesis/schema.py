@@ -205,7 +205,7 @@ def worked_columns(ent: Entity) -> list[str]:
     """The dates a record's work took place (its start), where a status says it took place (done, in progress):
     a route driven, a stay checked in."""
     states = set(ent.workflow.get("states", ())) if ent.workflow else set()
-    if not states & (semantics.ENDED_EVENT_STATES | semantics.NOW_STATES):
+    if not states & semantics.WORKED_STATES:
         return []
     made = set(made_columns(ent))
     return [c for c, g in ent.gens.items() if c not in made and semantics.clock_role(c) == "start" and semantics.date_kind(g)]
@@ -307,6 +307,11 @@ def link_parent_made(entities: list[Entity]) -> None:
             ent.gens["status_changed_at"] = {**status, "parents": [p for _, p in own_status]}
             for fk, _ in own_status:
                 cutoff.setdefault(fk, 0)
+        for col in semantics.making_stamps(list(ent.gens), ent.workflow) if ent.workflow else ():
+            # an alert triggered before it was resolved was still triggered after its device was installed
+            own = [p for fk, p in parents if col not in semantics.reads(ent.gens, fk)]   # the key drawn first
+            if own:
+                ent.gens[col] = _before_change(ent.gens[col], "parents", own)
         for fk, days in cutoff.items():
             gen = ent.gens[fk]
             made_by = {"fields": [p["field"] for k, p in parents if k == fk], "days": days,
@@ -361,7 +366,30 @@ def link_live_parents(entities: list[Entity]) -> None:
         for col in worked_columns(ent) if shut_parents else ():
             # nor did its work take place there afterwards: no route driven on a vehicle retired weeks before
             _made_before_shut(ent, col, shut_parents)
+        for col in semantics.making_stamps(list(ent.gens), ent.workflow) if shut_parents and ent.workflow else ():
+            # nor did it come about there afterwards: no alarm triggered on a panel retired a year before
+            if "status_changed_at" not in semantics.reads(ent.gens, col):
+                _made_before_shut(ent, col, shut_parents)   # drawn on its own (applied, then screened)
+                continue
+            until = [p for p in shut_parents if col not in semantics.reads(ent.gens, p["via"])]
+            if until:
+                ent.gens[col] = _before_change(ent.gens[col], "until", until)
         ent.gens = semantics.dependency_order(ent.gens)
+
+
+def _before_change(gen: dict[str, Any], key: str, parents: list[dict[str, Any]]) -> dict[str, Any]:
+    """``gen`` with ``key`` (``parents`` or ``until``) set on the date it draws before the status change (a
+    status stamp reached on the way, ``after`` the change by a negative span); the stamp read off the change
+    itself follows the change, which keeps to the parents through its own generator."""
+    if gen.get("gen") == "after" and gen.get("of") == "status_changed_at":
+        return {**gen, key: parents}
+    out = dict(gen)
+    for k in ("then", "default", "inner", "else"):
+        if isinstance(gen.get(k), dict):
+            out[k] = _before_change(gen[k], key, parents)
+    if isinstance(gen.get("cases"), dict):
+        out["cases"] = {s: _before_change(g, key, parents) for s, g in gen["cases"].items()}
+    return out
 
 
 def _open_parent(have: dict[str, Any] | None, opened: list[str], shut: list[str]) -> dict[str, Any]:

@@ -457,6 +457,13 @@ def is_shut(state: str) -> bool:
     return bool(_SHUT.search(state))
 
 
+def making_stamps(columns: list[str], workflow: dict[str, Any]) -> list[str]:
+    """The status stamps every record holds, whatever its status (an alert's ``triggered_at`` where it is
+    triggered first and acknowledged or resolved after): when the record came about, as a date of making is."""
+    states = set(workflow.get("states", ()))
+    return [c for c, held in status_stamps(columns, workflow).items() if states and held >= states]
+
+
 def shut_states(workflow: dict[str, Any] | None) -> set[str]:
     """A workflow's statuses in which its record is shut (:func:`is_shut`)."""
     return {s for s in (workflow or {}).get("states", ()) if is_shut(s)}
@@ -918,6 +925,11 @@ NOW_STATES = frozenset({"in_progress", "checked_in", "in_session", "boarding", "
                         "started"})
 #: Statuses of a timed event that took place or was missed: recorded within a day of its start.
 ENDED_EVENT_STATES = frozenset({"done", "completed", "finished", "ended", "attended", "no_show", "checked_out"})
+#: Statuses that say a record's work took place, so its start date happened with the records it belongs to: an
+#: event held or under way, a consignment on the road or handed over (no haul shipped with a carrier discontinued
+#: weeks before).
+WORKED_STATES = ENDED_EVENT_STATES | NOW_STATES | frozenset({"picked_up", "in_transit", "out_for_delivery", "delivered",
+                                                             "returned_to_sender", "shipped", "dispatched"})
 #: Ended statuses reached once the whole event is over (a stay checked out), not on its first day (a no-show).
 STAYED_STATES = ENDED_EVENT_STATES - {"no_show"}
 #: Minutes since an event in a ``NOW_STATES`` status started (shorter than any event's duration).
