@@ -1276,6 +1276,56 @@ def test_what_came_about_under_a_record_did_so_while_it_stood():
     assert _flagged(name, spec, conn, "shut_parent") == ["vehicle_hauls.ship_date"]
 
 
+def test_an_inspection_passed_on_its_score():
+    """World audit 72: condition reports passed on a score of 14 with 8 issues and failed on 99, done ones with no
+    score (3,453 of 7,581 verdicts in 77 worlds). A pass scored at least the pass mark and found few issues, a
+    fail scored less, and a decided inspection has its score; the lint finds one planted."""
+    name = "vehicle-transport-car-carrier-dispatch"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    mark = semantics.PASS_MARK
+    rows = conn.execute("SELECT passed, score, issues_found FROM condition_reports WHERE passed IS NOT NULL").fetchall()
+    assert {p for p, _, _ in rows} == {0, 1} and all(s is not None and (s >= mark) == bool(p) for p, s, _ in rows)
+    assert all(i <= 2 for p, _, i in rows if p) and all(i >= 1 for p, _, i in rows if not p)
+    assert _flagged(name, spec, conn, "impossible") == []
+    conn.execute("UPDATE condition_reports SET score = ? WHERE id = (SELECT MIN(id) FROM condition_reports WHERE passed = 1)",
+                 (mark - 50,))
+    assert _flagged(name, spec, conn, "impossible") == ["condition_reports.passed"]
+
+
+def test_a_customer_signed_up_long_enough_ago_to_have_spent_what_they_did():
+    """World audit 72: a gift-card buyer signed up on 2026-05-28 with 20,669.71 spent, a vehicle owner yesterday
+    with 8,948.27 (5,911 customers in 303 worlds past 150 a day). The spend follows the loyalty tier, so the
+    sign-up date follows the spend; the lint finds one planted."""
+    name = "restaurant-gift-card-program"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    spend, since, per_day = semantics.spent_since(["lifetime_spend", "signup_date"]) or ("", "", 0)
+    over = (f"SELECT COUNT(*) FROM purchasers WHERE {spend} > {per_day} * max(0, julianday('{NOW.rstrip('Z')}') - "
+            f"julianday({since}))")
+    assert conn.execute(f"SELECT COUNT(*) FROM purchasers WHERE {spend} > 5000").fetchone()[0] > 10
+    assert conn.execute(over).fetchone()[0] == 0 and _flagged(name, spec, conn, "value_range") == []
+    conn.execute(f"UPDATE purchasers SET {since} = '2026-06-11' WHERE id = (SELECT MIN(id) FROM purchasers WHERE {spend} > 5000)")
+    assert conn.execute(over).fetchone()[0] == 1
+    assert _flagged(name, spec, conn, "value_range") == [f"purchasers.{spend}"]
+
+
+def test_a_photo_is_an_image_and_a_report_a_document():
+    """World audit 72: code-violation photos saved as .xlsx and .docx, inspection reports as .jpg (14,000 files in
+    58 worlds). A file column takes the types its name says; the lint finds one planted."""
+    name = "code-enforcement-violations"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    photos = {p.rsplit(".", 1)[1] for p, in conn.execute("SELECT photo_file FROM code_violations WHERE photo_file IS NOT NULL")}
+    reports = {p.rsplit(".", 1)[1] for p, in conn.execute("SELECT report_file FROM inspections WHERE report_file IS NOT NULL")}
+    assert photos and photos <= {"jpg", "png", "heic"} and reports and reports <= {"pdf", "docx", "xlsx", "csv"}
+    assert _flagged(name, spec, conn, "impossible") == []
+    conn.execute("UPDATE code_violations SET photo_file = 'code_violation_0001.xlsx' WHERE id = (SELECT MIN(id) FROM "
+                 "code_violations WHERE photo_file IS NOT NULL)")
+    conn.execute("UPDATE inspections SET report_file = 'inspection_0001.png' WHERE id = 1")
+    assert _flagged(name, spec, conn, "impossible") == ["code_violations.photo_file", "inspections.report_file"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

@@ -679,10 +679,12 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                              (tier, lo, hi)).fetchone()[0]
             if n:
                 yield Violation("over_cap", f"{table}.{sized}", f"{n} {tier} rows outside {lo} to {hi} employees")
+        spent = semantics.spent_since(cols)
         for col in cols:
-            got = semantics.accrual(col, cols)
+            got = semantics.accrual(col, cols) or (spent[1:] if spent and col == spent[0] else None)
             if got:
-                # what accrues day by day (hours played, citations) is no more than a day's most per day since
+                # what accrues day by day (hours played, citations, a customer's spend) is no more than a day's
+                # most per day since
                 since, per_day = got
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(col)} IS NOT NULL AND {q(since)} IS NOT NULL AND "
                                  f"{q(col)} > ? * max(0, julianday(?) - julianday({q(since)})) + 0.01",
@@ -690,6 +692,24 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 if n:
                     yield Violation("value_range", f"{table}.{col}", f"{n} rows with more {col} than {per_day:g} a day "
                                                                      f"since their {since}")
+        for col in cols:
+            exts = semantics.file_exts(col) if "file" in col else None
+            if exts:
+                # a photo is an image file, a report a document
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(col)} IS NOT NULL AND lower({q(col)}) LIKE '%.%' "
+                                 f"AND {' AND '.join(f'lower({q(col)}) NOT LIKE ?' for _ in exts)}",
+                                 [f"%.{e}" for e in exts]).fetchone()[0]
+                if n:
+                    yield Violation("impossible", f"{table}.{col}", f"{n} rows whose {col} is not one of .{', .'.join(exts)}")
+        got = semantics.verdict_columns(cols)
+        if got and (conn.execute(f"SELECT MAX({q(got[1])}) FROM {q(table)}").fetchone()[0] or 0) > 10:
+            # an inspection passed scored at least the pass mark, one failed less, and a verdict has its score
+            verdict, score = got
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(verdict)} IS NOT NULL AND ({q(score)} IS NULL OR "
+                             f"({q(verdict)} = 1) != ({q(score)} >= ?))", (semantics.PASS_MARK,)).fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.{verdict}", f"{n} rows whose {verdict} disagrees with their {score} "
+                                                                    f"(pass mark {semantics.PASS_MARK})")
         for start, end, n in _same_row(conn, table, cols, semantics.ROUTE_ENDS, "="):
             yield Violation("impossible", f"{table}.{end}", f"{n} rows whose {end} is their {start}")
         method = next((m for m in ("method", "payment_method") if m in cols), None)

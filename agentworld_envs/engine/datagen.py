@@ -399,6 +399,21 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return int(share) if isinstance(value, int) else round(share, 2)
 
         return draw_accrued
+    if kind == "spent_since":
+        # Signed up long enough ago to have spent what the row says at ``per_day`` a day at most.
+        inner, of, per_day, as_date = _compile(g["inner"], rng, now, locale, existing), g["of"], g["per_day"], \
+            g.get("kind") == "date"
+
+        def draw_spent_since(i: int, row: dict[str, Any]) -> Any:
+            value, spent = inner(i, row), row.get(of)
+            if not value or not isinstance(spent, (int, float)) or isinstance(spent, bool) or spent <= 0:
+                return value
+            latest = now - _DAY * (spent / per_day + 1)
+            if parse_when(value) <= latest:
+                return value
+            return _fmt(latest - _DAY * rng.uniform(0, 60), as_date)
+
+        return draw_spent_since
     if kind == "soon":
         # In a status under way, expected within ``days[status]`` days of today at the latest (it may be late):
         # a parcel out for delivery arrives tomorrow, not in two months. Never before the same-row dates it follows.

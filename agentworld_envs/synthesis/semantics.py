@@ -516,6 +516,22 @@ ACCRUALS = ((re.compile(r"^(total_)?(playtime|play_time|hours_played)(_hours)?$"
             (re.compile(r"^articles_published$"), ("joined_on", "joined_at", "hire_date", "hired_on", "created_at"), 1))
 
 
+#: What a customer has spent with the business, at most this much a day since signing up. The spend follows the
+#: loyalty tier, so the sign-up date follows the spend: a platinum member with 20,000 spent joined long enough ago
+#: (audit 72: 5,911 customers in 303 worlds had spent more than 150 a day since signing up, one 13,436 in 4 days).
+SPENT_SINCE = (("lifetime_spend", "total_spent", "lifetime_value"), ("signup_date", "joined_on", "joined_at",
+                                                                    "member_since", "created_at"), 150)
+
+
+def spent_since(columns: Iterable[str]) -> tuple[str, str, float] | None:
+    """``(spend column, sign-up column, most spent per day)`` for a customer's lifetime spend, or None."""
+    have = list(columns)
+    spends, sinces, per_day = SPENT_SINCE
+    spend = next((c for c in spends if c in have), None)
+    since = next((c for c in sinces if c in have), None)
+    return (spend, since, per_day) if spend and since else None
+
+
 def accrual(column: str, columns: Iterable[str]) -> tuple[str, float] | None:
     """``(since column, most per day)`` for a figure that accrues day by day since a date of its row, or None."""
     have = list(columns)
@@ -1074,7 +1090,7 @@ _DATE_GENS = ("date", "datetime")
 def date_kind(gen: dict[str, Any]) -> str | None:
     if gen.get("gen") in _DATE_GENS:
         return gen["gen"]
-    if gen.get("gen") in ("after", "clock", "not_before", "after_parents", "recent"):
+    if gen.get("gen") in ("after", "clock", "not_before", "after_parents", "recent", "spent_since"):
         return gen.get("kind") or "datetime"
     if gen.get("gen") in ("when", "by"):
         return date_kind(gen.get("then") or gen.get("default") or {})
@@ -1204,6 +1220,8 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                           **{k: gen[k] for k in ("unique", "null_p") if k in gen}}
         elif kind == "faker" and gen.get("provider") == "file_name":
             gens[name] = {"gen": "text", "kind": "file", "subject": subject, **{k: gen[k] for k in ("unique", "null_p") if k in gen}}
+        if gens[name].get("gen") == "text" and gens[name].get("kind") == "file" and file_exts(name):
+            gens[name] = {**gens[name], "exts": list(file_exts(name) or ())}   # a photo is no spreadsheet
         elif kind == "faker" and gen.get("provider") == "date_of_birth":
             lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
             # 365.25-day years with a two-day margin, so nobody is a day short of the minimum age.
@@ -1539,6 +1557,12 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             if clock_role(col) == "end":
                 gens[col] = wrap(gens[col], gen="clock", column="is_active", past=[], future=[1],
                                  kind=date_kind(gens[col]))
+    if verdict_columns(gens):
+        verdict_follows_score(gens)
+    spent = spent_since(gens)
+    if spent and date_kind(gens[spent[1]]) and gens[spent[1]].get("gen") != "spent_since":
+        spend, since, per_day = spent
+        gens[since] = wrap(gens[since], gen="spent_since", of=spend, per_day=per_day, kind=date_kind(gens[since]))
     for used, cap in CAPS:
         if used in gens and cap in gens and gens[used].get("gen") != "at_most":
             gens[used] = wrap(gens[used], gen="at_most", of=cap)
@@ -1550,6 +1574,63 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             if paid_col in gens and due_col in gens:
                 gens[paid_col] = wrap(gens[paid_col], gen="at_most", of=due_col)
     ent.gens = dependency_order(gens)
+
+
+#: An inspection's or audit's pass mark on a score out of 100: one passed scored at least this, one failed less.
+PASS_MARK = 70
+#: Score columns a pass or a fail follows, and the verdict columns.
+SCORE_COLUMNS = ("score", "total_score", "inspection_score", "audit_score", "overall_score")
+VERDICT_COLUMNS = ("passed", "is_passed", "pass")
+
+
+#: The file types a file column holds, by what its name says it is (audit 72: inspection photos saved as .xlsx,
+#: reports as .jpg). Columns that say neither keep any document type.
+FILE_KINDS = ((re.compile(r"photo|image|picture|snapshot|thumbnail|selfie"), ("jpg", "png", "heic")),
+              (re.compile(r"audio|recording|voicemail"), ("mp3", "wav", "m4a")),
+              (re.compile(r"video|footage"), ("mp4", "mov")),
+              (re.compile(r"report|document|contract|invoice|statement|certificate|letter|minutes|agreement|pdf"),
+               ("pdf", "docx", "xlsx", "csv")))
+
+
+def file_exts(column: str) -> tuple[str, ...] | None:
+    """The extensions a file column named ``column`` holds (:data:`FILE_KINDS`), or None where its name says none."""
+    return next((exts for pattern, exts in FILE_KINDS if pattern.search(column)), None)
+
+
+def verdict_columns(columns: Iterable[str]) -> tuple[str, str] | None:
+    """``(verdict, score)`` where a record has a pass-or-fail and a score out of 100 it follows."""
+    have = list(columns)
+    verdict = next((c for c in VERDICT_COLUMNS if c in have), None)
+    score = next((c for c in SCORE_COLUMNS if c in have), None)
+    return (verdict, score) if verdict and score else None
+
+
+def _under_when(gen: dict[str, Any]) -> dict[str, Any]:
+    """The generator a ``when`` wrapper draws from once its status is reached (the generator itself otherwise)."""
+    return gen["then"] if gen.get("gen") == "when" else gen
+
+
+def verdict_follows_score(gens: dict[str, dict[str, Any]]) -> None:
+    """An inspection passed scored at least :data:`PASS_MARK` out of 100 and found few issues; one failed scored
+    less. A decided inspection has its score (no pass on a blank score). Audit 72: 3,453 of 7,581 verdicts in 77
+    worlds contradicted their score ("passed" on 6 of 100, "failed" on 99)."""
+    verdict, score = verdict_columns(gens) or ("", "")
+    v, sc = _under_when(gens[verdict]), _under_when(gens[score])
+    if v.get("gen") != "bool" or sc.get("gen") != "int" or sc.get("min", 0) < 0 or sc.get("max") != 100:
+        return
+    bands = {"pass": {**sc, "min": PASS_MARK, "max": 100}, "fail": {**sc, "min": 0, "max": PASS_MARK - 1}}
+    by = {"gen": "by", "column": verdict, "default": sc,
+          "cases": {k: bands["pass" if k in ("1", "True") else "fail"] for k in ("1", "True", "0", "False")}}
+    top = {k: v for k, v in gens[score].items() if k != "null_p"}   # a decided verdict has its score
+    gens[score] = {**top, "then": by} if top.get("gen") == "when" else by
+    issues = next((c for c in ("issues_found", "defects_found", "findings_count") if c in gens), None)
+    found = _under_when(gens[issues]) if issues else {}
+    if issues and found.get("gen") == "int" and found.get("max", 0) >= 4:
+        few = {**found, "min": 0, "max": 2}
+        many = {**found, "min": max(1, found.get("min", 0)), "max": found["max"]}
+        by = {"gen": "by", "column": verdict, "default": found,
+              "cases": {k: few if k in ("1", "True") else many for k in ("1", "True", "0", "False")}}
+        gens[issues] = {**gens[issues], "then": by} if gens[issues].get("gen") == "when" else by
 
 
 def undecided_split(gen: dict[str, Any]) -> tuple[str | None, dict[str, Any] | None]:
