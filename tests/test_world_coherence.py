@@ -1326,6 +1326,56 @@ def test_a_photo_is_an_image_and_a_report_a_document():
     assert _flagged(name, spec, conn, "impossible") == ["code_violations.photo_file", "inspections.report_file"]
 
 
+def test_a_vehicle_runs_up_no_more_than_a_years_most_each_year():
+    """World audit 72: a 2025 Toyota with 389,049 km, a 2024 car with 373,279 (2,022 vehicles in 73 worlds past
+    45,000 km a year). A vehicle's odometer is at most a year's most for each year since its model year; the lint
+    finds one planted."""
+    name = "vehicle-transport-car-carrier-dispatch"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    _, _, per_year = next(y for y in semantics.YEARLY if y[0] == "odometer_km")
+    rows = conn.execute("SELECT model_year, odometer_km FROM transported_vehicles WHERE odometer_km IS NOT NULL").fetchall()
+    assert len(rows) > 20 and max(km for _, km in rows) > 100_000
+    assert all(km <= per_year * (2026.45 - year + 0.5) for year, km in rows)
+    assert _flagged(name, spec, conn, "value_range") == []
+    conn.execute("UPDATE transported_vehicles SET model_year = 2025, odometer_km = 389049 WHERE id = 1")
+    assert _flagged(name, spec, conn, "value_range") == ["transported_vehicles.odometer_km"]
+
+
+def test_an_incident_lasts_from_its_declaration_to_its_resolution():
+    """World audit 72: a dispatch declared at 10:52 and resolved at 11:31 "lasting" 1,108 minutes, triggered ones
+    with lengths, resolutions months after the alarm (54 of 55 resolved incidents in one world). A resolved
+    incident's length is the time from its declaration to its resolution, within days; an open one has none. The
+    lint finds one planted."""
+    name = "home-alarm-monitoring-center"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    rows = conn.execute("SELECT status, duration_minutes, (julianday(status_changed_at) - julianday(declared_at)) * 1440 "
+                        "FROM dispatches").fetchall()
+    assert {st for st, _, _ in rows} == {"triggered", "acknowledged", "mitigated", "resolved"}
+    assert all((m is None) == (st != "resolved") for st, m, _ in rows)
+    assert all(abs(m - span) <= 1 and m <= semantics.INCIDENT_DAYS * 1440 for st, m, span in rows if st == "resolved")
+    assert _flagged(name, spec, conn, "copied_figure") == []
+    conn.execute("UPDATE dispatches SET duration_minutes = duration_minutes + 600 WHERE id = (SELECT MIN(id) FROM dispatches "
+                 "WHERE status = 'resolved')")
+    assert _flagged(name, spec, conn, "copied_figure") == ["dispatches.duration_minutes"]
+
+
+def test_an_exception_code_marks_an_exception():
+    """World audit 72: parcel events of type "exception" with code "none", a label created with code "damaged"
+    (20 of 28 coded events in one world). A tracking event has a code exactly where it is an exception; the lint
+    finds one planted."""
+    name = "parcel-locker-network"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    pairs = conn.execute("SELECT event_type, exception_code FROM tracking_events").fetchall()
+    assert any(t == "exception" for t, _ in pairs) and all((t == "exception") == (c != "none") for t, c in pairs)
+    assert _flagged(name, spec, conn, "impossible") == []
+    conn.execute("UPDATE tracking_events SET exception_code = 'damaged' WHERE id = (SELECT MIN(id) FROM tracking_events "
+                 "WHERE event_type = 'label_created')")
+    assert _flagged(name, spec, conn, "impossible") == ["tracking_events.exception_code"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

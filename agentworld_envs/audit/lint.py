@@ -80,7 +80,7 @@ from typing import Any, Iterable
 
 import env_registry
 
-from ..engine.datagen import LAST_ACTIVITY, charged_days, made_on, mime_type, parse_when
+from ..engine.datagen import LAST_ACTIVITY, charged_days, made_on, mime_type, parse_when, years_in_use
 from ..engine.language import number, singular
 from ..tasks.lint import TASK_RULES, check_tasks
 from ..synthesis import semantics
@@ -679,6 +679,35 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                              (tier, lo, hi)).fetchone()[0]
             if n:
                 yield Violation("over_cap", f"{table}.{sized}", f"{n} {tier} rows outside {lo} to {hi} employees")
+        for col, year, per_year in semantics.YEARLY if {"model_year"} & set(cols) else ():
+            if col in cols and year in cols:
+                # a vehicle runs up no more than a year's most each year since its model year
+                cap = {y: per_year * years_in_use(y, parse_when(spec["now"])) for y, in
+                       conn.execute(f"SELECT DISTINCT {q(year)} FROM {q(table)} WHERE {q(year)} IS NOT NULL")}
+                n = sum(1 for y, v in conn.execute(f"SELECT {q(year)}, {q(col)} FROM {q(table)} WHERE {q(col)} IS NOT NULL "
+                                                   f"AND {q(year)} IS NOT NULL") if isinstance(y, int) and v > cap[y] + 0.5)
+                if n:
+                    yield Violation("value_range", f"{table}.{col}", f"{n} rows with more {col} than {per_year:g} a year "
+                                                                     f"since their {year}")
+        if {"event_type", "exception_code"} <= set(cols):
+            # an exception code on an exception, and only there
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE exception_code IS NOT NULL AND event_type IS NOT NULL AND "
+                             "(event_type = 'exception') = (exception_code = 'none') AND EXISTS (SELECT 1 FROM "
+                             f"{q(table)} WHERE event_type = 'exception')").fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.exception_code", f"{n} rows whose exception_code disagrees with "
+                                                                         "their event_type")
+        timed = semantics.incident_timing(cols, _workflow_of(spec, table)) if "status" in cols else None
+        if timed:
+            # an incident lasted from its start to its resolution, and an open one has no length yet
+            start, length, ended = timed
+            marks = ", ".join("?" * len(ended))
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE CASE WHEN status IN ({marks}) THEN {q(length)} IS NULL "
+                             f"OR abs({q(length)} - (julianday(status_changed_at) - julianday({q(start)})) * 1440) > 1 "
+                             f"ELSE {q(length)} IS NOT NULL END", ended).fetchone()[0]
+            if n:
+                yield Violation("copied_figure", f"{table}.{length}", f"{n} rows whose {length} is not the time from their "
+                                                                      f"{start} to their {'/'.join(ended)}")
         spent = semantics.spent_since(cols)
         for col in cols:
             got = semantics.accrual(col, cols) or (spent[1:] if spent and col == spent[0] else None)

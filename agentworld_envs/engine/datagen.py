@@ -399,6 +399,31 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return int(share) if isinstance(value, int) else round(share, 2)
 
         return draw_accrued
+    if kind == "minutes_between":
+        # Whole minutes from one timestamp of the row to another (an incident's length, declared to resolved).
+        start, end = g["start"], g["end"]
+
+        def draw_minutes(i: int, row: dict[str, Any]) -> Any:
+            if not row.get(start) or not row.get(end):
+                return None
+            return max(0, round((parse_when(row[end]) - parse_when(row[start])).total_seconds() / 60))
+
+        return draw_minutes
+    if kind == "per_year":
+        # No more than ``per_year`` a year since the model year (a car's kilometres): above that, a share of it.
+        inner, year, per_year = _compile(g["inner"], rng, now, locale, existing), g["year"], g["per_year"]
+
+        def draw_per_year(i: int, row: dict[str, Any]) -> Any:
+            value, built = inner(i, row), row.get(year)
+            if not isinstance(value, (int, float)) or isinstance(value, bool) or not isinstance(built, int):
+                return value
+            cap = per_year * years_in_use(built, now)
+            if value <= cap:
+                return value
+            share = rng.uniform(0.1, 1.0) * cap
+            return int(share) if isinstance(value, int) else round(share, 1)
+
+        return draw_per_year
     if kind == "spent_since":
         # Signed up long enough ago to have spent what the row says at ``per_day`` a day at most.
         inner, of, per_day, as_date = _compile(g["inner"], rng, now, locale, existing), g["of"], g["per_day"], \
@@ -684,6 +709,12 @@ def _id_index(existing: dict[str, list[Any]], table: str) -> dict[Any, int]:
 
 
 _DAY = dt.timedelta(days=1)
+
+
+def years_in_use(model_year: float, now: dt.datetime) -> float:
+    """Years a vehicle of ``model_year`` has been on the road by ``now``: from the middle of the year before it
+    (next year's models sell from the summer), and at least a quarter of a year."""
+    return max(0.25, now.year + (now.timetuple().tm_yday - 1) / 365.25 - model_year + 0.5)
 
 
 def _fmt(when: dt.datetime, as_date: bool) -> str:
@@ -1052,7 +1083,8 @@ def charged_days(start: str, end: str) -> int:
 
 def sources(gen: dict[str, Any]) -> set[str]:
     """The columns of the same row a generator reads."""
-    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts", "since", "apart_from") if isinstance(gen.get(k), str)}
+    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts", "since", "apart_from", "year", "start", "end")
+           if isinstance(gen.get(k), str)}
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
