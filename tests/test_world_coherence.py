@@ -1376,6 +1376,20 @@ def test_an_exception_code_marks_an_exception():
     assert _flagged(name, spec, conn, "impossible") == ["tracking_events.exception_code"]
 
 
+def test_a_vehicle_runs_on_a_fuel_of_its_kind():
+    """World audit 72: cars on jet_a, a light jet on diesel, a coach on propane (37 of 88 vehicles in one world).
+    A vehicle's fuel fits its type; the lint finds one planted."""
+    name = "airport-parking-reservations"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    pairs = conn.execute("SELECT DISTINCT vehicle_type, fuel_type FROM vehicles WHERE fuel_type IS NOT NULL").fetchall()
+    assert {("light_jet", "jet_a"), ("car", "gasoline")} <= set(pairs)
+    assert all((f == "jet_a") == ("jet" in t) for t, f in pairs)
+    assert _flagged(name, spec, conn, "impossible") == []
+    conn.execute("UPDATE vehicles SET fuel_type = 'jet_a' WHERE id = (SELECT MIN(id) FROM vehicles WHERE vehicle_type = 'car')")
+    assert _flagged(name, spec, conn, "impossible") == ["vehicles.fuel_type"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

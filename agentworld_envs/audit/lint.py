@@ -689,6 +689,13 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 if n:
                     yield Violation("value_range", f"{table}.{col}", f"{n} rows with more {col} than {per_year:g} a year "
                                                                      f"since their {year}")
+        if {"vehicle_type", "fuel_type"} <= set(cols):
+            # a vehicle runs on a fuel of its kind
+            fuels = [f for f, in conn.execute(f"SELECT DISTINCT fuel_type FROM {q(table)} WHERE fuel_type IS NOT NULL")]
+            n = sum(1 for t, f in conn.execute(f"SELECT vehicle_type, fuel_type FROM {q(table)} WHERE vehicle_type IS NOT NULL "
+                                               "AND fuel_type IS NOT NULL") if f not in semantics.fuels_for(t, fuels))
+            if n:
+                yield Violation("impossible", f"{table}.fuel_type", f"{n} rows whose fuel_type does not fit their vehicle_type")
         if {"event_type", "exception_code"} <= set(cols):
             # an exception code on an exception, and only there
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE exception_code IS NOT NULL AND event_type IS NOT NULL AND "

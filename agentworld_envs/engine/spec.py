@@ -44,7 +44,8 @@ GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "c
                         "date", "datetime", "faker", "words", "pick", "after", "when", "by", "text", "mime_of", "sum",
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
                         "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
-                        "rollup", "soon", "per_day", "accrued", "differs"})
+                        "rollup", "soon", "per_day", "accrued", "differs", "spent_since", "per_year",
+                        "minutes_between"})
 
 
 @functools.cache
@@ -471,6 +472,27 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
             if not isinstance(g.get("whole_days", False), bool) or g.get("whole_days") and not (
                     all(isinstance(d, int) and not isinstance(d, bool) and d >= 1 for d in g.get("days", [0]))):
                 raise bad("whole_days", "whole days need 'days' of whole numbers from 1")
+            # a status passed through on the way floored at the row's parents' making and capped at their shutting
+            for key, shut in (("parents", False), ("until", True)):
+                if key in g and not (isinstance(g[key], list) and all(
+                        isinstance(p, dict) and p.get("via") in earlier and p.get("field") in columns_of.get(p.get("table"), [])
+                        and (not shut or isinstance(p.get("in"), list) and "status" in columns_of.get(p.get("table"), []))
+                        for p in g[key])):
+                    raise bad(key, "must list {'via': earlier column, 'table': table, 'field': its date"
+                                   + (", 'in': [statuses]}" if shut else "}"))
+    elif kind in ("spent_since", "per_year"):
+        of, rate = ("of", "per_day") if kind == "spent_since" else ("year", "per_year")
+        if g.get(of) not in earlier or isinstance(g.get(rate), bool) or not isinstance(g.get(rate), (int, float)) \
+                or not 0 < g[rate] <= 1e6:
+            raise bad(of, f"a '{kind}' value names an earlier column ('{of}') and a positive '{rate}'")
+        if kind == "spent_since" and g.get("kind", "datetime") not in ("date", "datetime"):
+            raise bad("kind", "must be 'date' or 'datetime'")
+        if not isinstance(g.get("inner"), dict):
+            raise bad("inner", "must be a generator")
+        _check_generator(g["inner"], f"{path}.inner", columns_of, earlier)
+    elif kind == "minutes_between":
+        if g.get("start") not in earlier or g.get("end") not in earlier:
+            raise bad("start", "minutes between two earlier columns of the row ('start', 'end')")
     elif kind == "differs":
         if g.get("apart_from") not in earlier or not isinstance(g.get("inner"), dict):
             raise bad("apart_from", "a 'differs' value names an earlier column ('apart_from') and an inner generator")
