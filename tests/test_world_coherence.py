@@ -1390,6 +1390,20 @@ def test_a_vehicle_runs_on_a_fuel_of_its_kind():
     assert _flagged(name, spec, conn, "impossible") == ["vehicles.fuel_type"]
 
 
+def test_a_cancelled_subscription_renews_nothing():
+    """World audit 72: 16 of 17 cancelled status-page subscriptions still set to auto-renew (12,183 of 15,391 shut
+    records in 237 worlds), preferred manufacturers gone inactive, approved draft pull requests. A shut record
+    holds none of those flags, nor a record past its draft the draft flag; the lint finds one planted."""
+    name = "public-status-page-subscribers"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    by = dict(conn.execute("SELECT status, SUM(auto_renew) FROM subscribers GROUP BY status").fetchall())
+    assert by["cancelled"] == 0 and by["active"] > 10
+    assert _flagged(name, spec, conn, "impossible") == []
+    conn.execute("UPDATE subscribers SET auto_renew = 1 WHERE id = (SELECT MIN(id) FROM subscribers WHERE status = 'cancelled')")
+    assert _flagged(name, spec, conn, "impossible") == ["subscribers.auto_renew"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

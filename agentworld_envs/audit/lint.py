@@ -689,6 +689,12 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 if n:
                     yield Violation("value_range", f"{table}.{col}", f"{n} rows with more {col} than {per_year:g} a year "
                                                                      f"since their {year}")
+        for flag, states in semantics.status_flags(cols, _workflow_of(spec, table)).items() if "status" in cols else ():
+            # a shut record renews nothing and is nobody's preferred one; an approved pull request is no draft
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(flag)} = 1 AND status IN ({', '.join('?' * len(states))})",
+                             states).fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.{flag}", f"{n} rows with {flag} set while {'/'.join(states[:3])}")
         if {"vehicle_type", "fuel_type"} <= set(cols):
             # a vehicle runs on a fuel of its kind
             fuels = [f for f, in conn.execute(f"SELECT DISTINCT fuel_type FROM {q(table)} WHERE fuel_type IS NOT NULL")]
