@@ -1404,6 +1404,33 @@ def test_a_cancelled_subscription_renews_nothing():
     assert _flagged(name, spec, conn, "impossible") == ["subscribers.auto_renew"]
 
 
+def test_a_payment_settles_within_days_and_a_report_follows_the_work():
+    """World audit 72: card payments captured 147 days after they were received (71,878 of 102,990 in 243 worlds);
+    condition reports on file for inspections still scheduled or cancelled (6,453 in 38 worlds). A payment is
+    captured, fails or is voided within days of being received; a report exists once the work is done. The lint
+    finds one of each planted."""
+    name = "529-college-savings-plans"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    days = dict(conn.execute("SELECT status, MAX(julianday(status_changed_at) - julianday(received_at)) FROM "
+                             "qualified_withdrawals GROUP BY status").fetchall())
+    assert days["captured"] <= semantics.SETTLE_DAYS["captured"] and days["refunded"] > 30   # a refund may come later
+    assert _flagged(name, spec, conn, "stale_status") == []
+    conn.execute("UPDATE qualified_withdrawals SET status_changed_at = datetime(received_at, '+40 days') WHERE id = "
+                 "(SELECT MIN(id) FROM qualified_withdrawals WHERE status = 'captured' AND received_at < '2026-04-01')")
+    assert _flagged(name, spec, conn, "stale_status") == ["qualified_withdrawals.status_changed_at"]
+
+    name = "vehicle-transport-car-carrier-dispatch"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    filed = dict(conn.execute("SELECT status, COUNT(report_file) FROM condition_reports GROUP BY status").fetchall())
+    assert filed["scheduled"] == filed["cancelled"] == 0 and filed["done"] > 10
+    assert _flagged(name, spec, conn, "prestart_stamp") == []
+    conn.execute("UPDATE condition_reports SET report_file = 'condition_report_0001.pdf' WHERE id = (SELECT MIN(id) FROM "
+                 "condition_reports WHERE status = 'scheduled')")
+    assert _flagged(name, spec, conn, "prestart_stamp") == ["condition_reports.report_file"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

@@ -689,6 +689,21 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 if n:
                     yield Violation("value_range", f"{table}.{col}", f"{n} rows with more {col} than {per_year:g} a year "
                                                                      f"since their {year}")
+        wf = _workflow_of(spec, table) if "status" in cols else None
+        for st, window in semantics.settle_windows(cols, wf).items():
+            # a payment settles within days of being received
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE status = ? AND julianday(status_changed_at) > "
+                             f"julianday(received_at) + ?", (st, window["days"])).fetchone()[0]
+            if n:
+                yield Violation("stale_status", f"{table}.status_changed_at", f"{n} rows {st} more than {window['days']} "
+                                                                              "days after they were received")
+        unwritten = sorted(semantics.UNREPORTED_STATES & set((wf or {}).get("states", ())))
+        for col in [c for c in semantics.REPORT_FILES if c in cols] if unwritten else ():
+            # no report on an inspection not yet done, or called off
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(col)} IS NOT NULL AND status IN "
+                             f"({', '.join('?' * len(unwritten))})", unwritten).fetchone()[0]
+            if n:
+                yield Violation("prestart_stamp", f"{table}.{col}", f"{n} rows with a {col} while {'/'.join(unwritten[:3])}...")
         for flag, states in semantics.status_flags(cols, _workflow_of(spec, table)).items() if "status" in cols else ():
             # a shut record renews nothing and is nobody's preferred one; an approved pull request is no draft
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(flag)} = 1 AND status IN ({', '.join('?' * len(states))})",

@@ -1603,6 +1603,19 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             # and is resolved within days of being declared, not months (a rule's own window stays)
             windows = {s: {"after": start, "days": INCIDENT_DAYS} for s in ended}
             gens["status_changed_at"] = {**changed, "windows": {**windows, **changed.get("windows", {})}}
+    settled = settle_windows(gens, ent.workflow)
+    if settled and gens["status_changed_at"].get("gen") == "changed":
+        # a card payment received is captured (or fails, or is voided) within days, not months (audit 72: 71,878
+        # of 102,990 captured payments in 243 worlds settled more than two weeks after they were received)
+        changed = gens["status_changed_at"]
+        gens["status_changed_at"] = {**changed, "windows": {**settled, **changed.get("windows", {})}}
+    for col in REPORT_FILES if ent.workflow else ():
+        unwritten = sorted(UNREPORTED_STATES & set(ent.workflow.get("states", ())))
+        if col in gens and unwritten and gens[col].get("gen") != "when" and "status" in gens:
+            # a report is written once the work is done: none on a scheduled or cancelled inspection
+            gens[col] = {"gen": "when", "column": "status", "in": [s for s in ent.workflow["states"] if s not in unwritten],
+                         "then": {k: v for k, v in gens[col].items() if k != "null_p"},
+                         **{k: gens[col][k] for k in ("null_p",) if k in gens[col]}}
     spent = spent_since(gens)
     if spent and date_kind(gens[spent[1]]) and gens[spent[1]].get("gen") != "spent_since":
         spend, since, per_day = spent
@@ -1677,6 +1690,22 @@ def fuels_for(vehicle_type: str, fuels: Iterable[str]) -> list[str]:
     fits = next((ok for pattern, ok in FUEL_FITS if pattern.search(vehicle_type)), None)
     ok = [f for f in have if f in fits] if fits is not None else [f for f in have if f not in AVIATION_FUELS]
     return ok or have
+
+
+#: Days after a payment was received within which it settles into each status.
+SETTLE_DAYS = {"captured": 7, "settled": 7, "succeeded": 3, "failed": 3, "voided": 7}
+#: Files a record's work produces, and the statuses in which that work has not been done.
+REPORT_FILES = ("report_file", "result_file", "results_file", "findings_file")
+UNREPORTED_STATES = PRESTART_STATES | frozenset({"cancelled", "canceled", "rescheduled", "in_progress", "no_show"})
+
+
+def settle_windows(columns: Iterable[str], workflow: dict[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """``{status: {"after": "received_at", "days": D}}`` for a payment's settling statuses (:data:`SETTLE_DAYS`)."""
+    have = list(columns)
+    if "received_at" not in have or "status_changed_at" not in have:
+        return {}
+    return {st: {"after": "received_at", "days": SETTLE_DAYS[st]} for st in (workflow or {}).get("states", ())
+            if st in SETTLE_DAYS}
 
 
 #: When an incident began, how long it lasted, and the statuses that end it: its length is the time between.
