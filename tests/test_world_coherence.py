@@ -1431,6 +1431,26 @@ def test_a_payment_settles_within_days_and_a_report_follows_the_work():
     assert _flagged(name, spec, conn, "prestart_stamp") == ["condition_reports.report_file"]
 
 
+def test_a_live_subscriptions_period_ends_at_its_next_renewal():
+    """World audit 72: active monthly subscriptions whose current period ran to August, annual periods of weeks
+    (12,173 of 31,771 live subscriptions in 94 worlds). A live subscription's period ends at its first renewal
+    after today - its start plus whole billing periods; the lint finds one planted."""
+    from agentworld_envs.engine.datagen import period_after
+
+    name = "public-status-page-subscribers"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    live = conn.execute("SELECT billing_period, started_on, current_period_end FROM subscribers WHERE status IN "
+                        "('active', 'trialing', 'paused')").fetchall()
+    assert {p for p, _, _ in live} == {"monthly", "quarterly", "annual"}
+    assert all("2026-06-15" < end <= period_after("2026-06-15", p) for p, _, end in live)
+    assert all(end[8:] == start[8:] for p, start, end in live if p == "monthly" and start[8:] <= "28")   # renewal day
+    assert _flagged(name, spec, conn, "clock_status") == []
+    conn.execute("UPDATE subscribers SET current_period_end = '2026-08-30' WHERE id = (SELECT MIN(id) FROM subscribers "
+                 "WHERE status = 'active' AND billing_period = 'monthly')")
+    assert _flagged(name, spec, conn, "clock_status") == ["subscribers.current_period_end"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

@@ -80,7 +80,8 @@ from typing import Any, Iterable
 
 import env_registry
 
-from ..engine.datagen import LAST_ACTIVITY, charged_days, made_on, mime_type, parse_when, years_in_use
+from ..engine.datagen import (BILLING_PERIODS, LAST_ACTIVITY, charged_days, made_on, mime_type, parse_when,
+                               period_after, years_in_use)
 from ..engine.language import number, singular
 from ..tasks.lint import TASK_RULES, check_tasks
 from ..synthesis import semantics
@@ -697,6 +698,18 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
             if n:
                 yield Violation("stale_status", f"{table}.status_changed_at", f"{n} rows {st} more than {window['days']} "
                                                                               "days after they were received")
+        cycle = semantics.billing_cycle(cols)
+        live = sorted(semantics.LIVE_PERIOD_STATES & set((wf or {}).get("states", ()))) if cycle else []
+        if cycle and live:
+            # a live subscription's current period ends within one billing period from today
+            _, period, end = cycle
+            today = spec["now"][:10]
+            n = sum(1 for p, e in conn.execute(f"SELECT {q(period)}, {q(end)} FROM {q(table)} WHERE status IN "
+                                               f"({', '.join('?' * len(live))}) AND {q(end)} IS NOT NULL", live)
+                    if p in BILLING_PERIODS and not today < str(e)[:10] <= period_after(today, p))
+            if n:
+                yield Violation("clock_status", f"{table}.{end}", f"{n} {'/'.join(live)} rows whose {end} is not within one "
+                                                                   f"{period} from today")
         unwritten = sorted(semantics.UNREPORTED_STATES & set((wf or {}).get("states", ())))
         for col in [c for c in semantics.REPORT_FILES if c in cols] if unwritten else ():
             # no report on an inspection not yet done, or called off

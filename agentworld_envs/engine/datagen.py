@@ -399,6 +399,23 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return int(share) if isinstance(value, int) else round(share, 2)
 
         return draw_accrued
+    if kind == "period_end":
+        # A live subscription's current period ends at its first renewal after now: the start plus whole billing
+        # periods. Other statuses keep the inner date.
+        inner, start, period, column, live = _compile(g["inner"], rng, now, locale, existing), g["start"], g["period"], \
+            g["column"], set(g["live"])
+
+        def draw_period_end(i: int, row: dict[str, Any]) -> Any:
+            value = inner(i, row)
+            step = BILLING_PERIODS.get(str(row.get(period)))
+            if row.get(column) not in live or step is None or not row.get(start):
+                return value
+            begun, k = parse_when(row[start]), 1
+            while (end := _plus_months(begun, step[0] * k) + _DAY * (step[1] * k)) <= now:
+                k += 1
+            return _fmt(end, g.get("kind") == "date")
+
+        return draw_period_end
     if kind == "minutes_between":
         # Whole minutes from one timestamp of the row to another (an incident's length, declared to resolved).
         start, end = g["start"], g["end"]
@@ -709,6 +726,26 @@ def _id_index(existing: dict[str, list[Any]], table: str) -> dict[Any, int]:
 
 
 _DAY = dt.timedelta(days=1)
+
+
+#: A billing period's length as (months, days), by the name a subscription gives it.
+BILLING_PERIODS = {"weekly": (0, 7), "biweekly": (0, 14), "monthly": (1, 0), "quarterly": (3, 0), "semiannual": (6, 0),
+                   "semi_annual": (6, 0), "annual": (12, 0), "annually": (12, 0), "yearly": (12, 0)}
+
+
+def _plus_months(when: dt.datetime, months: int) -> dt.datetime:
+    """``when`` moved on by whole calendar months (the 31st to the month's last day where it has fewer)."""
+    import calendar
+
+    y, m = divmod(when.month - 1 + months, 12)
+    year, month = when.year + y, m + 1
+    return when.replace(year=year, month=month, day=min(when.day, calendar.monthrange(year, month)[1]))
+
+
+def period_after(day: str, period: str) -> str:
+    """The date one billing ``period`` (:data:`BILLING_PERIODS`) after ``day`` (ISO dates)."""
+    months, days = BILLING_PERIODS[period]
+    return (_plus_months(parse_when(day), months) + _DAY * days).date().isoformat()
 
 
 def years_in_use(model_year: float, now: dt.datetime) -> float:
@@ -1083,7 +1120,7 @@ def charged_days(start: str, end: str) -> int:
 
 def sources(gen: dict[str, Any]) -> set[str]:
     """The columns of the same row a generator reads."""
-    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts", "since", "apart_from", "year", "start", "end")
+    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts", "since", "apart_from", "year", "start", "end", "period")
            if isinstance(gen.get(k), str)}
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):

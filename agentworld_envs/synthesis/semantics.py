@@ -1095,7 +1095,7 @@ _DATE_GENS = ("date", "datetime")
 def date_kind(gen: dict[str, Any]) -> str | None:
     if gen.get("gen") in _DATE_GENS:
         return gen["gen"]
-    if gen.get("gen") in ("after", "clock", "not_before", "after_parents", "recent", "spent_since"):
+    if gen.get("gen") in ("after", "clock", "not_before", "after_parents", "recent", "spent_since", "period_end"):
         return gen.get("kind") or "datetime"
     if gen.get("gen") in ("when", "by"):
         return date_kind(gen.get("then") or gen.get("default") or {})
@@ -1616,6 +1616,15 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens[col] = {"gen": "when", "column": "status", "in": [s for s in ent.workflow["states"] if s not in unwritten],
                          "then": {k: v for k, v in gens[col].items() if k != "null_p"},
                          **{k: gens[col][k] for k in ("null_p",) if k in gens[col]}}
+    cycle = billing_cycle(gens)
+    if cycle and date_kind(gens[cycle[2]]) and ent.workflow and gens[cycle[2]].get("gen") != "period_end":
+        start, period, end = cycle
+        live = sorted(LIVE_PERIOD_STATES & set(ent.workflow.get("states", ())))
+        if live:
+            # a live subscription's current period ends at the first renewal after today, one billing period away
+            # at most (audit 72: monthly subscriptions whose period ran to August, annual ones ending after weeks)
+            gens[end] = wrap(gens[end], gen="period_end", start=start, period=period, column="status", live=live,
+                             kind=date_kind(gens[end]))
     spent = spent_since(gens)
     if spent and date_kind(gens[spent[1]]) and gens[spent[1]].get("gen") != "spent_since":
         spend, since, per_day = spent
@@ -1690,6 +1699,18 @@ def fuels_for(vehicle_type: str, fuels: Iterable[str]) -> list[str]:
     fits = next((ok for pattern, ok in FUEL_FITS if pattern.search(vehicle_type)), None)
     ok = [f for f in have if f in fits] if fits is not None else [f for f in have if f not in AVIATION_FUELS]
     return ok or have
+
+
+#: Statuses of a subscription whose current period runs now.
+LIVE_PERIOD_STATES = frozenset({"active", "trialing", "paused"})
+
+
+def billing_cycle(columns: Iterable[str]) -> tuple[str, str, str] | None:
+    """``(start column, billing period column, current period end column)`` of a subscription, or None."""
+    have = list(columns)
+    start = next((c for c in ("started_on", "started_at", "start_date", "starts_on") if c in have), None)
+    period = next((c for c in ("billing_period", "billing_cycle", "billing_interval") if c in have), None)
+    return (start, period, "current_period_end") if start and period and "current_period_end" in have else None
 
 
 #: Days after a payment was received within which it settles into each status.
