@@ -186,6 +186,29 @@ def test_a_list_of_handled_ids_with_names_in_brackets_is_a_list_of_ids():
     assert not answers.match_values(Submission("done", "6", rival).words(), ["6"], cands, observed=seen).ok
 
 
+def test_a_price_rise_reply_may_list_each_raised_records_new_figure_after_its_key():
+    """Blind round 73 (library-upgrade-campaigns syn-901): the right total beside "Advanced (LXE) 95,883.97;
+    Annual (LIY) 267,345.77 …" failed as naming other values: a project's key in brackets before the figure the
+    episode wrote into it is that record's figure, not a second total."""
+    from agentworld_envs.engine.submission import Submission
+
+    camp = lambda i, key, name, budget: {"updated": {"id": i, "project_key": key, "name": name,  # noqa: E731
+                                                     "priority": "high", "budget": budget}}
+    results = [camp(14, "LXE", "Advanced upgrade campaign", 95883.97), camp(66, "LIY", "Annual upgrade campaign", 267345.77),
+               {"value": 4879574.99}]
+    seen = answers.Observed(results, writes=results[:2])
+    cands = answers.Candidates([], "Raise the budget of every upgrade campaign with priority high by 6%. Then report "
+                               "what the budget figures of all upgrade campaigns with priority high add up to.",
+                               allowed=["95883.97", "267345.77", "90456.58", "252212.99"],
+                               nouns=["upgrade_campaigns", "upgrade_campaign", "campaign"], today="2026-06-15")
+    said = "Raised: Advanced (LXE) 95,883.97; Annual (LIY) 267,345.77. Total budget is now 4,879,574.99."
+    assert answers.match_values(Submission("done", "4,879,574.99", said).words(), ["4879574.99"], cands, observed=seen).ok
+    # a figure the record does not hold is a value of its own
+    rival = said.replace("267,345.77", "4,880,000.00")
+    assert not answers.match_values(Submission("done", "4,879,574.99", rival).words(), ["4879574.99"], cands,
+                                    observed=seen).ok
+
+
 def test_a_second_guess_inside_a_restated_rule_is_a_hedge():
     policy = "A job stream may have at most 1 queued or running job step at a time."
     cands = answers.Candidates([], instruction="Please add a job step to RUN-7.", policy=policy)

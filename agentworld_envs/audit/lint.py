@@ -597,8 +597,9 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
         if early:
             yield Violation("stale_status", f"{table}.{dur}", f"{early} rows {'/'.join(stayed)} before their {dur} was over")
     if "status_changed_at" in cols:
+        dwell = semantics.dwell_days(cols, workflow)
         for state in workflow.get("states", ()):
-            days = semantics.DWELL_DAYS.get(state)
+            days = dwell.get(state)
             if days is None:
                 continue
             first = (when.date() - timedelta(days=days)).isoformat()

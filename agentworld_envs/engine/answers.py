@@ -125,6 +125,8 @@ _CURRENCIES = frozenset("usd eur gbp jpy cad aud chf cny inr mxn brl sek nok dkk
                         "try ils aed sar".split())
 #: Words a record's id follows ("ids 19, 62", "no. 7"), besides the env's own nouns.
 _ID_WORDS = frozenset({"id", "ids", "no", "nos", "number", "numbers"})
+#: Small words inside a table's noun ("party to serve", "bill of lading") that name no record before a number.
+_NOUN_FILLER = frozenset("to of the a an and or for in on by at with from per as into".split())
 #: What separates the ids of one list: "19, 62 and 39", "19/62", "19 & 62", and a name in brackets after an id
 #: ("programs 39 (Heritage) and 16 (Advanced)"), never a number in them.
 _ID_LIST = re.compile(r"\s*(?:\([^()\d]{1,40}\)\s*)?(?:,|/|&|,?\s+and|,?\s+or)\s*")
@@ -689,15 +691,16 @@ def is_identity_field(name: str) -> bool:
 _AFTER_CODE = re.compile(r"((?=[\w#-]*[a-z#])(?=[\w#-]*\d)[#\w][\w#-]*)\s*(?:\(|->|→|=|:)?\s*(?:[a-z]+\s+){0,3}"
                          r"(?:->|→|=|:)?\s*[$€£]?\s*$")
 
-# The same, for a code of letters only ("HHESEU (4,866.38)"), which only the results can tell from a word.
-_AFTER_LETTERS = re.compile(r"\b([a-z]{4,12})\s*(?:\(|->|→|=|:)\s*[$€£]?\s*$")
+# The same, for a code of letters only ("HHESEU (4,866.38)", "Advanced (LXE) 95,883.97"), which only the results
+# can tell from a word.
+_AFTER_LETTERS = re.compile(r"(?:\b([a-z]{4,12})\s*(?:\(|->|→|=|:)|\(([a-z]{2,12})\)\s*(?:->|→|=|:)?)\s*[$€£]?\s*$")
 
 # Fields holding the last digits a card or account is known by.
 _LAST_DIGITS = re.compile(r"(?:^|_)last_?(?:4|four|digits)$")
 
 # Fields that identify the record they are in (its own key or code; not "<other>_id", which names another).
 _IDENTITY = re.compile(r"^(?:id|sku|email|rma|code|ref|reference|number|uuid|key|locator|pnr)$"
-                       r"|_(?:number|ref|reference|code|no|uuid|locator)$")
+                       r"|_(?:number|ref|reference|code|no|uuid|locator|key)$")
 
 
 def blocking_records(results: Iterable[Any], values: Iterable[Any], instruction: str = "") -> list[dict[str, Any]]:
@@ -798,8 +801,9 @@ class Candidates:
                 if last_first and not self.mentions.has_key(last_first):
                     self._keys.setdefault(last_first, as_text(v))
         self.vocab_keys = {value_key(v): str(v) for v in self.vocabulary if value_key(v)}
-        self.noun_words = {w for n in self.nouns for w in words(n)} | {"id", "no", "number", "num", "ref", "code",
-                                                                          "item", "items", "row", "record", "line"}
+        # (the small words of a noun are not its noun: "party to serve" leaves "to 8" a second count)
+        self.noun_words = {w for n in self.nouns for w in words(n) if w not in _NOUN_FILLER} | {
+            "id", "no", "number", "num", "ref", "code", "item", "items", "row", "record", "line"}
         self.today_day = _is_date(self.today)[0] if self.today and _is_date(self.today) else None
         #: The world's time of day, where the policy states it ("the current time is 2026-06-15T12:00:00Z"):
         #: another time today is a record's moment, not the clock.
@@ -815,7 +819,9 @@ class _Mentions:
 
     def __init__(self, text: str, allowed: Iterable[Any] = ()):
         folded = fold(layout_free(text))
-        self.run_keys = set(runs(_WORD.findall(folded), 64))
+        # an e-mail address names itself, not the words of its user name: "sean_morrow@example.org" in the request
+        # is no mention of "Sean Morrow", a rival answer
+        self.run_keys = set(runs(_WORD.findall(_EMAIL.sub(" . ", folded)), 64)) | {value_key(m) for m in _EMAIL.findall(folded)}
         others, nums = _numbers_and_codes(folded)
         self.numbers = [n.number for n in nums]
         self.days = {o.day for o in others if o.kind == "date"}
@@ -1280,14 +1286,15 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             # a code of letters only ("HHESEU (4,866.38)"): a record's own figure after it, where the results
             # showed that record holding it
             lettered = _AFTER_LETTERS.search(text.t[max(0, n.start - 24):n.start])
-            after_code = lettered if lettered and observed.holds(value_key(lettered.group(1)), n.number) else None
+            code = lettered and (lettered.group(1) or lettered.group(2))
+            after_code = lettered if code and observed.holds(value_key(code), n.number) else None
         if cands.explained.has_number(n.number) and not text.asserted(n.start, n.end) \
                 and (after_code or not text.bare(n.start, n.end, covered)) and not (scoped and text.put_beside(n.start)):
             continue   # the request's own arithmetic explained ("MBR-209198 (112.80) skipped"), never put forward
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
             continue
         if counts and not n.integer and n.start >= message_from and after_code and observed is not None \
-                and observed.holds(value_key(after_code.group(1)), n.number):
+                and observed.holds(value_key(next(g for g in after_code.groups() if g)), n.number):
             continue   # beside a count, a record's own figure after its code: "DO-28980489 (8.96)"
         if _covered(within_names, n.start, n.end):
             continue   # a number inside a name or address the results held: "500 Butler Overpass Apt. 256"

@@ -941,6 +941,20 @@ DWELL_DAYS = {"processing": 21, "provisioning": 14, "label_created": 14, "picked
               "out_for_delivery": 5, "shipped": 45, "boarding": 1, "triggered": 30, "awaiting_info": 90,
               "in_review": 120, "under_review": 120, "investigating": 120, "screening": 90, "interviewing": 90,
               "offered": 30, "changes_requested": 60, "authorized": 14}
+#: Days a payment waits in a status before it moves on (a pending transfer clears or fails within the week).
+PAYMENT_DWELL_DAYS = {"pending": 7}
+
+
+def dwell_days(columns: Iterable[str], workflow: dict[str, Any] | None) -> dict[str, int]:
+    """``{status: most days a record sits in it}`` for a table: :data:`DWELL_DAYS`, and a received payment's
+    :data:`PAYMENT_DWELL_DAYS` (audit 72: 11,727 of 12,759 pending payments received more than two weeks ago)."""
+    states = (workflow or {}).get("states", ())
+    out = {s: DWELL_DAYS[s] for s in states if s in DWELL_DAYS}
+    if {"received_at", "status_changed_at"} <= set(columns):
+        out |= {s: d for s, d in PAYMENT_DWELL_DAYS.items() if s in states}
+    return out
+
+
 #: Statuses of something happening now: a session in progress, a guest checked in, a match being played.
 NOW_STATES = frozenset({"in_progress", "checked_in", "in_session", "boarding", "live", "underway", "ongoing", "running",
                         "started"})
@@ -1048,6 +1062,7 @@ def passing_windows(columns: Iterable[str], date_columns: Iterable[str], workflo
     event = is_timed_event(cols, dates)
     clocked = bool(workflow.get("clock"))
     out: dict[str, dict[str, dict[str, Any]]] = {}
+    dwell = dwell_days(cols, workflow)
     for col in dates:
         role, made = clock_role(col), happens_before_change(col)
         if col in stamps and role != "start" or col == "status_changed_at" or "birth" in col:
@@ -1059,9 +1074,11 @@ def passing_windows(columns: Iterable[str], date_columns: Iterable[str], workflo
             elif state in NOW_STATES and col == (charged_by_day(cols) or ("",) * 4)[1]:
                 # a hire still out was picked up within the days a hire runs
                 out.setdefault(col, {})[state] = {"days": [1 - HIRE_DAYS[1], -1]}
-            elif state in DWELL_DAYS and state not in future and (made or role == "start"):
-                days = DWELL_DAYS[state]
-                top = -7 if made and clocked and date_rank(col) == 0 else (-1 if state in past else 0)
+            elif state in dwell and state not in future and (made or role == "start"):
+                days = dwell[state]
+                # (a payment pending since it was received came in within those days, whatever its clock)
+                top = -7 if made and clocked and date_rank(col) == 0 and state in DWELL_DAYS \
+                    else (-1 if state in past else 0)
                 out.setdefault(col, {})[state] = {"days": [top - days, top]}
     return out
 
@@ -1435,7 +1452,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             # status "changed" years after it was created.
             first = (ent.workflow.get("states") or [None])[0] if ent.workflow else None
             fresh = first is not None and not any(t.get("to") == first for t in ent.workflow.get("transitions", ()))
-            dwell = {s: DWELL_DAYS[s] for s in ent.workflow["states"] if s in DWELL_DAYS}
+            dwell = dwell_days(gens, ent.workflow)
             # A session is called off before it begins (after that it was missed, not cancelled); a business
             # rule's lead time (``policies``) replaces this window with a longer one.
             starts = event_starts(gens, dates)

@@ -383,7 +383,9 @@ class Generator:
 
     def t_field(self, t: TableInfo, row: dict[str, Any], desc: str, steps: list[dict[str, Any]]) -> Part:
         cols = [c for c, spec in t.cols.items() if c not in SKIP_READ and c not in t.fks and c != t.label
-                and spec["type"] != "BOOLEAN" and row.get(c) not in (None, "") and len(str(row[c])) <= 40]
+                and spec["type"] != "BOOLEAN" and row.get(c) not in (None, "") and len(str(row[c])) <= 40
+                # never the field the record is described by ("the reading with signal strength -49": its strength)
+                and not (words(c) in desc and str(fmt_value(row[c])) in desc)]
         if not cols:
             raise Skip("no readable field")
         c = self.rng.choice(cols)

@@ -1248,8 +1248,10 @@ def _adjust_part(gen: Generator, c: TableInfo, fig: str, where: dict[str, Any], 
         f"We are putting up the {f} of {who}: {tiers}. {rounding}; {capped}. Afterwards, let me know {ask}.",
         f"Please increase the {f} of {who} {tiers}. {rounding}, and {capped}. When you are done, report {ask}.",
     ])
-    # a reply may give the breakdown: the other total, and each record's figure before (or, left alone, after)
-    others = {whole if total == changed else changed} | {Decimal(str(r[fig])) for r in rows if r[fig] is not None}
+    # a reply may give the breakdown: the other total, each record's figure before (or, left alone, after) and each
+    # raised record's new figure (blind round 73: "Advanced (LXE) 95,883.97; …" beside the right total failed)
+    others = {whole if total == changed else changed} | {Decimal(str(r[fig])) for r in rows if r[fig] is not None} \
+        | set(news.values())
     return Part(steps, text, answer=("numeric", fmt_value(float(total))), writes=True, structure="conditional",
                 companions=sorted({fmt_value(float(x)) for x in others if x != total}))
 
