@@ -1451,6 +1451,36 @@ def test_a_live_subscriptions_period_ends_at_its_next_renewal():
     assert _flagged(name, spec, conn, "clock_status") == ["subscribers.current_period_end"]
 
 
+def test_what_a_status_or_an_outcome_fixes():
+    """World audit 73: processor fees on failed and voided payments (24,993 of 25,787 in 243 worlds), missed calls
+    lasting 45 minutes, satisfaction ratings on open tickets and first responses on new ones, checks that passed
+    with exit code 137. A failed payment paid no fee, an unanswered call lasted no time, an open ticket has no
+    rating, a check's exit code says whether it passed; the lint finds each planted."""
+    name = "debt-collection-agency"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    fees = dict(conn.execute("SELECT status, MAX(processor_fee) FROM payments GROUP BY status").fetchall())
+    calls = dict(conn.execute("SELECT outcome, MAX(duration_seconds) FROM call_records GROUP BY outcome").fetchall())
+    assert fees["failed"] == fees["voided"] == 0 and fees["captured"] > 0
+    assert calls["missed"] == calls["busy"] == 0 and calls["answered"] > 60
+    assert _flagged(name, spec, conn, "impossible") == []
+    conn.execute("UPDATE payments SET processor_fee = 4.2 WHERE id = (SELECT MIN(id) FROM payments WHERE status = 'failed')")
+    conn.execute("UPDATE call_records SET duration_seconds = 1969 WHERE id = (SELECT MIN(id) FROM call_records WHERE "
+                 "outcome = 'missed')")
+    assert _flagged(name, spec, conn, "impossible") == ["call_records.duration_seconds", "payments.processor_fee"]
+
+    name = "dependency-update-bot"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    codes = conn.execute("SELECT status, MIN(exit_code), MAX(exit_code), COUNT(exit_code) FROM ci_checks GROUP BY status"
+                         ).fetchall()
+    by = {st: (lo, hi, n) for st, lo, hi, n in codes}
+    assert by["passed"][:2] == (0, 0) and by["failed"][0] > 0 and by["queued"][2] == 0
+    assert _flagged(name, spec, conn, "impossible") == []
+    conn.execute("UPDATE ci_checks SET exit_code = 137 WHERE id = (SELECT MIN(id) FROM ci_checks WHERE status = 'passed')")
+    assert _flagged(name, spec, conn, "impossible") == ["ci_checks.exit_code"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

@@ -699,6 +699,23 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
             if n:
                 yield Violation("stale_status", f"{table}.status_changed_at", f"{n} rows {st} more than {window['days']} "
                                                                               "days after they were received")
+        outcomes = [o for o, in conn.execute(f"SELECT DISTINCT outcome FROM {q(table)}")] if "outcome" in cols else []
+        for col, decider, states, value in semantics.status_values(cols, wf, outcomes):
+            # a failed payment paid no fee, a missed call lasted no time, an open ticket has no rating yet
+            held = f"{q(col)} IS NOT NULL" if value is None else f"{q(col)} != {value!r}"
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {held} AND {q(decider)} IN "
+                             f"({', '.join('?' * len(states))})", states).fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.{col}", f"{n} {'/'.join(states[:3])} rows with {col} "
+                                                                 f"{'set' if value is None else f'other than {value}'}")
+        exits = semantics.exit_codes(cols, wf)
+        if exits:
+            ok, bad, unrun = exits
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE (status IN ({', '.join('?' * len(ok))}) AND "
+                             f"exit_code IS NOT 0) OR (status IN ({', '.join('?' * len(bad))}) AND (exit_code IS NULL OR "
+                             f"exit_code = 0))", (*ok, *bad)).fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.exit_code", f"{n} rows whose exit_code disagrees with their status")
         cycle = semantics.billing_cycle(cols)
         live = sorted(semantics.LIVE_PERIOD_STATES & set((wf or {}).get("states", ()))) if cycle else []
         if cycle and live:

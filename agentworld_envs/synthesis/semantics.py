@@ -1584,6 +1584,21 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                                  kind=date_kind(gens[col]))
     if verdict_columns(gens):
         verdict_follows_score(gens)
+    outcomes = gens.get("outcome", {}).get("values", ()) if gens.get("outcome", {}).get("gen") == "choice" else ()
+    for col, decider, states, value in status_values(gens, ent.workflow, outcomes):
+        if col not in reads(gens, decider):
+            # a failed payment paid the processor nothing, a missed call lasted no time, an open ticket has no rating yet
+            inner = {k: v for k, v in gens[col].items() if k != "null_p"}
+            gens[col] = {"gen": "by", "column": decider, "default": inner,
+                         "cases": {st: {"gen": "const", "value": value} for st in states},
+                         **{k: gens[col][k] for k in ("null_p",) if k in gens[col]}}
+    exits = exit_codes(gens, ent.workflow)
+    if exits and "exit_code" not in reads(gens, "status"):
+        # a check that passed exited 0, one that failed did not, one not run yet has no exit code
+        ok, bad, unrun = exits
+        gens["exit_code"] = {"gen": "by", "column": "status", "default": {"gen": "const", "value": None},
+                             "cases": {**{st: {"gen": "const", "value": 0} for st in ok},
+                                       **{st: {"gen": "choice", "values": [1, 2, 127, 137, 143]} for st in bad}}}
     for flag, states in status_flags(gens, ent.workflow).items():
         if gens[flag].get("gen") == "bool" and flag not in reads(gens, "status"):
             # a cancelled subscription renews nothing, an inactive supplier is nobody's preferred one, an approved pull
@@ -1678,6 +1693,45 @@ FILE_KINDS = ((re.compile(r"photo|image|picture|snapshot|thumbnail|selfie"), ("j
 def file_exts(column: str) -> tuple[str, ...] | None:
     """The extensions a file column named ``column`` holds (:data:`FILE_KINDS`), or None where its name says none."""
     return next((exts for pattern, exts in FILE_KINDS if pattern.search(column)), None)
+
+
+#: Values a status fixes: ``(columns, statuses, value)`` - a failed or voided payment paid no processor fee, a call
+#: never answered lasted no time, a ticket not yet resolved has no satisfaction rating and a new one no first
+#: response (audit 73: fees on 24,993 of 25,787 failed payments in 243 worlds; 6,833 missed calls with durations).
+STATUS_VALUES = ((("processor_fee", "processing_fee"), frozenset({"failed", "voided", "declined"}), 0.0),
+                 (("duration_seconds", "talk_time_seconds"), frozenset({"missed", "busy", "no_answer", "unanswered"}), 0),
+                 (("satisfaction_rating", "csat_score", "csat"), frozenset({"new", "open", "pending", "on_hold",
+                                                                            "in_progress", "triaged"}), None),
+                 (("first_response_minutes",), frozenset({"new"}), None))
+#: What a call's outcome fixes besides: a call that failed to connect lasted no time (a check that failed ran).
+OUTCOME_VALUES = ((("duration_seconds", "talk_time_seconds"), frozenset({"missed", "busy", "no_answer", "unanswered",
+                                                                          "failed"}), 0),)
+#: Statuses of a run that passed, failed, or has not finished: what its exit code says.
+EXIT_OK = frozenset({"passed", "succeeded", "success", "completed"})
+EXIT_BAD = frozenset({"failed", "error", "errored", "timed_out"})
+
+
+def status_values(columns: Iterable[str], workflow: dict[str, Any] | None, outcomes: Iterable[str] = ()
+                  ) -> list[tuple[str, str, list[str], Any]]:
+    """``(column, deciding column, statuses, value)``: the :data:`STATUS_VALUES` a table's columns take by its status,
+    or, for a table with none, by its ``outcome`` (a call's: answered, missed, busy), whose values are ``outcomes``."""
+    have, states = list(columns), set((workflow or {}).get("states", ()))
+    decider, values = ("status", states) if states else ("outcome", set(outcomes))
+    out = []
+    for cols, fixed, value in STATUS_VALUES if states else OUTCOME_VALUES:
+        col = next((c for c in cols if c in have), None)
+        if col and fixed & values and decider in have:
+            out.append((col, decider, sorted(fixed & values), value))
+    return out
+
+
+def exit_codes(columns: Iterable[str], workflow: dict[str, Any] | None) -> tuple[list[str], list[str], list[str]] | None:
+    """``(statuses exiting 0, statuses exiting non-zero, statuses with no exit code)`` of a run with an ``exit_code``."""
+    states = list((workflow or {}).get("states", ()))
+    ok, bad = [s for s in states if s in EXIT_OK], [s for s in states if s in EXIT_BAD]
+    if "exit_code" not in list(columns) or not ok or not bad:
+        return None
+    return ok, bad, [s for s in states if s not in EXIT_OK | EXIT_BAD]
 
 
 #: Flags a shut record no longer holds (it renews nothing, is nobody's preferred or default one).
