@@ -1481,6 +1481,22 @@ def test_what_a_status_or_an_outcome_fixes():
     assert _flagged(name, spec, conn, "impossible") == ["ci_checks.exit_code"]
 
 
+def test_a_visits_reason_is_why_it_was_booked():
+    """World audit 73: "Budget change" and "Duplicate entry" as the reason for 526 of 526 podiatry visits (cancellation
+    reasons in the reason column of 119 worlds' appointments and referrals). A visit's reason says why it was booked;
+    the lint finds a cancellation's planted."""
+    from agentworld_envs.engine.textgen import PURPOSES, REASONS
+
+    name = "podiatry-clinic"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    reasons = {r for r, in conn.execute("SELECT DISTINCT reason FROM appointments WHERE reason IS NOT NULL")}
+    assert reasons and reasons <= set(PURPOSES["visit"])
+    assert _flagged(name, spec, conn, "foreign_vocab") == []
+    conn.execute("UPDATE appointments SET reason = ? WHERE id = 1", (REASONS[3],))
+    assert _flagged(name, spec, conn, "foreign_vocab") == ["appointments.reason"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

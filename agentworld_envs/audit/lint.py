@@ -83,6 +83,7 @@ import env_registry
 from ..engine.datagen import (BILLING_PERIODS, LAST_ACTIVITY, charged_days, made_on, mime_type, parse_when,
                                period_after, years_in_use)
 from ..engine.language import number, singular
+from ..engine.textgen import REASONS
 from ..tasks.lint import TASK_RULES, check_tasks
 from ..synthesis import semantics
 
@@ -363,6 +364,12 @@ _FUNCTION_WORDS = frozenset(
 
 def _check_text(conn: sqlite3.Connection, table: str, cols: list[str], spec: dict[str, Any]) -> Iterable[Violation]:
     spec_cols = {c["name"]: c for t in spec["tables"] if t["name"] == table for c in t["columns"]}
+    if semantics.reason_purpose(cols):
+        # a visit's or a referral's reason says why it came about, not why something was cancelled
+        n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE reason IN ({', '.join('?' * len(REASONS))})",
+                         REASONS).fetchone()[0]
+        if n:
+            yield Violation("foreign_vocab", f"{table}.reason", f"{n} rows whose reason is a cancellation's")
     for c in cols:
         col = spec_cols.get(c, {})
         # Free text only: names and titles are proper nouns, which need no function words.

@@ -23,7 +23,7 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from .sqlcheck import UnsafeExpression, check_expression
-from .textgen import TEXT_KINDS
+from .textgen import PURPOSES, TEXT_KINDS
 from ..util.errors import SpecError as SpecError  # defined with the other user errors; public here too
 
 if TYPE_CHECKING:  # jsonschema costs ~60 ms to import: loaded when a spec is validated, not with the package
@@ -541,6 +541,8 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
             raise bad("kind", f"must be one of {', '.join(TEXT_KINDS)}")
+        if g.get("kind") == "purpose" and g.get("of", "visit") not in PURPOSES:
+            raise bad("of", f"a purpose is one of {', '.join(PURPOSES)}")
         for key in ("subject", "service"):
             if key in g and not (isinstance(g[key], str) and len(g[key]) <= LIMITS["template"]):
                 raise bad(key, f"must be a string of at most {LIMITS['template']} characters")

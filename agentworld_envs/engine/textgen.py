@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-TEXT_KINDS = ("title", "description", "note", "reason", "justification", "message", "file")
+TEXT_KINDS = ("title", "description", "note", "reason", "justification", "message", "file", "purpose")
 
 QUALIFIERS = ("Annual", "Spring", "Summer", "Autumn", "Winter", "Q1", "Q2", "Q3", "Q4", "North", "South", "East",
               "West", "Central", "Riverside", "Downtown", "Harbor", "Hillside", "Lakeside", "Parkview", "Main",
@@ -57,6 +57,14 @@ STATUS_REASONS = (
                       "Weather")),
 )
 #: Why a request was made (a purchase, an exception, a renewal): never why one was closed.
+#: Why a record came about, by what it is: a visit's reason (an appointment, a consultation, a demo) or a
+#: referral's. A cancellation's reasons (``REASONS``) fit neither (audit 73: "Budget change" as the reason for
+#: 526 of 526 podiatry visits).
+PURPOSES = {"visit": ("Requested by the client", "Review of progress", "Second opinion", "Referred by a colleague",
+                      "Discuss the next steps", "New concern raised by the client", "Booked at the last visit"),
+            "referral": ("Needs a specialist", "Outside our area of practice", "Client asked for a specialist",
+                         "Second opinion requested", "Conflict of interest", "Fully booked this quarter",
+                         "Closer to the client's home")}
 JUSTIFICATIONS = ("Needed for the upcoming project", "Needed for day-to-day work", "Part of this year's approved plan",
                   "Required to stay compliant", "Asked for by the team lead", "Covers the expected growth in demand",
                   "Supports a signed contract")
@@ -107,6 +115,9 @@ def text_drawer(g: dict[str, Any], rng: random.Random) -> Callable[[int, dict[st
         if by:   # the reason a record in that status was given
             return lambda i, row: rng.choice(status_reasons(str(row.get(by) or ""), subject))
         return lambda i, row: rng.choice(REASONS)
+    if kind == "purpose":
+        choices = PURPOSES[g.get("of", "visit")]
+        return lambda i, row: rng.choice(choices)
     if kind == "justification":
         return lambda i, row: rng.choice(JUSTIFICATIONS)
     if kind == "message":

@@ -1584,6 +1584,12 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                                  kind=date_kind(gens[col]))
     if verdict_columns(gens):
         verdict_follows_score(gens)
+    purpose = reason_purpose(gens)
+    if purpose and gens["reason"].get("gen") == "text" and gens["reason"].get("kind") == "reason" \
+            and not gens["reason"].get("by_status"):
+        # why a visit or a referral came about, not why something was cancelled
+        gens["reason"] = {**{k: v for k, v in gens["reason"].items() if k not in ("kind", "by_status")},
+                          "kind": "purpose", "of": purpose}
     outcomes = gens.get("outcome", {}).get("values", ()) if gens.get("outcome", {}).get("gen") == "choice" else ()
     for col, decider, states, value in status_values(gens, ent.workflow, outcomes):
         if col not in reads(gens, decider):
@@ -1732,6 +1738,17 @@ def exit_codes(columns: Iterable[str], workflow: dict[str, Any] | None) -> tuple
     if "exit_code" not in list(columns) or not ok or not bad:
         return None
     return ok, bad, [s for s in states if s not in EXIT_OK | EXIT_BAD]
+
+
+def reason_purpose(columns: Iterable[str]) -> str | None:
+    """What a record's ``reason`` column gives the purpose of: ``visit`` (an appointment's), ``referral``, or None
+    (a reason of some other kind: a refund's, a cancellation's)."""
+    have = set(columns)
+    if "reason" not in have:
+        return None
+    if "visit_type" in have:
+        return "visit"
+    return "referral" if "referred_on" in have or "referral_number" in have else None
 
 
 #: Flags a shut record no longer holds (it renews nothing, is nobody's preferred or default one).
