@@ -1498,6 +1498,23 @@ def test_a_visits_reason_is_why_it_was_booked():
     assert flagged() == ["appointments.reason"]
 
 
+def test_nobody_registers_before_being_born_and_a_pet_owner_is_no_pet():
+    """World audit 73: patients registered years before they were born (1,286 people in 163 worlds), pet owners born
+    two days ago with 20,000 spent. What a person did comes after their birth, and the keeper of an animal is an
+    adult; the lint finds one planted."""
+    name = "veterinary-clinic-appointments"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    youngest = conn.execute("SELECT MAX(date_of_birth) FROM pet_owners").fetchone()[0]
+    assert youngest <= "2008-06-15"
+    assert conn.execute("SELECT COUNT(*) FROM pet_owners WHERE signup_date < date_of_birth").fetchone()[0] == 0
+    flagged = lambda: [v.where for v in check_data(spec, conn) if v.rule == "date_order"]  # noqa: E731
+    assert flagged() == []
+    conn.execute("UPDATE pet_owners SET signup_date = date(date_of_birth, '-3 days') WHERE id = (SELECT MIN(id) FROM "
+                 "pet_owners WHERE date_of_birth IS NOT NULL)")
+    assert flagged() == ["pet_owners.signup_date"]
+
+
 @pytest.mark.parametrize("name, table, day", [("canal-boat-tours", "routes", "route_date"),
                                              ("dialysis-center-sessions", "chair_shifts", "shift_date")])
 def test_a_dated_run_follows_its_time_of_day(name, table, day):

@@ -242,6 +242,13 @@ def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[
                              f"substr({q(earlier)}, 1, min(length({q(later)}), length({q(earlier)})))").fetchone()[0]
             if n:
                 yield Violation("date_order", f"{table}.{later}", f"{n} rows with {later} before {earlier}")
+        born = next((c for c in semantics.BIRTH_COLUMNS if c in dates), None)
+        for made in [c for c in dates if c != born and semantics.is_made_column(c)] if born else ():
+            # nobody registers or enrols before being born
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE substr({q(made)}, 1, 10) < substr({q(born)}, 1, 10)"
+                             ).fetchone()[0]
+            if n:
+                yield Violation("date_order", f"{table}.{made}", f"{n} rows with {made} before {born}")
         wf = _workflow_of(spec, table)
         stamps = semantics.status_stamps(cols, wf) if wf else {}
         if "status_changed_at" in cols:

@@ -399,6 +399,18 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return int(share) if isinstance(value, int) else round(share, 2)
 
         return draw_accrued
+    if kind == "floored":
+        # Never before another date of the row (``floor``): registered no earlier than born.
+        inner, floor, as_date = _compile(g["inner"], rng, now, locale, existing), g["floor"], g.get("kind") == "date"
+
+        def draw_floored(i: int, row: dict[str, Any]) -> Any:
+            value, base = inner(i, row), row.get(floor)
+            if not value or not base or str(value)[:10] >= str(base)[:10]:
+                return value
+            lo = parse_when(base)
+            return _fmt(_between(rng, lo, max(lo, now - dt.timedelta(minutes=1))), as_date)
+
+        return draw_floored
     if kind == "period_end":
         # A live subscription's current period ends at its first renewal after now: the start plus whole billing
         # periods. Other statuses keep the inner date.

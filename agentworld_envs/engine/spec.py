@@ -45,7 +45,7 @@ GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "c
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
                         "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
                         "rollup", "soon", "per_day", "accrued", "differs", "spent_since", "per_year",
-                        "minutes_between", "period_end"})
+                        "minutes_between", "period_end", "floored"})
 
 
 @functools.cache
@@ -495,6 +495,11 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                 or g.get("kind", "datetime") not in ("date", "datetime") or not isinstance(g.get("inner"), dict):
             raise bad("start", "a 'period_end' names earlier 'start', 'period' and status 'column' columns, the 'live' "
                                "statuses and an inner generator")
+        _check_generator(g["inner"], f"{path}.inner", columns_of, earlier)
+    elif kind == "floored":
+        if g.get("floor") not in earlier or g.get("kind", "datetime") not in ("date", "datetime") \
+                or not isinstance(g.get("inner"), dict):
+            raise bad("floor", "a 'floored' date names an earlier date column ('floor') and an inner generator")
         _check_generator(g["inner"], f"{path}.inner", columns_of, earlier)
     elif kind == "minutes_between":
         if g.get("start") not in earlier or g.get("end") not in earlier:
