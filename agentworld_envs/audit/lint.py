@@ -695,7 +695,7 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                              (tier, lo, hi)).fetchone()[0]
             if n:
                 yield Violation("over_cap", f"{table}.{sized}", f"{n} {tier} rows outside {lo} to {hi} employees")
-        for col, year, per_year in semantics.YEARLY if {"model_year"} & set(cols) else ():
+        for col, year, per_year in semantics.YEARLY:
             if col in cols and year in cols:
                 # a vehicle runs up no more than a year's most each year since its model year
                 cap = {y: per_year * years_in_use(y, parse_when(spec["now"])) for y, in
@@ -724,7 +724,7 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                                                                  f"{'set' if value is None else f'other than {value}'}")
         exits = semantics.exit_codes(cols, wf)
         if exits:
-            ok, bad, unrun = exits
+            ok, bad, _ = exits
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE (status IN ({', '.join('?' * len(ok))}) AND "
                              f"exit_code IS NOT 0) OR (status IN ({', '.join('?' * len(bad))}) AND (exit_code IS NULL OR "
                              f"exit_code = 0))", (*ok, *bad)).fetchone()[0]
@@ -749,7 +749,7 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                              f"({', '.join('?' * len(unwritten))})", unwritten).fetchone()[0]
             if n:
                 yield Violation("prestart_stamp", f"{table}.{col}", f"{n} rows with a {col} while {'/'.join(unwritten[:3])}...")
-        for flag, states in semantics.status_flags(cols, _workflow_of(spec, table)).items() if "status" in cols else ():
+        for flag, states in semantics.status_flags(cols, wf).items():
             # a shut record renews nothing and is nobody's preferred one; an approved pull request is no draft
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(flag)} = 1 AND status IN ({', '.join('?' * len(states))})",
                              states).fetchone()[0]
@@ -770,7 +770,7 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
             if n:
                 yield Violation("impossible", f"{table}.exception_code", f"{n} rows whose exception_code disagrees with "
                                                                          "their event_type")
-        timed = semantics.incident_timing(cols, _workflow_of(spec, table)) if "status" in cols else None
+        timed = semantics.incident_timing(cols, wf)
         if timed:
             # an incident lasted from its start to its resolution, and an open one has no length yet
             start, length, ended = timed

@@ -21,6 +21,7 @@ instead name a registered Python generator (``"generator": "retail"``).
 from __future__ import annotations
 
 import bisect
+import calendar
 import datetime as dt
 import functools
 import math
@@ -747,8 +748,6 @@ BILLING_PERIODS = {"weekly": (0, 7), "biweekly": (0, 14), "monthly": (1, 0), "qu
 
 def _plus_months(when: dt.datetime, months: int) -> dt.datetime:
     """``when`` moved on by whole calendar months (the 31st to the month's last day where it has fewer)."""
-    import calendar
-
     y, m = divmod(when.month - 1 + months, 12)
     year, month = when.year + y, m + 1
     return when.replace(year=year, month=month, day=min(when.day, calendar.monthrange(year, month)[1]))

@@ -1245,8 +1245,6 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                           **{k: gen[k] for k in ("unique", "null_p") if k in gen}}
         elif kind == "faker" and gen.get("provider") == "file_name":
             gens[name] = {"gen": "text", "kind": "file", "subject": subject, **{k: gen[k] for k in ("unique", "null_p") if k in gen}}
-        if gens[name].get("gen") == "text" and gens[name].get("kind") == "file" and file_exts(name):
-            gens[name] = {**gens[name], "exts": list(file_exts(name) or ())}   # a photo is no spreadsheet
         elif kind == "faker" and gen.get("provider") == "date_of_birth":
             lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
             # 365.25-day years with a two-day margin, so nobody is a day short of the minimum age.
@@ -1255,6 +1253,8 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         elif name == "age" and kind in ("int", "float"):
             lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
             gens[name] = {"gen": "int", "min": lo, "max": hi}
+        if gens[name].get("gen") == "text" and gens[name].get("kind") == "file" and file_exts(name):
+            gens[name] = {**gens[name], "exts": list(file_exts(name) or ())}   # a photo is no spreadsheet
     for name in WEIGHT_COLUMNS:
         scale = weight_range(ent.table, f"{theme.get('title', '')} {theme.get('description', '')}")
         if scale and gens.get(name, {}).get("gen") in ("float", "money", "int"):
@@ -1609,7 +1609,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     exits = exit_codes(gens, ent.workflow)
     if exits and "exit_code" not in reads(gens, "status"):
         # a check that passed exited 0, one that failed did not, one not run yet has no exit code
-        ok, bad, unrun = exits
+        ok, bad, _ = exits
         gens["exit_code"] = {"gen": "by", "column": "status", "default": {"gen": "const", "value": None},
                              "cases": {**{st: {"gen": "const", "value": 0} for st in ok},
                                        **{st: {"gen": "choice", "values": [1, 2, 127, 137, 143]} for st in bad}}}
