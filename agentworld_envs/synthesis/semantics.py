@@ -1627,8 +1627,9 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         cases = {t: {"gen": "choice", "values": ok} for t in types["values"]
                  if (ok := fuels_for(t, fuels["values"])) and ok != list(fuels["values"])}
         if cases:
+            # (a theme's own words stay its own: the vocabulary lint reads the flag off the column's generator)
             gens["fuel_type"] = {"gen": "by", "column": "vehicle_type", "default": {k: v for k, v in fuels.items() if k != "null_p"},
-                                 "cases": cases, **{k: fuels[k] for k in ("null_p",) if k in fuels}}
+                                 "cases": cases, **{k: fuels[k] for k in ("null_p", "theme_words") if k in fuels}}
     kinds, codes = gens.get("event_type", {}), gens.get("exception_code", {})
     if kinds.get("gen") == "choice" and codes.get("gen") == "choice" and "exception" in kinds["values"] \
             and "none" in codes["values"] and len(codes["values"]) > 1:
@@ -1636,7 +1637,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         faults = [v for v in codes["values"] if v != "none"]
         gens["exception_code"] = {"gen": "by", "column": "event_type", "default": {"gen": "const", "value": "none"},
                                   "cases": {"exception": {"gen": "choice", "values": faults}},
-                                  **{k: codes[k] for k in ("null_p",) if k in codes}}
+                                  **{k: codes[k] for k in ("null_p", "theme_words") if k in codes}}
     timed = incident_timing(gens, ent.workflow)
     if timed:
         start, length, ended = timed
