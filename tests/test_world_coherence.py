@@ -1375,6 +1375,16 @@ def test_an_exception_code_marks_an_exception():
                  "WHERE event_type = 'label_created')")
     assert _flagged(name, spec, conn, "impossible") == ["tracking_events.exception_code"]
 
+    # where the events that go wrong are called otherwise (a letter returned to its sender), those carry the codes
+    name = "print-and-mail-letters-api"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    pairs = conn.execute("SELECT event_type, exception_code FROM tracking_events").fetchall()
+    assert all((t == "returned_to_sender") == (c != "none") for t, c in pairs)
+    conn.execute("UPDATE tracking_events SET exception_code = 'customs_hold' WHERE id = (SELECT MIN(id) FROM "
+                 "tracking_events WHERE event_type = 'delivered')")
+    assert _flagged(name, spec, conn, "impossible") == ["tracking_events.exception_code"]
+
 
 def test_a_vehicle_runs_on_a_fuel_of_its_kind():
     """World audit 72: cars on jet_a, a light jet on diesel, a coach on propane (37 of 88 vehicles in one world).

@@ -762,11 +762,13 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                                                "AND fuel_type IS NOT NULL") if f not in semantics.fuels_for(t, fuels))
             if n:
                 yield Violation("impossible", f"{table}.fuel_type", f"{n} rows whose fuel_type does not fit their vehicle_type")
+        failing = sorted(semantics.EXCEPTION_EVENTS)
         if {"event_type", "exception_code"} <= set(cols):
-            # an exception code on an exception, and only there
+            # an exception code on an event that reports something gone wrong, and only there
+            marks = ", ".join("?" * len(failing))
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE exception_code IS NOT NULL AND event_type IS NOT NULL AND "
-                             "(event_type = 'exception') = (exception_code = 'none') AND EXISTS (SELECT 1 FROM "
-                             f"{q(table)} WHERE event_type = 'exception')").fetchone()[0]
+                             f"(event_type IN ({marks})) = (exception_code = 'none') AND EXISTS (SELECT 1 FROM "
+                             f"{q(table)} WHERE event_type IN ({marks}))", (*failing, *failing)).fetchone()[0]
             if n:
                 yield Violation("impossible", f"{table}.exception_code", f"{n} rows whose exception_code disagrees with "
                                                                          "their event_type")

@@ -967,7 +967,7 @@ ENDED_EVENT_STATES = frozenset({"done", "completed", "finished", "ended", "atten
 #: event held or under way, a consignment on the road or handed over (no haul shipped with a carrier discontinued
 #: weeks before).
 WORKED_STATES = ENDED_EVENT_STATES | NOW_STATES | frozenset({"picked_up", "in_transit", "out_for_delivery", "delivered",
-                                                             "returned_to_sender", "shipped", "dispatched"})
+                                                             "returned_to_sender", "shipped", "dispatched", "paid"})
 #: Ended statuses reached once the whole event is over (a stay checked out), not on its first day (a no-show).
 STAYED_STATES = ENDED_EVENT_STATES - {"no_show"}
 #: Minutes since an event in a ``NOW_STATES`` status started (shorter than any event's duration).
@@ -1631,12 +1631,13 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens["fuel_type"] = {"gen": "by", "column": "vehicle_type", "default": {k: v for k, v in fuels.items() if k != "null_p"},
                                  "cases": cases, **{k: fuels[k] for k in ("null_p", "theme_words") if k in fuels}}
     kinds, codes = gens.get("event_type", {}), gens.get("exception_code", {})
-    if kinds.get("gen") == "choice" and codes.get("gen") == "choice" and "exception" in kinds["values"] \
+    failing = sorted(EXCEPTION_EVENTS & set(kinds.get("values", ())))
+    if kinds.get("gen") == "choice" and codes.get("gen") == "choice" and failing \
             and "none" in codes["values"] and len(codes["values"]) > 1:
         # a tracking event has an exception code only where it is an exception, and an exception has one
         faults = [v for v in codes["values"] if v != "none"]
         gens["exception_code"] = {"gen": "by", "column": "event_type", "default": {"gen": "const", "value": "none"},
-                                  "cases": {"exception": {"gen": "choice", "values": faults}},
+                                  "cases": {e: {"gen": "choice", "values": faults} for e in failing},
                                   **{k: codes[k] for k in ("null_p", "theme_words") if k in codes}}
     timed = incident_timing(gens, ent.workflow)
     if timed:
@@ -1830,6 +1831,9 @@ def settle_windows(columns: Iterable[str], workflow: dict[str, Any] | None) -> d
             if st in SETTLE_DAYS}
 
 
+#: Tracking events that report something gone wrong, which carry an exception code (every other event has none).
+EXCEPTION_EVENTS = frozenset({"exception", "mishandled", "returned_to_sender", "failed_attempt", "delayed", "damaged",
+                              "lost", "held"})
 #: When an incident began, how long it lasted, and the statuses that end it: its length is the time between.
 INCIDENT_STARTS = ("declared_at", "opened_at", "detected_at", "reported_at")
 INCIDENT_LENGTHS = ("duration_minutes", "resolution_minutes", "time_to_resolve_minutes")
