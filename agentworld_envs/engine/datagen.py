@@ -393,11 +393,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             value = inner(i, row)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not row.get(since):
                 return value
-            cap = per_day * max(0.0, (now - parse_when(row[since])) / _DAY)
-            if value <= cap:
-                return value
-            share = rng.uniform(0.1, 1.0) * cap
-            return int(share) if isinstance(value, int) else round(share, 2)
+            return _within(value, per_day * max(0.0, (now - parse_when(row[since])) / _DAY), rng, 2)
 
         return draw_accrued
     if kind == "floored":
@@ -447,11 +443,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             value, built = inner(i, row), row.get(year)
             if not isinstance(value, (int, float)) or isinstance(value, bool) or not isinstance(built, int):
                 return value
-            cap = per_year * years_in_use(built, now)
-            if value <= cap:
-                return value
-            share = rng.uniform(0.1, 1.0) * cap
-            return int(share) if isinstance(value, int) else round(share, 1)
+            return _within(value, per_year * years_in_use(built, now), rng, 1)
 
         return draw_per_year
     if kind == "spent_since":
@@ -744,6 +736,15 @@ _DAY = dt.timedelta(days=1)
 #: A billing period's length as (months, days), by the name a subscription gives it.
 BILLING_PERIODS = {"weekly": (0, 7), "biweekly": (0, 14), "monthly": (1, 0), "quarterly": (3, 0), "semiannual": (6, 0),
                    "semi_annual": (6, 0), "annual": (12, 0), "annually": (12, 0), "yearly": (12, 0)}
+
+
+def _within(value: float, cap: float, rng: random.Random, decimals: int) -> float:
+    """``value`` where it is at most ``cap``; above it, a share of the cap (what accrues over time: a player's hours,
+    a car's kilometres), a whole number where ``value`` is one."""
+    if value <= cap:
+        return value
+    share = rng.uniform(0.1, 1.0) * cap
+    return int(share) if isinstance(value, int) else round(share, decimals)
 
 
 def _plus_months(when: dt.datetime, months: int) -> dt.datetime:
