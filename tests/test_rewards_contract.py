@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from decimal import Decimal
 
 import gymnasium as gym
 import pytest
@@ -875,6 +876,30 @@ def test_blind_round_28_counts_of_records_and_letter_codes_gloss_a_total():
                 "Skipped BOGUSX (4,866.38). Remaining budget: 1,550.61."):
         assert not answers.match_values(Submission("done", "1550.61", bad).words(), ["1550.61"], slot, observed=seen,
                                         numeric=True).ok, bad
+
+
+def test_a_budget_reply_may_name_a_three_letter_codes_figure_and_what_a_skip_would_have_made():
+    """Blind round 75: "Skipped OOA (389,663.74)" (a project key of three letters) and "it would have taken
+    baseline to 11,359.88" (the total a skipped record would have made) beside the right answer failed. A
+    code of two or three letters the results held with that figure is a code like a longer one; a fill's
+    would-be totals are companions of its answer. A figure after a short word no record holds still competes."""
+    from agentworld_envs.tasks.hard import _running
+
+    rows = {"total": 2, "results": [{"id": 80, "project_key": "OOA", "budget": 389663.74},
+                                    {"id": 7, "project_key": "IUB", "budget": 244896.26}]}
+    seen = answers.Observed([rows])
+    slot = answers.Candidates([], "Start the todo projects earliest first within a budget of 1070000.00; how much "
+                                  "of the 1070000.00 is left?", allowed=["389663.74", "244896.26"])
+    msg = "Skipped OOA (389,663.74) and IUB (244,896.26) as each would exceed the limit. Remaining: 6,458.03."
+    assert answers.match_values(Submission("done", "6458.03", msg).words(), ["6458.03"], slot, observed=seen,
+                                numeric=True).ok
+    for bad in ("Skipped OOA (244,896.26). Remaining: 6,458.03.", "Skipped ZZ (389,663.74). Remaining: 6,458.03."):
+        assert not answers.match_values(Submission("done", "6458.03", bad).words(), ["6458.03"], slot, observed=seen,
+                                        numeric=True).ok, bad
+    # a fill's running totals and the totals its skips would have made, never the remainders they leave
+    d = Decimal
+    seq = [(1, d("100.00")), (2, d("250.00")), (3, d("40.00"))]
+    assert _running(seq, d("10.00"), {1, 3}) == {d("110.00"), d("360.00"), d("150.00")}
 
 
 def test_reward_probe_at_fcba649_a_dump_of_todays_moments_a_footnote_and_an_echoed_date_compete():

@@ -1862,3 +1862,24 @@ def test_a_hire_is_cancelled_before_it_is_picked_up():
     conn.execute("UPDATE hires SET status_changed_at = strftime('%Y-%m-%dT%H:%M:%SZ', julianday(pickup_at) + 0.5) "
                  "WHERE id = (SELECT MIN(id) FROM hires WHERE status = 'cancelled' AND pickup_at < '2026-06-01')")
     assert _flagged(name, spec, conn, "stale_status") == ["hires.pickup_at"]
+
+
+def test_a_quota_says_what_its_create_tool_checks():
+    """Blind round 75: "A customer may have at most 2 pending, active or frozen loyalty accounts at a time" read
+    as barring a renewal (expired to active) that no tool checks, so a careful player refused what the task
+    wanted done. A quota's text says what its create tool enforces: no new record for a parent at the cap."""
+    spec, _ = synthesize(env_registry.theme("grocery-digital-coupons"))
+    tools = {t["name"]: t for t in spec["tools"]}
+    quotas = [r for r in spec["rules"] if r["kind"] == "quota"]
+    assert quotas
+    for rule in quotas:
+        assert tools[rule["tool"]]["impl"]["kind"] == "create"
+        assert rule["text"].startswith("No new ") and "at a time" not in rule["text"], rule["text"]
+        assert f"already has {int(rule['value'])} " in rule["text"] and rule["text"] in spec["policy"]
+    loyalty = next(r for r in quotas if r["table"] == "loyalty_accounts")
+    assert loyalty["text"] == ("No new loyalty account may be opened for a customer that already has 2 pending, "
+                               "active or frozen loyalty accounts.")
+    # the renewal it does not guard moves a record into a counted status: the text must not forbid it
+    renew = tools["renew_loyalty_account"]["impl"]
+    assert renew["to"] in loyalty["states"] and not any(loyalty["text"] in p.get("message", "")
+                                                         for p in renew.get("preconditions", []))

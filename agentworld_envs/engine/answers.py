@@ -691,9 +691,9 @@ def is_identity_field(name: str) -> bool:
 _AFTER_CODE = re.compile(r"((?=[\w#-]*[a-z#])(?=[\w#-]*\d)[#\w][\w#-]*)\s*(?:\(|->|→|=|:)?\s*(?:[a-z]+\s+){0,3}"
                          r"(?:->|→|=|:)?\s*[$€£]?\s*$")
 
-# The same, for a code of letters only ("HHESEU (4,866.38)", "Advanced (LXE) 95,883.97"), which only the results
-# can tell from a word.
-_AFTER_LETTERS = re.compile(r"(?:\b([a-z]{4,12})\s*(?:\(|->|→|=|:)|\(([a-z]{2,12})\)\s*(?:->|→|=|:)?)\s*[$€£]?\s*$")
+# The same, for a code of letters only ("HHESEU (4,866.38)", "OOA (389,663.74)", "Advanced (LXE) 95,883.97"), which
+# only the results can tell from a word.
+_AFTER_LETTERS = re.compile(r"(?:\b([a-z]{2,12})\s*(?:\(|->|→|=|:)|\(([a-z]{2,12})\)\s*(?:->|→|=|:)?)\s*[$€£]?\s*$")
 
 # Fields holding the last digits a card or account is known by.
 _LAST_DIGITS = re.compile(r"(?:^|_)last_?(?:4|four|digits)$")

@@ -16,7 +16,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from ..engine.language import date_noun, figures, indefinite, number, sentences, verb_phrase
+from ..engine.language import date_noun, figures, indefinite, number, participle, sentences, verb_phrase
 from ..engine.rules import Rule
 from .naming import title
 from .semantics import date_rank, dependency_order, is_shut, made_by_date, sources
@@ -267,9 +267,14 @@ _FINISHED = frozenset({"delivered", "completed", "complete", "closed", "resolved
                        "fulfilled", "published", "released", "merged", "solved", "checked_out", "no_show", "dispatched"})
 
 
+#: Verbs of a create tool a quota's text may use ("opened", "booked"); any other reads "created".
+_CREATE_VERBS = frozenset({"create", "add", "open", "book", "register", "log", "file", "place", "issue", "schedule",
+                           "record", "submit", "enroll", "enrol", "request", "reserve", "start", "raise", "list", "post"})
+
+
 def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:
-    """"A member may have at most 3 requested or confirmed bookings at a time": a cap on a parent's
-    open children, checked when one is created. The cap is the 75th percentile of the open children a
+    """"No new booking may be made for a member that already has 3 requested or confirmed bookings": a cap on
+    a parent's open children, checked when one is created. The cap is the 75th percentile of the open children a
     parent would hold unconstrained (Poisson), with room for every open row, so some parents are at it
     (a request must be refused) and most are below it; the seeded data then never exceeds it."""
     if not ent.workflow or "status" not in ent.gens:
@@ -303,7 +308,12 @@ def _quota_rules(ent: Any, entities: list[Any], tools: list[dict[str, Any]]) -> 
         names = [title(s) for s in active]
         states = (", ".join(names[:-1]) + " or " + names[-1] if len(names) > 1 else names[0]) if len(names) <= 3 else "open"
         records = title(ent.table) if cap > 1 else title(ent.singular)
-        text = f"{indefinite(title(parent.singular)).capitalize()} may have at most {cap} {states} {records} at a time."
+        # the text says what the create tool checks, no more: a record renewed or reopened by another tool is no
+        # new one (blind round 75: "at most 2 at a time" read as barring a renewal the tools allowed)
+        head = create["name"].split("_")[0]
+        made = participle(head if head in _CREATE_VERBS else "create")
+        text = (f"No new {title(ent.singular)} may be {made} for {indefinite(title(parent.singular))} that already has "
+                f"{cap} {states} {records}.")
         out.append(Rule(create["name"], ent.table, "quota", fk, "max_active", float(cap), text, tuple(active)))
     return out
 

@@ -62,7 +62,7 @@ import calendar
 import re
 from datetime import date, timedelta
 from decimal import ROUND_FLOOR, ROUND_HALF_UP, Decimal
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from ..engine.language import field_value, flag_words, in_state, indefinite, number, participle, value_words, verb_phrase
 from ..engine.rules import VERIFY_RULE, Rule
@@ -1272,6 +1272,19 @@ def _fill(open_: list[tuple[Any, Decimal]], start: Decimal, budget: Decimal, ski
     return taken
 
 
+def _running(seq: list[tuple[Any, Decimal]], start: Decimal, taken: Iterable[Any]) -> set[Decimal]:
+    """Every total a fill in order passes through: the running total after each record taken, and the total
+    each skipped record would have made ("it would have taken baseline to 11,359.88", blind round 75)."""
+    out, total, took = set(), start, set(taken)
+    for rid, amount in seq:
+        if rid in took:
+            total += amount
+            out.add(total)
+        else:
+            out.add(total + amount)
+    return out
+
+
 def _round_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> Iterator[Decimal]:
     """Round budgets above what is already spent and below everything spent: steps of a power of ten
     three digits below the whole (so 1,680.00 or 4,980,000.00, never 1,673.21)."""
@@ -1533,8 +1546,10 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
             f"{act[0].upper() + act[1:]} {order}, {rule}.{_reason(last_args)} Then tell me {ask}.",
             f"Please {act} {order}, {rule}.{_reason(last_args)} When you are done, report {ask}.",
         ])
-    # a reply may explain itself: what was spent, each candidate's figure (the one skipped), what was already in
-    figures = {spent, start, *(a for _, a in seq)} - {left}
+    # a reply may explain itself: what was spent, each candidate's figure (the one skipped), what was already in,
+    # and (filling in order) each running total and the total a skipped record would have made
+    figures = {spent, start, *(a for _, a in seq)} | (_running(seq, start, taken) if col is not None else set())
+    figures -= {left}
     return Part(steps, text, answer=("numeric", fmt_value(float(left))), writes=True, structure="conditional",
                 companions=sorted(fmt_value(float(x)) for x in figures if x))
 
@@ -1693,6 +1708,7 @@ def _group_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: s
     ])
     # a reply may explain itself: each group's total before and after, each candidate's figure
     figures = ({*starts.values(), cap, *(a for _, a in order)}
-               | {starts[k] + sum((a for rid, a in seq if rid in taken), Decimal(0)) for k, seq in seqs.items()})
+               | {starts[k] + sum((a for rid, a in seq if rid in taken), Decimal(0)) for k, seq in seqs.items()}
+               | {x for k, seq in seqs.items() for x in _running(seq, starts[k], taken)})
     return Part(steps, text, answer=("numeric", fmt_value(float(spent))), writes=True, structure="conditional",
                 companions=sorted(fmt_value(float(x)) for x in figures - {spent} if x))
