@@ -129,6 +129,16 @@ def vocabularies() -> dict[str, dict[str, Any]]:
 
 
 @functools.cache
+def scales() -> dict[str, list[dict[str, Any]]]:
+    """The range a module's money column takes where its default does not fit the business
+    (``library/scales.json``): ``{"contract.total_value": [{"for": ["wellness-allied-health"], "min": 800,
+    "max": 3500}, ...]}``. A theme takes the first range naming its slug, else its L2; otherwise the module's
+    own range."""
+    path = resources.files(__name__).joinpath("library/scales.json")
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+@functools.cache
 def words(name: str) -> dict[str, Any]:
     """A word list of the domain library (``library/words/<name>.json``): ``job_titles`` (by sub-category,
     and the fallback), ``themes`` (a theme's own words for a renamed record's kinds: ``{slug: {"entity.column":

@@ -284,3 +284,42 @@ def test_lint_cli(private_cache):
     bad = subprocess.run([sys.executable, "-m", "agentworld_envs.cli", "lint", "no-such-env"], capture_output=True, text=True)
     assert bad.returncode != 0 and "Traceback" not in bad.stderr
     assert lint_env("retail") == []
+
+
+def test_scales_name_money_columns_and_the_businesses_that_use_them():
+    """``library/scales.json``: every key is a money column of an entity module, every range is positive and
+    spread, and every slug it is for is a theme using that module or the sub-category of one."""
+    modules = env_registry.entity_modules()
+    users: dict[str, set[str]] = {}
+    for t in env_registry.themes():
+        for e in t["entities"]:
+            users.setdefault(e["module"], set()).update({t["slug"], t["l2"]})
+    scales = env_registry.scales()
+    assert len(scales) > 100
+    for key, ranges in scales.items():
+        module, column = key.split(".")
+        col = next(c for c in modules[module]["columns"] if c["name"] == column)
+        assert col["gen"]["gen"] == "money", key
+        slugs = [s for r in ranges for s in r["for"]]
+        assert len(slugs) == len(set(slugs)) and set(slugs) <= users[module], key
+        assert all(0 < r["min"] < r["max"] for r in ranges), key
+
+
+def test_a_money_figure_is_on_its_business_scale():
+    """A doula agency's support package (module ``contract``, 5,000 to 2,000,000 by default) costs what a
+    birth support package costs; a theme's own range comes before its sub-category's."""
+    from agentworld_envs.engine import state
+    from agentworld_envs.synthesis.builder import synthesize
+
+    theme = env_registry.theme("doula-birth-support")
+    assert semantics.money_scale(theme, "contract", "total_value") == {"min": 800.0, "max": 3500.0}
+    assert semantics.money_scale(theme, "contract", "no_such_column") is None
+    ranges = env_registry.scales()["contract.total_value"]
+    own = next(r for r in ranges if any(s in {t["slug"] for t in env_registry.themes()} for s in r["for"]))
+    slug = own["for"][0]
+    t = env_registry.theme(slug)
+    assert semantics.money_scale(t, "contract", "total_value") == {"min": own["min"], "max": own["max"]}
+    spec, _ = synthesize(theme)
+    conn = state.episode_connection(state.build_database(spec))
+    lo, hi = conn.execute("SELECT MIN(total_value), MAX(total_value) FROM support_packages").fetchone()
+    assert 800 <= lo and hi <= 3500

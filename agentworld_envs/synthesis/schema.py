@@ -111,6 +111,11 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
                 if col.get("gen", {}).get("gen") in ("int", "float", "money"):
                     col = {**col, "gen": {**col["gen"], **own_words}}
                 own_words = None
+            elif col.get("gen", {}).get("gen") == "money":
+                # a money figure on the business's own scale (``library/scales.json``)
+                scale = semantics.money_scale(theme, ent.key, col["name"])
+                if scale is not None:
+                    col = {**col, "gen": {**col["gen"], **scale}}
             if col["name"] != ent.module["label"] and col.get("gen", {}).get("gen") == "choice" \
                     and semantics.is_kind_column(ent, col["name"]):
                 if own_words is None:

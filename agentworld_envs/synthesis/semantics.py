@@ -51,6 +51,17 @@ def vocabulary_for(theme: dict[str, Any], module_key: str, column: str) -> tuple
     return False, None
 
 
+def money_scale(theme: dict[str, Any], module_key: str, column: str) -> dict[str, float] | None:
+    """``{"min", "max"}`` of a money column in a theme whose business prices it on another scale than the
+    module's default (a doula agency's support package costs hundreds, not a contractor's millions), or None."""
+    ranges = env_registry.scales().get(f"{module_key}.{column}", ())
+    for slug in (theme["slug"], theme["l2"]):
+        for r in ranges:
+            if slug in r["for"]:
+                return {"min": r["min"], "max": r["max"]}
+    return None
+
+
 @functools.cache
 def vocabulary_index() -> dict[str, set[str]]:
     """Every vocabulary value → the category slugs it belongs to (``"*"`` for any)."""
