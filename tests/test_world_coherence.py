@@ -1883,3 +1883,27 @@ def test_a_quota_says_what_its_create_tool_checks():
     renew = tools["renew_loyalty_account"]["impl"]
     assert renew["to"] in loyalty["states"] and not any(loyalty["text"] in p.get("message", "")
                                                          for p in renew.get("preconditions", []))
+
+
+def test_nothing_is_sent_in_after_its_record_closed():
+    """A survey response is submitted by the day its survey closes (catalogue scan of stop 43's worlds: 593 of
+    6,096 responses in 7 worlds came in after their survey's ``closes_on``); the lint counts one planted
+    after it under ``shut_parent``."""
+    from agentworld_envs.audit.lint import check_world
+    from agentworld_envs.engine import state
+
+    spec, _ = synthesize(env_registry.theme("brand-tracking-survey"))
+    conn = state.episode_connection(state.build_database(spec))
+    late = ("SELECT COUNT(*) FROM survey_responses c JOIN brand_trackers p ON p.id = c.brand_tracker_id "
+            "WHERE substr(c.submitted_at, 1, 10) > p.closes_on")
+    assert conn.execute("SELECT COUNT(*) FROM survey_responses").fetchone()[0] > 100
+    assert conn.execute(late).fetchone()[0] == 0
+    assert [v for v in check_world("brand-tracking-survey", spec, conn) if v.rule == "shut_parent"] == []
+    conn.execute("UPDATE survey_responses SET submitted_at = '2026-06-14T10:00:00Z' WHERE id IN (SELECT c.id FROM "
+                 "survey_responses c JOIN brand_trackers p ON p.id = c.brand_tracker_id WHERE p.closes_on < '2026-06-01' "
+                 "LIMIT 3)")
+    found = [v for v in check_world("brand-tracking-survey", spec, conn) if v.rule == "shut_parent"]
+    assert len(found) == 1 and found[0].where == "survey_responses.submitted_at" and found[0].detail.startswith("3 rows")
+    assert semantics.is_sent_in("survey_responses") and not semantics.is_sent_in("survey_questions")
+    assert semantics.closing_column(["opens_on", "expected_close_date", "closes_on"]) == "closes_on"
+    assert semantics.closing_column(["opens_on", "expected_close_date"]) is None

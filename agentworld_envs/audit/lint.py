@@ -56,7 +56,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
                     a hire's charge that is not its daily rate times its days, or that does not run whole days
 ``shut_parent``     a record still open (active, scheduled, in progress) under one shut (inactive,
                     discontinued, cancelled, dropped), or made under it after the day it was shut, or
-                    whose work took place there after that day (a route driven on a retired vehicle)
+                    whose work took place there after that day (a route driven on a retired vehicle); or
+                    sent in after the record it was sent to closed (a survey response after its closing day)
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
@@ -1174,6 +1175,16 @@ def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
         opened = sorted(semantics.open_states(_workflow_of(spec, table))) if "status" in cols else []
         for c in t["columns"]:
             parent = (c.get("references") or "").split(".")[0]
+            closes = semantics.closing_column(_date_columns(conn, parent, _columns(conn, parent))) \
+                if parent and semantics.is_sent_in(table) else None
+            if closes is not None and parent != table:
+                # sent in after the record it was sent to had closed (a survey response after the survey closed)
+                for made in _made_columns(spec, conn, table):
+                    n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                                     f"WHERE substr(c.{q(made)}, 1, 10) > substr(p.{q(closes)}, 1, 10)").fetchone()[0]
+                    if n:
+                        yield Violation("shut_parent", f"{table}.{made}", f"{n} rows sent in after their {parent}'s "
+                                                                          f"{closes}")
             if not parent or parent == table or not {"status", "status_changed_at"} <= set(_columns(conn, parent)):
                 continue
             shut = sorted(semantics.shut_states(_workflow_of(spec, parent)))

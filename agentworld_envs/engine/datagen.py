@@ -688,8 +688,9 @@ def _made_by_row(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[
 
 def _alive_after(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[[Any, dict[str, Any]], bool]:
     """``"alive_after": {"parents": [{"via": FK, "table": T, "field": COL}], "in": [statuses]}``: whether a
-    record was not shut (its status one of ``in``) before the latest making of the row's other records (a
-    delivery's courier had not left before its customer signed up, so the order fits between the two)."""
+    record was not shut (its status one of ``in``) nor closed (``"closes": COL``) before the latest making of the
+    row's other records (a delivery's courier had not left before its customer signed up, so the order fits
+    between the two)."""
     spec = g["alive_after"]
     table = g["ref"].split(".")[0]
     shut = set(spec["in"])
@@ -701,11 +702,17 @@ def _alive_after(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[
     made_on = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.{spec['made']}", ()))) if spec.get("made") else {}
     shut_of = _parents_shut(spec.get("before_shut", ()), existing)
     by = list(spec.get("by", ()))   # the row's own dates of making, drawn before the key
+    # ``"closes": COL``: the day the record stops taking rows, whatever its status (a survey's closing day)
+    closes_on = {key: str(day)[:10] for key, day in zip(existing[f"{table}.id"],
+                                                        existing.get(f"{table}.{spec['closes']}", ())) if day} \
+        if spec.get("closes") else {}
 
     def fits(key: Any, row: dict[str, Any]) -> bool:
-        day, made = shut_on.get(key), made_of(row)
-        if not (day is None or made is None or day >= made.date().isoformat()):
-            return False
+        made = made_of(row)
+        for day in (shut_on.get(key), closes_on.get(key)):
+            if not (day is None or made is None or day >= made.date().isoformat()):
+                return False
+        day = shut_on.get(key)
         if day is not None and any(row.get(c) and str(row[c])[:10] > day for c in by):
             return False
         closed, born = shut_of(row), made_on.get(key)
@@ -938,7 +945,8 @@ def _row_dates(row: dict[str, Any], columns: Iterable[str]) -> list[dt.datetime]
 def _parents_shut(parents: Sequence[dict[str, Any]], existing: dict[str, list[Any]]
                   ) -> Callable[[dict[str, Any]], dt.datetime | None]:
     """The earliest day a record the row points at was shut (each ``{"via": FK, "table": T, "field": COL,
-    "in": [statuses]}``: its ``COL`` where its status is one of them), or None where none is shut."""
+    "in": [statuses]}``: its ``COL`` where its status is one of them, or whatever its status where ``in`` is
+    empty: a survey's closing day), or None where none is shut."""
     looks = [(p["via"], _id_index(existing, p["table"]), existing.get(f"{p['table']}.{p['field']}", []),
               existing.get(f"{p['table']}.status", []), set(p["in"])) for p in parents]
 
@@ -946,7 +954,7 @@ def _parents_shut(parents: Sequence[dict[str, Any]], existing: dict[str, list[An
         shut = []
         for via, where, source, states, shut_states in looks:
             at = where.get(row.get(via))
-            if at is not None and source[at] and states[at] in shut_states:
+            if at is not None and source[at] and (not shut_states or states[at] in shut_states):
                 shut.append(parse_when(source[at]))
         return min(shut, default=None)
 

@@ -366,8 +366,9 @@ def link_live_parents(entities: list[Entity]) -> None:
             if "status" in ent.gens and semantics.open_states(ent.workflow):
                 _open_under_live(ent, fk, parent, shut, sorted(semantics.open_states(ent.workflow)))
             shut_parents.append({"via": fk, "table": parent, "field": "status_changed_at", "in": shut})
-        for col in made_columns(ent) if shut_parents else ():
-            _made_before_shut(ent, col, shut_parents)
+        closing = _closing_parents(ent, by_table)
+        for col in made_columns(ent) if shut_parents or closing else ():
+            _made_before_shut(ent, col, shut_parents + closing)
         for col in worked_columns(ent) if shut_parents else ():
             # nor did its work take place there afterwards: no route driven on a vehicle retired weeks before
             _made_before_shut(ent, col, shut_parents)
@@ -380,6 +381,22 @@ def link_live_parents(entities: list[Entity]) -> None:
             if until:
                 ent.gens[col] = _before_change(ent.gens[col], "until", until)
         ent.gens = semantics.dependency_order(ent.gens)
+
+
+def _closing_parents(ent: Entity, by_table: dict[str, Entity]) -> list[dict[str, Any]]:
+    """The parents a record sent in is capped by (``until``, whatever their status): no survey response
+    submitted after its survey closed, no bid after its auction's cut-off."""
+    if not semantics.is_sent_in(ent.table):
+        return []
+    out = []
+    for fk, parent in ent.refs.items():
+        pent = by_table.get(parent)
+        if pent is None or parent == ent.table:
+            continue
+        col = semantics.closing_column([c for c, g in pent.gens.items() if semantics.date_kind(g)])
+        if col is not None:
+            out.append({"via": fk, "table": parent, "field": col, "in": []})
+    return out
 
 
 def _before_change(gen: dict[str, Any], key: str, parents: list[dict[str, Any]]) -> dict[str, Any]:
@@ -445,7 +462,7 @@ def _made_before_shut(ent: Entity, col: str, shut_parents: list[dict[str, Any]])
         if others:
             _alive(ent, u["via"], lambda have, o=others, u=u: {
                 **have, "parents": have["parents"] + [p for p in o if p not in have["parents"]],
-                "in": sorted({*have["in"], *u["in"]})})
+                "in": sorted({*have["in"], *u["in"]}), **({} if u["in"] else {"closes": u["field"]})})
     for p in gen.get("parents", ()):
         # and a record whose making floors the date is drawn among those made by the day the row's other records
         # were shut (an approval requested before its page was archived)

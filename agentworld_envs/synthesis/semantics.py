@@ -51,6 +51,24 @@ def vocabulary_for(theme: dict[str, Any], module_key: str, column: str) -> tuple
     return False, None
 
 
+#: Records sent in to another (a survey's responses, a poll's votes, an auction's bids, a call's entries).
+_SENT_IN = re.compile(r"(?:^|_)(?:responses?|votes?|ballots?|bids?|entries|entry|submissions?|nominations?|pledges?|"
+                      r"rsvps?|applications?|registrations?)$")
+#: The date a record stops taking them (closes on, a deadline, a cut-off); not an expected close.
+_CLOSES = re.compile(r"(?:^|_)(?:closes|closing|close_date|deadline|cutoff)(?:_|$)")
+
+
+def is_sent_in(table: str) -> bool:
+    """Whether a table's records are sent in to the record they point at, which stops taking them on its
+    closing date (:func:`closing_column`): no survey response submitted after its survey closed."""
+    return bool(_SENT_IN.search(table))
+
+
+def closing_column(date_columns: Iterable[str]) -> str | None:
+    """The date column a record stops taking what is sent in to it on (``closes_on``, ``deadline``), or None."""
+    return next((c for c in date_columns if _CLOSES.search(c) and "expected" not in c), None)
+
+
 def money_scale(theme: dict[str, Any], module_key: str, column: str) -> dict[str, float] | None:
     """``{"min", "max"}`` of a money column in a theme whose business prices it on another scale than the
     module's default (a doula agency's support package costs hundreds, not a contractor's millions), or None."""
