@@ -323,3 +323,30 @@ def test_a_money_figure_is_on_its_business_scale():
     conn = state.episode_connection(state.build_database(spec))
     lo, hi = conn.execute("SELECT MIN(total_value), MAX(total_value) FROM support_packages").fetchone()
     assert 800 <= lo and hi <= 3500
+
+
+def test_a_record_keeps_only_the_columns_its_business_would_hold():
+    """A theme's words may drop a module column its record would not hold (``"<entity>.<column>": []``): a call
+    tracker's phone number built from the API-key module has no key prefix, scope or rate limit. Every such
+    entry names a column of that entity's module, never its label."""
+    from agentworld_envs.engine import state
+    from agentworld_envs.synthesis.builder import synthesize
+
+    modules = env_registry.entity_modules()
+    dropped = 0
+    for slug, entry in env_registry.words("themes").items():
+        if slug == "about":
+            continue
+        theme = env_registry.theme(slug)
+        ents = {e.get("as", e["module"]): modules[e["module"]] for e in theme["entities"]}
+        for key, value in entry.items():
+            if value != [] or key == "rules":
+                continue
+            ent, _, col = key.partition(".")
+            assert ent in ents and col in {c["name"] for c in ents[ent]["columns"]} and col != ents[ent]["label"], key
+            dropped += 1
+    assert dropped > 5000
+    spec, _ = synthesize(env_registry.theme("call-tracking-phone-attribution"))
+    conn = state.episode_connection(state.build_database(spec))
+    cols = {r[1] for r in conn.execute("PRAGMA table_info(tracking_numbers)")}
+    assert cols and not cols & {"key_prefix", "scope", "rate_limit_per_minute", "allowed_ip"}
