@@ -1909,3 +1909,27 @@ def test_nothing_is_sent_in_after_its_record_closed():
     assert semantics.is_sent_in("survey_responses") and not semantics.is_sent_in("survey_questions")
     assert semantics.closing_column(["opens_on", "expected_close_date", "closes_on"]) == "closes_on"
     assert semantics.closing_column(["opens_on", "expected_close_date"]) is None
+
+
+def test_work_under_a_record_took_place_once_it_had_started():
+    """World audit 80 (and a catalogue scan of stop 43's worlds: 8,897 rows in 88 worlds): cards done under a
+    board still in its backlog, bookings attended for a class still scheduled, hours logged on engagements not
+    started. A row whose work took place points at a parent that has started; the lint finds one planted."""
+    from agentworld_envs.audit.lint import check_world
+    from agentworld_envs.engine import state
+
+    name = "kanban-sprint-board"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = state.episode_connection(state.build_database(spec))
+    worked = sorted(semantics.WORKED_STATES - {"paid"})
+    waiting = sorted(semantics.UNSTARTED_STATES)
+    under = (f"SELECT COUNT(*) FROM cards c JOIN boards p ON p.id = c.board_id WHERE c.status IN "
+             f"({', '.join('?' * len(worked))}) AND p.status IN ({', '.join('?' * len(waiting))})")
+    assert conn.execute("SELECT COUNT(*) FROM cards WHERE status IN ('done', 'in_progress')").fetchone()[0] > 50
+    assert conn.execute("SELECT COUNT(*) FROM boards WHERE status IN ('backlog', 'todo')").fetchone()[0] > 5
+    assert conn.execute(under, (*worked, *waiting)).fetchone()[0] == 0
+    assert [v for v in check_world(name, spec, conn) if v.rule == "prestart_stamp"] == []
+    conn.execute("UPDATE cards SET board_id = (SELECT MIN(id) FROM boards WHERE status = 'backlog') WHERE id = "
+                 "(SELECT MIN(id) FROM cards WHERE status = 'done')")
+    found = [v for v in check_world(name, spec, conn) if v.rule == "prestart_stamp"]
+    assert [v.where for v in found] == ["cards.board_id"] and found[0].detail.startswith("1 rows")

@@ -36,7 +36,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
                     (Faker job titles, a renamed record's generic kinds without the theme's words), a
                     car's columns or makers on a craft that is no road vehicle (a boat with a VIN)
 ``prestart_stamp``  a record that has not got that far carrying a later event's stamp or an outcome (a
-                    queued job with a start time or an exit code, a draft with a sent date)
+                    queued job with a start time or an exit code, a draft with a sent date); or work done
+                    under one that has not started (a task done under a project still in its backlog)
 ``parent_start``    a due date before the start of the record it belongs to (rent due before the lease)
 ``transition_stamp`` a status change that clears the stamp of an earlier status it moves on from, or
                     writes another status's stamp (acknowledging an alarm erasing when it was triggered)
@@ -1215,6 +1216,29 @@ def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
                                                                         f"{parent} was shut")
 
 
+def check_started_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """Work done under a record that has not started: a task done under a project still in its backlog, a
+    booking attended for a class still scheduled."""
+    for t in spec["tables"]:
+        table = t["name"]
+        wf = _workflow_of(spec, table)
+        if "status" not in _columns(conn, table) or not wf:
+            continue
+        worked = sorted(set(wf.get("states", ())) & semantics.WORKED_STATES - {"paid"})
+        for c in t["columns"] if worked else ():
+            parent = (c.get("references") or "").split(".")[0]
+            pwf = _workflow_of(spec, parent) if parent and parent != table else None
+            waiting = sorted(set((pwf or {}).get("states", ())) & semantics.UNSTARTED_STATES)
+            if not waiting or "status" not in _columns(conn, parent):
+                continue
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                             f"WHERE c.status IN ({', '.join('?' * len(worked))}) AND p.status IN "
+                             f"({', '.join('?' * len(waiting))})", (*worked, *waiting)).fetchone()[0]
+            if n:
+                yield Violation("prestart_stamp", f"{table}.{c['name']}", f"{n} rows {'/'.join(worked[:3])}... under a "
+                                                                          f"{parent} still {'/'.join(waiting)}")
+
+
 def check_email_names(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """An address's local part shares a word with the name on its row (``datagen.name_words``)."""
     from ..engine.datagen import name_words
@@ -1255,6 +1279,7 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_figures(spec, conn)
     out += check_lines(spec, conn)
     out += check_shut_parents(spec, conn)
+    out += check_started_parents(spec, conn)
     return out
 
 

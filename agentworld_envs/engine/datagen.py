@@ -127,7 +127,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         if "made_by" in g:
             pool = _made_by(g, existing, now) or pool
             ok = _made_by_row(g, existing)
-        if "quota" in g or "same" in g or "open_parent" in g or "open_through" in g or "alive_after" in g:
+        if "quota" in g or "same" in g or "open_parent" in g or "open_through" in g or "alive_after" in g \
+                or "started_parent" in g:
             return _constrained_ref(g, rng, pool, existing, ok)
         if "not_after" in g:
             return _started_ref(g, rng, pool, existing, ok)
@@ -526,8 +527,10 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
     "via": COL2}``: only a target whose ``COL2`` equals this row's ``COL`` (a card payment of a bidder
     points at that bidder's order). ``"open_parent": {"column": "status", "in": [...], "parent_not_in":
     [...]}``: a row in one of those statuses points at a parent whose status is not in ``parent_not_in`` (a
-    booking still confirmed is never under a cancelled flight: cancelling the flight cancels it). ``None``
-    where no target qualifies and the column may be empty.
+    booking still confirmed is never under a cancelled flight: cancelling the flight cancels it).
+    ``"started_parent"`` (the same form): a row whose work has taken place (in progress, done, attended) points
+    at a parent that has started (no done task under a project still in its backlog). ``None`` where no target
+    qualifies and the column may be empty.
     """
     quota, same, open_parent = g.get("quota"), g.get("same"), g.get("open_parent")
     alive = _alive_after(g, existing) if "alive_after" in g else None
@@ -536,6 +539,11 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
         table = g["ref"].split(".")[0]
         shut = set(open_parent["parent_not_in"])
         closed = {key for key, st in zip(existing[f"{table}.id"], existing[f"{table}.status"]) if st in shut}
+    started_parent, unstarted = g.get("started_parent"), set()
+    if started_parent:
+        table = g["ref"].split(".")[0]
+        before = set(started_parent["parent_not_in"])
+        unstarted = {key for key, st in zip(existing[f"{table}.id"], existing[f"{table}.status"]) if st in before}
     # ``"open_through": [{"column", "in", "parent_not_in", "table": T, "field": F}]``: a row in one of those
     # statuses points at a record whose ``F`` (a key to T) names a T not in ``parent_not_in`` (a request still
     # open is for an app whose designer's seat has not ended: the request's designer is the app's)
@@ -578,6 +586,10 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
             options = [o for o in options if o not in closed]
             if not options:
                 return None if g.get("null_p") else rng.choice([o for o in pool if o not in closed] or pool)
+        if unstarted and row.get(started_parent["column"]) in started_parent["in"]:
+            options = [o for o in options if o not in unstarted]
+            if not options:
+                return None if g.get("null_p") else rng.choice([o for o in pool if o not in unstarted | closed] or pool)
         preferred = options
         for c, shut_through in through:
             if shut_through and row.get(c["column"]) in c["in"]:
@@ -1145,7 +1157,7 @@ def sources(gen: dict[str, Any]) -> set[str]:
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
-    for k in ("same", "quota", "not_after", "open_parent"):
+    for k in ("same", "quota", "not_after", "open_parent", "started_parent"):
         if isinstance(gen.get(k), dict):
             out.add(gen[k]["column"])
     out |= {c["column"] for c in gen.get("open_through") or ()}

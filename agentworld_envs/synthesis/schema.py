@@ -177,6 +177,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
     link_lines(entities)
     link_passing(entities)
     link_live_parents(entities)
+    link_started_parents(entities)
     return entities
 
 
@@ -345,6 +346,29 @@ def _alive(ent: Entity, key: str, update: Callable[[dict[str, Any]], dict[str, A
     elif gen.get("gen") == "lookup" and gen.get("else", {}).get("gen") == "ref":
         fallback = gen["else"]
         ent.gens[key] = {**gen, "else": {**fallback, "alive_after": update(fallback.get("alive_after", {"parents": [], "in": []}))}}
+
+
+def link_started_parents(entities: list[Entity]) -> None:
+    """Work done under a record took place once it had started: a row whose status says its work took place
+    (in progress, done, attended, shipped) points at a parent that is no longer waiting to start (no done task
+    under a project still in its backlog, no attended booking of a class still scheduled)."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        if "status" not in ent.gens or not ent.workflow:
+            continue
+        worked = sorted(set(ent.workflow.get("states", ())) & semantics.WORKED_STATES - {"paid"})
+        if not worked:
+            continue
+        for fk, parent in ent.refs.items():
+            pent = by_table.get(parent)
+            gen = ent.gens.get(fk, {})
+            if pent is None or parent == ent.table or not pent.workflow or "status" not in pent.gens \
+                    or gen.get("gen") != "ref" or fk in semantics.reads(ent.gens, "status"):
+                continue
+            waiting = sorted(set(pent.workflow.get("states", ())) & semantics.UNSTARTED_STATES)
+            if waiting:
+                ent.gens[fk] = {**gen, "started_parent": {"column": "status", "in": worked, "parent_not_in": waiting}}
+        ent.gens = semantics.dependency_order(ent.gens)   # the status is drawn before the keys that read it
 
 
 def link_live_parents(entities: list[Entity]) -> None:

@@ -481,6 +481,12 @@ OPEN_STATES = PRESTART_STATES | UNFINISHED_STATES | frozenset({
     "sent", "issued", "unpaid", "partially_paid", "overdue"})
 
 
+#: Statuses of a record still waiting to start (in its backlog, planned, scheduled): nothing under it has been
+#: worked yet. Not a request still awaiting an answer (pending, new, requested), which work may follow at once.
+UNSTARTED_STATES = frozenset({"backlog", "draft", "not_started", "planned", "queued", "scheduled", "todo",
+                              "label_created", "rescheduled"})
+
+
 def is_shut(state: str) -> bool:
     """Whether a status leaves its record shut (``_SHUT``): taken out of service, dropped, ended."""
     return bool(_SHUT.search(state))
