@@ -1933,3 +1933,22 @@ def test_work_under_a_record_took_place_once_it_had_started():
                  "(SELECT MIN(id) FROM cards WHERE status = 'done')")
     found = [v for v in check_world(name, spec, conn) if v.rule == "prestart_stamp"]
     assert [v.where for v in found] == ["cards.board_id"] and found[0].detail.startswith("1 rows")
+
+
+def test_a_timesheet_is_submitted_once_its_week_has_begun():
+    """World audit 80 (4,273 of 8,626 timesheet rows in 14 worlds at stop 43): timesheets submitted, even
+    approved, before the week they report began. The week a timesheet reports happened before it was made;
+    the lint finds one planted under ``date_order``."""
+    from agentworld_envs.audit.lint import check_data
+    from agentworld_envs.engine import state
+
+    assert semantics.ordered_pairs(["week_starting", "submitted_at"]) == [("week_starting", "submitted_at", False)]
+    spec, _ = synthesize(env_registry.theme("consulting-engagement-timesheets"))
+    conn = state.episode_connection(state.build_database(spec))
+    early = "SELECT COUNT(*) FROM timesheets WHERE substr(submitted_at, 1, 10) < week_starting"
+    assert conn.execute("SELECT COUNT(*) FROM timesheets WHERE submitted_at IS NOT NULL").fetchone()[0] > 100
+    assert conn.execute(early).fetchone()[0] == 0
+    assert [v for v in check_data(spec, conn) if v.rule == "date_order"] == []
+    conn.execute("UPDATE timesheets SET submitted_at = '2026-01-02T09:00:00Z' WHERE id = (SELECT MIN(id) FROM timesheets "
+                 "WHERE week_starting > '2026-02-01' AND submitted_at IS NOT NULL)")
+    assert [v.where for v in check_data(spec, conn) if v.rule == "date_order"] == ["timesheets.submitted_at"]

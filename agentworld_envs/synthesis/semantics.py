@@ -210,7 +210,9 @@ def fk_matches_target(column: str, table: str) -> bool:
 #: A date column's place in a record's life: -1 what happened before it was recorded (an incident), 0 created,
 #: 1 starts, 2 ends or is due, 3 last touched.
 _RANK_WORDS = (
-    (-1, ("incident", "occurred", "happened", "accident")),
+    # what happened before the record was made: an incident, the week a timesheet reports (then submitted)
+    (-1, ("incident", "occurred", "happened", "accident", "week_starting", "week_start", "week_of", "week_beginning",
+          "week_commencing")),
     (0, ("created", "registered", "added", "joined", "signup", "established", "opened", "hired", "onboarded",
          "enrolled", "submitted", "requested", "placed", "ordered", "order", "booked", "applied", "filed",
          "initiated", "received", "issued", "referred", "originated", "acquired", "purchased", "purchase",
