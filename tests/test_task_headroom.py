@@ -735,3 +735,29 @@ def test_a_record_naming_its_parent_twice_is_no_child_list_of_it():
             args = set(s["arguments"])
             assert not any(fk in args for child, parent in twice for fk, p in model.tables[child].fks.items()
                            if p == parent and s["name"] == model.tables[child].search), (t["id"], s)
+
+
+def test_no_task_leaves_a_record_in_a_status_its_dates_contradict():
+    """Blind round 81: a batch asked to mark invoices overdue that fell due next month, and the tools took it. A
+    task never moves a record to a status the world's clock contradicts: the state every reference leaves holds
+    no ``clock_status`` violation, as the golden state holds none."""
+    from agentworld_envs.audit.lint import check_world
+    from agentworld_envs.tasks.build import generate_tasks
+
+    # without the check, these task sets (seed "clock") left 3 and 1 such states: loads delivered before their
+    # estimated delivery, rate confirmations started ahead of their start date, memberships ended early
+    for name in ("freight-brokerage-load-board", "co-living-memberships"):
+        b = load_bundle(name)
+        tasks, _ = generate_tasks(b.spec, b.golden, seed="clock", prefix="t", target=12)
+        runner = Runner(b.spec, b.golden, b.tools)
+        try:
+            assert [v for v in check_world(name, b.spec, runner.conn) if v.rule == "clock_status"] == []
+            moved = 0
+            for t in tasks:
+                runner.run(t, t["solution"], keep=True)
+                moved += sum(1 for s in t["solution"] if s["name"] in b.tools and b.tools[s["name"]].writes)
+                assert [v for v in check_world(name, b.spec, runner.conn) if v.rule == "clock_status"] == [], t["id"]
+                runner.rewind()
+            assert len(tasks) >= 12 and moved
+        finally:
+            runner.close()

@@ -21,7 +21,7 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "26"   # 26: a fill in order counts each running total and each skip's would-be total as companions of its answer; 25: a price rise's reply may list each raised record's new figure; a field question never asks
+GEN_VERSION = "27"   # 27: no task moves a record to a status its dates contradict (an invoice marked overdue before it is due); 26: a fill in order counts each running total and each skip's would-be total as companions of its answer; 25: a price rise's reply may list each raised record's new figure; a field question never asks
 # for the field its record is described by; 24: group_fill's wording ("take an approval request", "the combined total charge"), so caches holding 23's do not serve it; 23: hard group_fill (a cap per group of a field, earliest first, what each group already has counting); budget_fill fills from 10 to 16, best_fit searches 11 to 15, verify_batch lists 7 to 9 records (1 to 3 misstated); a price rise leaves records whose business is over alone and says so; a budget spends a record's amount where it has one; 22: a cross sweep asks for the count of "that <parent>"'s records, not "its"; 21: follow-up duties (a closed record's open children are closed too, by the agent: no tool does it) carried out by every reference that closes such a record; hard duty_sweep and verify_batch (a detail per record, one or two misstated) shapes, at most two hard tasks of a family per env (one verify_batch); 20: the hard shapes the tools do not decide get two tries each first; weekend conditions (a weekday worked out per record) in windows, price-rise tiers and budget scopes; adjust_sweep raises 9 to 16 records, budget_fill fills from 8 to 14, best_fit searches 9 to 13 (at least four in, four out); 19: hard adjust_sweep (a two-tier price rise, rounded, capped; a total) budget_fill (earliest first within a budget) and best_fit (the one set that uses most of a budget) shapes; 18: "those checked in in-home estimates" reads "those in home estimates in status checked in"; 17: window_sweep spans (two dates of a record N days apart), sums never across currencies, a hard program does not stand in for the standard one; 16: hard window_sweep shape (date windows relative to today, a figure's bound, a total), tried first; 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
@@ -171,6 +171,11 @@ def candidate(gen: Generator, family: str) -> dict[str, Any]:
         steps = _with_duties(gen, [s for p in parts for s in p.steps])
         if len(steps) > sum(len(p.steps) for p in parts) and answers and family not in HARD_FAMILIES:
             raise Skip("a follow-up duty would move what the answer reads")
+        for step in steps:   # no task leaves a record in a status its dates contradict (overdue before it is due)
+            impl = gen.m.tools[step["name"]].get("impl") or {}
+            if impl.get("kind") == "transition" and \
+                    not gen.clock_allows(impl["table"], impl["to"], step["arguments"][impl["key"]["param"]]):
+                raise Skip("a change the world's clock contradicts")
         changed = sorted(state.changed_tables(r.conn))
     finally:
         r.conn.execute("ROLLBACK TO candidate")

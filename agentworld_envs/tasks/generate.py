@@ -26,7 +26,7 @@ from ..engine.language import (average_of, field_question, field_value, flag_wor
 from ..engine.actions import format_call
 from ..engine.rules import Rule
 from ..engine.tools import ToolError
-from .model import EnvModel, TableInfo, words
+from .model import EnvModel, TableInfo, clock_side, words
 from .runner import Runner
 
 SKIP_READ = {"id", "status_changed_at", "status_reason"}
@@ -140,7 +140,12 @@ class Generator:
         return steps
 
     def rules_allow(self, tool: dict[str, Any], rid: int) -> bool:
-        """Whether the theme's enforced rules (thresholds, time windows) let ``tool`` act on row ``rid``."""
+        """Whether the theme's enforced rules (thresholds, time windows) let ``tool`` act on row ``rid``, and the
+        world's clock lets the status it moves the row to stand (no invoice marked overdue before it is due, no
+        session completed before it starts: a task never asks for a state the world could not hold)."""
+        impl = tool.get("impl") or {}
+        if impl.get("kind") == "transition" and not self.clock_allows(impl["table"], impl["to"], rid):
+            return False
         conds = [Rule.from_json(r).sql(self.m.spec["now"]) for r in self.m.spec.get("rules", [])
                  if r.get("tool") == tool["name"] and r.get("kind") not in ("quota", "duty")]
         if not conds:
@@ -148,6 +153,21 @@ class Generator:
         table = tool["impl"]["table"]
         where = " AND ".join(f"({c})" for c in conds)
         return self.conn.execute(f'SELECT 1 FROM "{table}" WHERE id = ? AND {where}', (rid,)).fetchone() is not None
+
+    def clock_allows(self, table: str, status: str, rid: int) -> bool:
+        """Whether row ``rid`` of ``table`` may be in ``status`` on the world's clock: each of its dates the world
+        keeps on one side of today for that status (``clock_side``) lies there."""
+        today = self.m.spec["now"][:10]
+        row = None
+        for col in self.m.tables[table].cols if table in self.m.tables else ():
+            side = clock_side(self.m.spec, table, col, status)
+            if side is None:
+                continue
+            row = row or self.m.rows(self.conn, table, "id = ?", (rid,))[0]
+            value = row.get(col)
+            if isinstance(value, str) and (value[:10] > today if side == "past" else value[:10] <= today):
+                return False
+        return True
 
     def row_now(self, table: str, rid: int) -> dict[str, Any]:
         cur = self.r.conn.execute(f'SELECT * FROM "{table}" WHERE id = ?', (rid,))

@@ -69,7 +69,7 @@ from ..engine.rules import VERIFY_RULE, Rule
 from ..synthesis.semantics import ordered_pairs
 from .generate import DATE, SKIP_READ, Generator, Part, Skip, call, fmt_value, total_of
 from .factors import tool_writes
-from .model import TableInfo, words
+from .model import TableInfo, clock_gen, clock_side, words
 
 #: Fewest tool calls (``submit`` excluded) a hard-tier reference may have.
 MIN_CALLS = 8
@@ -697,29 +697,6 @@ def date_noun(col: str) -> str:
     return base if base.endswith(("date", "day")) else f"{base} date"
 
 
-def _clock_gen(spec: dict[str, Any], table: str, column: str) -> dict[str, Any] | None:
-    """The ``clock`` generator ``column`` is drawn from (at any depth of its generator), or None."""
-    todo: list[Any] = [((spec.get("data") or {}).get("tables", {}).get(table) or {}).get("columns", {}).get(column)]
-    while todo:
-        g = todo.pop()
-        if isinstance(g, dict):
-            if g.get("gen") == "clock":
-                return g
-            todo += [v for v in g.values() if isinstance(v, (dict, list))]
-        elif isinstance(g, list):
-            todo += g
-    return None
-
-
-def clock_side(spec: dict[str, Any], table: str, column: str, status: str) -> str | None:
-    """Which side of today the world keeps ``column`` on for records in ``status`` ("past", "future"), from
-    the column's ``clock`` generator; None where the world's clock says nothing."""
-    gen = _clock_gen(spec, table, column)
-    if gen is None:
-        return None
-    return "past" if status in gen.get("past", ()) else "future" if status in gen.get("future", ()) else None
-
-
 def _clock_fits(gen: Generator, c: TableInfo, to: str, rows: list[dict[str, Any]]) -> bool:
     """Whether moving ``rows`` to status ``to`` leaves each of their clocked dates on the side of today the
     world keeps for ``to`` (no one completes a reservation for next month)."""
@@ -1065,7 +1042,7 @@ def _splits(gen: Generator, c: TableInfo, rows: list[dict[str, Any]], skip: set[
                 out.append((test, f"whose {words(col)} is {shown}", col))
     # a window on a date the world keeps by the record's status (an event's start) would raise the price of
     # what is over; dates of no clock (hired, listed, joined) read as seniority
-    out += [w for w in _windows(gen, c, "", rows, today) if w[2] not in skip and _clock_gen(gen.m.spec, c.name, w[2]) is None]
+    out += [w for w in _windows(gen, c, "", rows, today) if w[2] not in skip and clock_gen(gen.m.spec, c.name, w[2]) is None]
     # a weekend rate is a rate whatever the status: any date will do
     out += [w for w in _weekends(c, rows) if w[2] not in skip]
     return out

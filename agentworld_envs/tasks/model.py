@@ -119,3 +119,26 @@ class EnvModel:
         """Does the graph say output ``out_col`` (``table.column``) of tool ``a`` can fill ``param`` of ``b``?"""
         e = self.edge(a, b)
         return bool(e) and [out_col, param] in e["via"]
+
+
+def clock_gen(spec: dict[str, Any], table: str, column: str) -> dict[str, Any] | None:
+    """The ``clock`` generator ``column`` is drawn from (at any depth of its generator), or None."""
+    todo: list[Any] = [((spec.get("data") or {}).get("tables", {}).get(table) or {}).get("columns", {}).get(column)]
+    while todo:
+        g = todo.pop()
+        if isinstance(g, dict):
+            if g.get("gen") == "clock":
+                return g
+            todo += [v for v in g.values() if isinstance(v, (dict, list))]
+        elif isinstance(g, list):
+            todo += g
+    return None
+
+
+def clock_side(spec: dict[str, Any], table: str, column: str, status: str) -> str | None:
+    """Which side of today the world keeps ``column`` on for records in ``status`` ("past", "future"), from
+    the column's ``clock`` generator; None where the world's clock says nothing."""
+    gen = clock_gen(spec, table, column)
+    if gen is None:
+        return None
+    return "past" if status in gen.get("past", ()) else "future" if status in gen.get("future", ()) else None
