@@ -538,8 +538,9 @@ def test_hidden_batch_leaves_out_what_only_a_weekday_shows(bundles):
 
 # ---------------------------------------------------------------------------- follow-up duties
 
-#: A theme whose policy owes a follow-up: cancelling a flight cancels its open unaccompanied-minor bookings.
-DUTY_ENV = "unaccompanied-minor-flight-service"
+#: A theme whose policy owes a follow-up: cancelling a shuttle ride cancels its open bookings (an unaccompanied-minor
+#: service had no distractor left once bookings under flights not yet flown were never checked in).
+DUTY_ENV = "airport-shuttle-booking"
 
 
 @pytest.fixture(scope="module")

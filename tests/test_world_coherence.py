@@ -1405,15 +1405,16 @@ def test_a_vehicle_runs_on_a_fuel_of_its_kind():
 def test_a_cancelled_subscription_renews_nothing():
     """World audit 72: 16 of 17 cancelled status-page subscriptions still set to auto-renew (12,183 of 15,391 shut
     records in 237 worlds), preferred manufacturers gone inactive, approved draft pull requests. A shut record
-    holds none of those flags, nor a record past its draft the draft flag; the lint finds one planted."""
-    name = "public-status-page-subscribers"
+    holds none of those flags, nor a record past its draft the draft flag; the lint finds one planted. (A status
+    page's free subscribers now hold no renewal at all: a mail host's plans stand in.)"""
+    name = "business-email-hosting"
     spec, _ = synthesize(env_registry.theme(name))
     conn = _conn(spec)
-    by = dict(conn.execute("SELECT status, SUM(auto_renew) FROM subscribers GROUP BY status").fetchall())
+    by = dict(conn.execute("SELECT status, SUM(auto_renew) FROM mail_plans GROUP BY status").fetchall())
     assert by["cancelled"] == 0 and by["active"] > 10
     assert _flagged(name, spec, conn, "impossible") == []
-    conn.execute("UPDATE subscribers SET auto_renew = 1 WHERE id = (SELECT MIN(id) FROM subscribers WHERE status = 'cancelled')")
-    assert _flagged(name, spec, conn, "impossible") == ["subscribers.auto_renew"]
+    conn.execute("UPDATE mail_plans SET auto_renew = 1 WHERE id = (SELECT MIN(id) FROM mail_plans WHERE status = 'cancelled')")
+    assert _flagged(name, spec, conn, "impossible") == ["mail_plans.auto_renew"]
 
 
 def test_a_payment_settles_within_days_and_a_report_follows_the_work():
@@ -1449,18 +1450,18 @@ def test_a_live_subscriptions_period_ends_at_its_next_renewal():
     after today - its start plus whole billing periods; the lint finds one planted."""
     from agentworld_envs.engine.datagen import period_after
 
-    name = "public-status-page-subscribers"
+    name = "business-email-hosting"
     spec, _ = synthesize(env_registry.theme(name))
     conn = _conn(spec)
-    live = conn.execute("SELECT billing_period, started_on, current_period_end FROM subscribers WHERE status IN "
+    live = conn.execute("SELECT billing_period, started_on, current_period_end FROM mail_plans WHERE status IN "
                         "('active', 'trialing', 'paused')").fetchall()
     assert {p for p, _, _ in live} == {"monthly", "quarterly", "annual"}
     assert all("2026-06-15" < end <= period_after("2026-06-15", p) for p, _, end in live)
     assert all(end[8:] == start[8:] for p, start, end in live if p == "monthly" and start[8:] <= "28")   # renewal day
     assert _flagged(name, spec, conn, "clock_status") == []
-    conn.execute("UPDATE subscribers SET current_period_end = '2026-08-30' WHERE id = (SELECT MIN(id) FROM subscribers "
+    conn.execute("UPDATE mail_plans SET current_period_end = '2026-08-30' WHERE id = (SELECT MIN(id) FROM mail_plans "
                  "WHERE status = 'active' AND billing_period = 'monthly')")
-    assert _flagged(name, spec, conn, "clock_status") == ["subscribers.current_period_end"]
+    assert _flagged(name, spec, conn, "clock_status") == ["mail_plans.current_period_end"]
 
 
 def test_what_a_status_or_an_outcome_fixes():
@@ -1629,7 +1630,7 @@ def test_one_holders_numbers_are_never_shared():
     from agentworld_envs.catalogue.catalog import load_bundle
 
     checked = 0
-    for name in ("b2b-cross-border-payments", "airport-parking-reservations", "canal-boat-tours"):
+    for name in ("b2b-cross-border-payments", "airport-parking-reservations", "canal-boat-tours", "airport-car-rental-counter"):
         b = load_bundle(name)
         conn = sqlite3.connect(":memory:")
         conn.deserialize(b.golden)
