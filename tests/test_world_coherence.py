@@ -1953,3 +1953,39 @@ def test_a_timesheet_is_submitted_once_its_week_has_begun():
     conn.execute("UPDATE timesheets SET submitted_at = '2026-01-02T09:00:00Z' WHERE id = (SELECT MIN(id) FROM timesheets "
                  "WHERE week_starting > '2026-02-01' AND submitted_at IS NOT NULL)")
     assert [v.where for v in check_data(spec, conn) if v.rule == "date_order"] == ["timesheets.submitted_at"]
+
+
+def test_a_home_buyer_spends_more_a_day_than_a_shopper_and_signed_up_after_birth():
+    """Lint at 6799c67: 20 off-plan purchasers signed up before they were born: their spend, on a home buyer's
+    scale (100,000 to 2 million), at a shopper's 150 a day needed decades. The most a day scales with the
+    business's largest spend; the lint reads it off the recipe and still finds one planted."""
+    name = "off-plan-new-build-sales"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    gen = spec["data"]["tables"]["purchasers"]["columns"]["signup_date"]
+    while gen.get("gen") != "spent_since":
+        gen = gen["inner"]
+    assert gen["per_day"] > 150 * 50
+    assert conn.execute("SELECT COUNT(*) FROM purchasers WHERE signup_date < date_of_birth").fetchone()[0] == 0
+    assert conn.execute("SELECT MIN(lifetime_spend) FROM purchasers").fetchone()[0] >= 100000
+    assert _flagged(name, spec, conn, "value_range") == [] and _flagged(name, spec, conn, "date_order") == []
+    conn.execute("UPDATE purchasers SET signup_date = '2026-06-13' WHERE id = (SELECT MIN(id) FROM purchasers "
+                 f"WHERE lifetime_spend > 3 * {gen['per_day']})")
+    assert _flagged(name, spec, conn, "value_range") == ["purchasers.lifetime_spend"]
+
+
+def test_a_record_made_under_two_shut_parents_lets_go_of_the_one_shut_first():
+    """Lint at 6799c67: two tracking events of redelivery requests cancelled days before them. Their scanning
+    driver had left in 2023, so the earliest cap left no room; the event kept its date and dropped the driver,
+    and nothing held it to its request's cancellation. Where the earliest cap leaves no room, the next is kept."""
+    from agentworld_envs.audit.lint import check_world
+
+    name = "home-delivery-redelivery-requests"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    late = ("SELECT COUNT(*) FROM tracking_events c JOIN saihaitatsu_requests p ON p.id = c.saihaitatsu_request_id "
+            "WHERE p.status = 'cancelled' AND substr(c.occurred_at, 1, 10) > substr(p.status_changed_at, 1, 10)")
+    assert conn.execute("SELECT COUNT(*) FROM tracking_events c JOIN saihaitatsu_requests p ON "
+                        "p.id = c.saihaitatsu_request_id WHERE p.status = 'cancelled'").fetchone()[0] > 20
+    assert conn.execute(late).fetchone()[0] == 0
+    assert [v for v in check_world(name, spec, conn) if v.rule == "shut_parent"] == []

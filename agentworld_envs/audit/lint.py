@@ -187,6 +187,20 @@ def _columns(conn: sqlite3.Connection, table: str) -> list[str]:
     return [r[1] for r in conn.execute(f"PRAGMA table_info({q(table)})")]
 
 
+def _recipe_gen(spec: dict[str, Any], table: str, column: str, kind: str) -> dict[str, Any] | None:
+    """The ``kind`` generator a column of the spec's data recipe is drawn from (at any depth), or None."""
+    todo: list[Any] = [((spec.get("data") or {}).get("tables", {}).get(table) or {}).get("columns", {}).get(column)]
+    while todo:
+        g = todo.pop()
+        if isinstance(g, dict):
+            if g.get("gen") == kind:
+                return g
+            todo += [v for v in g.values() if isinstance(v, (dict, list))]
+        elif isinstance(g, list):
+            todo += g
+    return None
+
+
 def _date_columns(conn: sqlite3.Connection, table: str, cols: list[str]) -> list[str]:
     out = []
     for c in cols:
@@ -786,6 +800,9 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 yield Violation("copied_figure", f"{table}.{length}", f"{n} rows whose {length} is not the time from their "
                                                                       f"{start} to their {'/'.join(ended)}")
         spent = semantics.spent_since(cols)
+        if spent:   # the most per day the world drew the sign-up by (a home buyer spends more a day than a shopper)
+            drawn = _recipe_gen(spec, table, spent[1], "spent_since")
+            spent = (spent[0], spent[1], float(drawn["per_day"])) if drawn else spent
         for col in cols:
             got = semantics.accrual(col, cols) or (spent[1:] if spent and col == spent[0] else None)
             if got:

@@ -303,7 +303,9 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         # text to a lead before the lead existed.
         inner, as_date, span = _compile(g["inner"], rng, now, locale, existing), g.get("kind") == "date", g.get("span", 30)
         made_of = _parents_made(g["parents"], existing)
-        shut_of = _parents_shut(g.get("until", ()), existing)
+        # each record's shut day on its own: where the earliest leaves no room, the next one is kept to and the
+        # row lets go of the record shut earlier (``cut_shut_links``), never of them all
+        shuts_of = [_parents_shut([u], existing) for u in g.get("until", ())]
         follows = sorted(sources(g["inner"]))   # same-row dates the inner date comes after (an incident's)
         latest = now + dt.timedelta(days=g.get("latest", 0)) - dt.timedelta(minutes=1)
 
@@ -318,14 +320,16 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
                 if lo <= latest:   # else made after the latest this date may be: the reference chose another record
                     value = _fmt(_between(rng, lo, min(lo + _DAY * span, latest)), as_date)
                     when = parse_when(value)
-            shut = shut_of(row)
-            if shut is not None and when.date() > shut.date():
+            for shut in sorted(s for s in (f(row) for f in shuts_of) if s is not None):
+                if when.date() <= shut.date():
+                    break
                 # made no later than the day the record it belongs to was shut (and never before its making)
                 hi = dt.datetime.combine(shut.date(), dt.time(23, 59)) if as_date else max(
                     shut, min(dt.datetime.combine(shut.date(), dt.time(23, 59)), base or shut))   # that day, after its floor
                 lo = max([hi - _DAY * span, *([base] if base else []), *_row_dates(row, follows)])
                 if lo <= hi:
                     value = _fmt(_between(rng, lo, hi), as_date)
+                    break
             return value
 
         return draw_made
@@ -589,7 +593,11 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
         if unstarted and row.get(started_parent["column"]) in started_parent["in"]:
             options = [o for o in options if o not in unstarted]
             if not options:
-                return None if g.get("null_p") else rng.choice([o for o in pool if o not in unstarted | closed] or pool)
+                if g.get("null_p"):
+                    return None
+                # one that has started and was not shut before the row came about, else one that has started
+                begun = [o for o in pool if o not in unstarted | closed]
+                return rng.choice([o for o in begun if alive is None or alive(o, row)] or begun or pool)
         preferred = options
         for c, shut_through in through:
             if shut_through and row.get(c["column"]) in c["in"]:

@@ -565,6 +565,22 @@ SPENT_SINCE = (("lifetime_spend", "total_spent", "lifetime_value"), ("signup_dat
                                                                     "member_since", "created_at"), 150)
 
 
+#: Days in which the largest lifetime spend of a business is reached at its most per day (a shop's 25,000 at 150).
+SPEND_DAYS = 25000 / 150
+
+
+def _money_max(gen: dict[str, Any]) -> float | None:
+    """The largest figure a money generator draws, at any depth of its wrappers, or None."""
+    todo: list[Any] = [gen]
+    while todo:
+        g = todo.pop()
+        if isinstance(g, dict):
+            if g.get("gen") == "money" and isinstance(g.get("max"), (int, float)):
+                return float(g["max"])
+            todo += [v for v in g.values() if isinstance(v, dict)]
+    return None
+
+
 def spent_since(columns: Iterable[str]) -> tuple[str, str, float] | None:
     """``(spend column, sign-up column, most spent per day)`` for a customer's lifetime spend, or None."""
     have = list(columns)
@@ -1713,6 +1729,10 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     spent = spent_since(gens)
     if spent and date_kind(gens[spent[1]]) and gens[spent[1]].get("gen") != "spent_since":
         spend, since, per_day = spent
+        # a business whose customers spend more (a home buyer's hundreds of thousands) reaches its largest spend in
+        # as many days as a shop's customer reaches hers: no buyer signed up before she was born
+        top = _money_max(gens[spend])
+        per_day = max(per_day, round(top / SPEND_DAYS, 2)) if top else per_day
         gens[since] = wrap(gens[since], gen="spent_since", of=spend, per_day=per_day, kind=date_kind(gens[since]))
     for used, cap in CAPS:
         if used in gens and cap in gens and gens[used].get("gen") != "at_most":
