@@ -728,11 +728,9 @@ def _alive_after(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[
         if spec.get("closes") else {}
 
     def fits(key: Any, row: dict[str, Any]) -> bool:
-        made = made_of(row)
-        for day in (shut_on.get(key), closes_on.get(key)):
-            if not (day is None or made is None or day >= made.date().isoformat()):
-                return False
-        day = shut_on.get(key)
+        made, day = made_of(row), shut_on.get(key)
+        if made is not None and any(d is not None and d < made.date().isoformat() for d in (day, closes_on.get(key))):
+            return False
         if day is not None and any(row.get(c) and str(row[c])[:10] > day for c in by):
             return False
         closed, born = shut_of(row), made_on.get(key)

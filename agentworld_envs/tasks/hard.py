@@ -697,18 +697,6 @@ def date_noun(col: str) -> str:
     return base if base.endswith(("date", "day")) else f"{base} date"
 
 
-def _clock_fits(gen: Generator, c: TableInfo, to: str, rows: list[dict[str, Any]]) -> bool:
-    """Whether moving ``rows`` to status ``to`` leaves each of their clocked dates on the side of today the
-    world keeps for ``to`` (no one completes a reservation for next month)."""
-    today = gen.m.spec["now"][:10]
-    for col in c.cols:
-        side = clock_side(gen.m.spec, c.name, col, to)
-        if side is not None and any(isinstance(r.get(col), str) and (r[col][:10] > today if side == "past"
-                                                                       else r[col][:10] <= today) for r in rows):
-            return False
-    return True
-
-
 def _windows(gen: Generator, c: TableInfo, to: str, kids: list[dict[str, Any]], today: date
              ) -> list[tuple[Callable[[dict[str, Any]], bool], str, str]]:
     """Date conditions relative to today that split ``kids``: (test, phrase, column). The boundary day holds
@@ -899,9 +887,8 @@ def _window_fit(gen: Generator, tr: dict[str, Any], kids: list[dict[str, Any]], 
             return None
         if not any(not test(k) and k[fig] is not None and k[fig] > bound for k in open_):
             return None
+    # (``rules_allow`` also keeps the world's clock: no window sends a record to a status on the wrong side of today)
     if not 4 <= len(match) <= 10 or any(k[st] not in allowed or not gen.rules_allow(tr, k["id"]) for k in match):
-        return None
-    if not _clock_fits(gen, gen.m.tables[tr["impl"]["table"]], tr["impl"]["to"], match):
         return None
     return match, bound
 
@@ -1436,8 +1423,7 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
             gen.rng.shuffle(groups)
             groups.sort(key=lambda g: "weekend" not in g[3])   # each record's weekday worked out first
             for where, open_, done, extra in groups:
-                if not _in_cents(open_ + done, fig) or not all(gen.rules_allow(tr, k["id"]) for k in open_) \
-                        or not _clock_fits(gen, c, to, open_):
+                if not _in_cents(open_ + done, fig) or not all(gen.rules_allow(tr, k["id"]) for k in open_):
                     continue
                 start = sum((Decimal(str(k[fig])) for k in done), Decimal(0))
                 if best:
@@ -1620,8 +1606,7 @@ def group_fill(gen: Generator) -> Part:
         keys = [k for k in summed[1] if k != st and (c.cols.get(k, {}).get("enum") or k in c.fks)]
         for s in gen.rng.sample(list(tr["impl"]["from"]), len(tr["impl"]["from"])):
             for col, rows in _group_scopes(gen, gen.m.rows(gen.conn, c.name, f'"{st}" = ?', (s,)), dates):
-                if not _in_cents(rows, fig) or not all(gen.rules_allow(tr, r["id"]) for r in rows) \
-                        or not _clock_fits(gen, c, to, rows):
+                if not _in_cents(rows, fig) or not all(gen.rules_allow(tr, r["id"]) for r in rows):
                     continue
                 for g in gen.rng.sample(keys, len(keys)):
                     groups = sorted({r[g] for r in rows if r[g] is not None}, key=str)
