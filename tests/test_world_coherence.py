@@ -1989,3 +1989,67 @@ def test_a_record_made_under_two_shut_parents_lets_go_of_the_one_shut_first():
                         "p.id = c.saihaitatsu_request_id WHERE p.status = 'cancelled'").fetchone()[0] > 20
     assert conn.execute(late).fetchone()[0] == 0
     assert [v for v in check_world(name, spec, conn) if v.rule == "shut_parent"] == []
+
+
+def test_nothing_about_a_record_comes_to_more_than_its_whole():
+    """Total scan at a2429a3: 3,857 records of 20 worlds above the whole of the record they point at (a cake
+    order's deposit above the order, a refund asked of a payment above the payment, a folio's charges not adding
+    up to its subtotal). A deposit is part of its order; the lint finds one planted above it."""
+    name = "custom-cake-studio-orders"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    over = ("SELECT COUNT(*) FROM (SELECT c.cake_order_id, SUM(c.amount) AS s FROM deposits c GROUP BY c.cake_order_id) d "
+            "JOIN cake_orders p ON p.id = d.cake_order_id WHERE d.s > p.total_amount + 0.005")
+    assert conn.execute("SELECT COUNT(DISTINCT cake_order_id) FROM deposits").fetchone()[0] > 100
+    assert conn.execute(over).fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "copied_figure") == [] and _flagged(name, spec, conn, "part_over_whole") == []
+    conn.execute("UPDATE deposits SET amount = (SELECT total_amount + 50 FROM cake_orders WHERE id = deposits.cake_order_id) "
+                 "WHERE id = (SELECT MIN(id) FROM deposits WHERE cake_order_id IS NOT NULL)")
+    assert "deposits.amount" in _flagged(name, spec, conn, "copied_figure") + _flagged(name, spec, conn, "part_over_whole")
+
+
+def test_a_folios_charges_add_up_to_its_subtotal():
+    """A hotel folio's charges are its lines: its subtotal is what they come to (272 of 464 folios held a charge
+    above their total)."""
+    name = "hotel-guest-folio-billing"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    off = ("SELECT COUNT(*) FROM folios p JOIN (SELECT folio_id, SUM(line_total) AS s FROM folio_charges GROUP BY folio_id) "
+           "c ON c.folio_id = p.id WHERE abs(p.subtotal - c.s) > 0.015")
+    assert conn.execute(off).fetchone()[0] == 0
+    conn.execute("UPDATE folios SET subtotal = subtotal + 10 WHERE id = (SELECT MIN(folio_id) FROM folio_charges)")
+    assert "folios.subtotal" in _flagged(name, spec, conn, "copied_figure")
+
+
+def test_a_loans_monthly_payment_repays_it():
+    """World audit 80: a loan's monthly payment drawn beside its principal, rate and term (a 30-year auto loan of
+    9,848.62 at 2.2 % paying 1,082.97 a month). The payment is the annuity that repays the principal; terms fit the
+    theme's loans; the lint finds one payment planted off."""
+    assert datagen.monthly_payment(10000, 0.06, 12) == 860.66      # the textbook figure
+    assert datagen.monthly_payment(1200, 0, 12) == 100 and datagen.monthly_payment(10000, 6, 12) == 860.66
+    name = "auto-loan-servicing"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    rows = conn.execute("SELECT principal, interest_rate, term_months, monthly_payment FROM auto_loans").fetchall()
+    assert len(rows) > 50 and {n for _, _, n, _ in rows} <= {24, 36, 48, 60, 72, 84}
+    assert all(m == datagen.monthly_payment(p, r, n) and m * n >= p for p, r, n, m in rows)
+    assert _flagged(name, spec, conn, "copied_figure") == []
+    conn.execute("UPDATE auto_loans SET monthly_payment = monthly_payment * 2 WHERE id = 1")
+    assert _flagged(name, spec, conn, "copied_figure") == ["auto_loans.monthly_payment"]
+
+
+def test_nothing_is_filed_before_its_case_was_opened():
+    """Probe at a2429a3: 122 of 530 probate filings filed before their estate was opened. An estate's
+    ``opened_on`` is a stamp every estate holds whatever its status, so it is when the estate came about: what
+    belongs to it comes after. The lint finds one planted."""
+    name = "probate-estate-administration"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    early = ("SELECT COUNT(*) FROM filings f JOIN probate_estates e ON e.id = f.probate_estate_id "
+             "WHERE substr(f.filed_at, 1, 10) < e.opened_on")
+    assert conn.execute("SELECT COUNT(*) FROM filings WHERE probate_estate_id IS NOT NULL").fetchone()[0] > 100
+    assert conn.execute(early).fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "before_parent") == []
+    conn.execute("UPDATE filings SET filed_at = '2020-01-01T09:00:00Z' WHERE id = (SELECT MIN(id) FROM filings "
+                 "WHERE probate_estate_id IS NOT NULL)")
+    assert _flagged(name, spec, conn, "before_parent") == ["filings.filed_at"]

@@ -82,7 +82,7 @@ from typing import Any, Iterable
 
 import env_registry
 
-from ..engine.datagen import (BILLING_PERIODS, LAST_ACTIVITY, charged_days, made_on, mime_type, parse_when,
+from ..engine.datagen import (BILLING_PERIODS, LAST_ACTIVITY, charged_days, made_on, mime_type, monthly_payment, parse_when,
                                period_after, years_in_use)
 from ..engine.language import number, singular
 from ..engine.textgen import REASONS
@@ -865,6 +865,15 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
             if ragged:
                 yield Violation("copied_figure", f"{table}.{end}", f"{ragged} rows whose {end} is not whole days after "
                                                                    f"{start}")
+        if set(semantics.LOAN_TERMS) <= cols:
+            # a loan's monthly payment repays its principal at its rate over its term
+            *of, payment = semantics.LOAN_TERMS
+            rows = conn.execute(f"SELECT {', '.join(map(q, semantics.LOAN_TERMS))} FROM {q(table)} WHERE "
+                                f"{' AND '.join(f'{q(c)} IS NOT NULL' for c in of)}").fetchall()
+            off = sum(1 for p, r, n, m in rows if m is None or n < 1 or abs(monthly_payment(p, r, int(n)) - m) > 0.015)
+            if off:
+                yield Violation("copied_figure", f"{table}.{payment}", f"{off} rows whose {payment} does not repay their "
+                                                                       f"{of[0]} at their {of[1]} over their {of[2]}")
         for value, floor, n in _same_row(conn, table, cols, semantics.FLOORS, "<"):
             yield Violation("over_cap", f"{table}.{value}", f"{n} rows with {value} below {floor}")
         for paid, due in semantics.PAID:
@@ -1143,6 +1152,12 @@ def _made_columns(spec: dict[str, Any], conn: sqlite3.Connection, table: str) ->
     return [c for c in _date_columns(conn, table, cols) if semantics.is_made_column(c) and c not in stamps]
 
 
+def _came_about(spec: dict[str, Any], conn: sqlite3.Connection, table: str) -> list[str]:
+    """When a record of ``table`` came about: its dates of making and the status stamps every record holds."""
+    wf = _workflow_of(spec, table)
+    return _made_columns(spec, conn, table) + (semantics.making_stamps(_columns(conn, table), wf) if wf else [])
+
+
 def _worked_columns(spec: dict[str, Any], conn: sqlite3.Connection, table: str) -> list[str]:
     """When the work of a record of ``table`` took place: its start dates that are not dates of making."""
     cols = _columns(conn, table)
@@ -1164,7 +1179,7 @@ def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
                   and (semantics.follows_parent(c) or c == "status_changed_at")] + (semantics.making_stamps(cols, wf) if wf else [])
         for c in t["columns"]:
             parent = (c.get("references") or "").split(".")[0]
-            for made, col in [(m, e) for m in (_made_columns(spec, conn, parent) if parent and parent != table else [])
+            for made, col in [(m, e) for m in (_came_about(spec, conn, parent) if parent and parent != table else [])
                               for e in events]:
                 # days compared: what happened the day the parent was made may have happened that morning
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "

@@ -234,6 +234,17 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return round(row[rate] * charged_days(row[start], row[end]), 2)
 
         return per_day
+    if kind == "annuity":
+        # What repays a loan's principal at its rate over its term, in equal monthly payments.
+        principal, rate, months = g["of"]
+
+        def annuity(i: int, row: dict[str, Any]) -> Any:
+            p, r, n = row.get(principal), row.get(rate), row.get(months)
+            if not isinstance(p, (int, float)) or not isinstance(r, (int, float)) or not isinstance(n, int) or n < 1:
+                return None
+            return monthly_payment(p, r, n)
+
+        return annuity
     if kind in ("sum", "product"):
         of, factor = list(g["of"]), g.get("factor", 1)
 
@@ -1151,6 +1162,13 @@ def column_generator(g: dict[str, Any], rng: random.Random, now: dt.datetime, lo
     return draw
 
 
+def monthly_payment(principal: float, annual_rate: float, months: int) -> float:
+    """The equal monthly payment that repays ``principal`` over ``months`` at ``annual_rate`` (a fraction; a
+    figure above 1 is read as a percentage), interest charged monthly on what is left: the annuity formula."""
+    r = (annual_rate / 100 if annual_rate > 1 else annual_rate) / 12
+    return round(principal / months if r == 0 else principal * r / (1 - (1 + r) ** -months), 2)
+
+
 def charged_days(start: str, end: str) -> int:
     """The days a hire from ``start`` to ``end`` is charged for: whole days, a started one counting, at least one."""
     return max(1, math.ceil((parse_when(end) - parse_when(start)) / _DAY - 1e-9))
@@ -1250,6 +1268,8 @@ def fit_parts(gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]], exist
     """The parts of one whole (``part_of``: the payments of an invoice, the refunds of a payment) that add up
     to more than it are scaled down together to a share of it, each keeping its weight and at least a cent."""
     for col, g in gens.items():
+        while g.get("gen") == "within" and "inner" in g:   # also bound by another record it points at
+            g = g["inner"]
         if g.get("gen") != "part_of":
             continue
         where, source = _id_index(existing, g["table"]), existing.get(f"{g['table']}.{g['field']}", [])

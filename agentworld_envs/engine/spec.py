@@ -45,7 +45,7 @@ GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "c
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
                         "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
                         "rollup", "soon", "per_day", "accrued", "differs", "spent_since", "per_year",
-                        "minutes_between", "period_end", "floored"})
+                        "minutes_between", "period_end", "floored", "annuity"})
 
 
 @functools.cache
@@ -518,6 +518,9 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
     elif kind == "per_day":
         if not (isinstance(g.get("of"), list) and len(g["of"]) == 3 and all(c in earlier for c in g["of"])):
             raise bad("of", "must list three earlier columns of the row: the daily rate, the start and the end")
+    elif kind == "annuity":
+        if not (isinstance(g.get("of"), list) and len(g["of"]) == 3 and all(c in earlier for c in g["of"])):
+            raise bad("of", "must list three earlier columns of the row: the principal, the annual rate and the months")
     elif kind in ("sum", "product"):
         if not (isinstance(g.get("of"), list) and g["of"] and all(c in earlier for c in g["of"])):
             raise bad("of", "must list earlier columns of the row")

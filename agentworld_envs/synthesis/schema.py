@@ -187,6 +187,12 @@ def made_columns(ent: Entity) -> list[str]:
     return [c for c, g in ent.gens.items() if semantics.is_made_column(c) and c not in stamps and semantics.date_kind(g)]
 
 
+def came_about(ent: Entity) -> list[str]:
+    """When a record came about, what the records that belong to it come after: its dates of making and the
+    status stamps every record holds whatever its status (an estate's ``opened_on``: no filing before it)."""
+    return made_columns(ent) + (semantics.making_stamps(list(ent.gens), ent.workflow) if ent.workflow else [])
+
+
 def _latest_days(gen: dict[str, Any]) -> float:
     """The latest a date generator draws, in days from now (0 where it may reach now or beyond): a date a
     record's status puts in the past stays there (a completed ride departed at least ``gap`` days ago)."""
@@ -283,7 +289,7 @@ def link_parent_made(entities: list[Entity]) -> None:
                 gen = gen["then"]   # a winner, only once the game is over
             if pent is None or parent == ent.table or gen.get("gen") not in ("ref", "lookup"):
                 continue
-            parents += [(fk, {"via": fk, "table": parent, "field": made}) for made in made_columns(pent)]
+            parents += [(fk, {"via": fk, "table": parent, "field": made}) for made in came_about(pent)]
         if not parents:
             continue
         cutoff: dict[str, float] = {}
@@ -533,10 +539,20 @@ _DRAWN = frozenset({"money", "float", "int"})
 
 
 def _drawn(gen: dict[str, Any]) -> bool:
-    """Whether a figure is drawn free (possibly under a same-row cap's wrapper), so a link may set it."""
-    while gen.get("gen") in ("at_most", "at_least") and "inner" in gen:
+    """Whether a figure is drawn free (possibly under a same-row cap's wrapper, or bound by another record it
+    points at: a payment of an invoice that also names its order), so a link may set it."""
+    while gen.get("gen") in ("at_most", "at_least", "within", "part_of") and "inner" in gen:
         gen = gen["inner"]
     return gen.get("gen") in _DRAWN
+
+
+def _bound_by(gen: dict[str, Any]) -> set[str]:
+    """The keys whose records already bind a figure (its ``within`` and ``part_of`` wrappers)."""
+    out: set[str] = set()
+    while gen.get("gen") in ("at_most", "at_least", "within", "part_of") and "inner" in gen:
+        out |= {gen["via"]} if "via" in gen else set()
+        gen = gen["inner"]
+    return out
 
 
 def link_parent_figures(entities: list[Entity]) -> None:
@@ -552,7 +568,7 @@ def link_parent_figures(entities: list[Entity]) -> None:
             parent = pent.table
             for col in list(ent.gens):
                 kind_type = (ent.column(col) or {}).get("type")
-                if kind_type not in ("REAL", "INTEGER") or not _drawn(ent.gens[col]):
+                if kind_type not in ("REAL", "INTEGER") or not _drawn(ent.gens[col]) or fk in _bound_by(ent.gens[col]):
                     continue
                 read = any(col in semantics.sources(g) and not datagen.refigured(g, col) for g in ent.gens.values())
                 for pcol in [c["name"] for c in pent.columns if c["name"] in pent.gens]:

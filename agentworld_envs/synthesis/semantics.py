@@ -812,12 +812,16 @@ FLOORS = (("observed_value", "threshold"),)
 #: Records that pay (or pay back) part of the record they point at, by the last word of their table's name.
 _PART_TABLES = frozenset({"payment", "payments", "refund", "refunds", "installment", "installments", "instalment",
                           "instalments", "remittance", "remittances", "payout", "payouts", "disbursement",
-                          "disbursements", "receipt", "receipts", "reimbursement", "reimbursements"})
+                          "disbursements", "receipt", "receipts", "reimbursement", "reimbursements", "deposit", "deposits",
+                          "earnings", "commission", "commissions"})
 #: Such a record's amount, and the whole of the record it points at, in order of preference.
 PART_COLUMNS = ("amount", "payment_amount", "amount_paid", "paid_amount", "refund_amount", "amount_refunded",
                 "refunded_amount")
 WHOLE_COLUMNS = ("total_amount", "amount_due", "grand_total", "order_total", "invoice_total", "total_price", "total",
                  "amount")
+#: The whole of a record that others point at with sums of their own, in order of preference: its total, else
+#: its subtotal.
+_WHOLES = WHOLE_COLUMNS + ("subtotal",)
 
 
 def part_of_whole(table: str, columns: Iterable[str], parent_columns: Iterable[str]) -> tuple[str, str] | None:
@@ -880,12 +884,16 @@ def figure_link(table: str, column: str, parent: str, parent_column: str, column
         return "at_least"
     if column == parent_column == "amount" and _CLAIMS_ON.search(table):
         return "at_most"
+    if column in PART_COLUMNS and parent_column == next((c for c in _WHOLES if c in set(parent_columns)), None):
+        # nothing about a record (a deposit on an order, a discount approved on a quote, a refund asked of a
+        # payment, a commission on an invoice) comes to more than its whole
+        return "at_most"
     return None
 
 
 #: What one line of a record comes to, in order of preference: its own total, else quantity x unit price.
 _LINE_FIGURES = (("line_total",), ("quantity", "unit_price"), ("amount",))
-_LINE_TABLES = re.compile(r"(^|_)(lines?|items?|line_items?|rations?)$")
+_LINE_TABLES = re.compile(r"(^|_)(lines?|items?|line_items?|rations?|charges?)$")
 
 
 def lines_of(table: str, columns: Iterable[str], parent_columns: Iterable[str]) -> tuple[str, tuple[str, ...]] | None:
@@ -898,6 +906,9 @@ def lines_of(table: str, columns: Iterable[str], parent_columns: Iterable[str]) 
     figures = next((f for f in _LINE_FIGURES if set(f) <= cols), None)
     return ("subtotal", figures) if figures else None
 
+
+#: A loan's principal, annual rate, term in months and the monthly payment that repays it (``datagen.monthly_payment``).
+LOAN_TERMS = ("principal", "interest_rate", "term_months", "monthly_payment")
 
 #: (paid, due) pairs whose paid part follows the record's status (the workflow's ``paid`` map).
 PAID = (("amount_paid", "amount_due"), ("amount_paid", "total_amount"), ("paid_amount", "amount_due"))
@@ -1394,6 +1405,10 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens[total] = {"gen": "sum", "of": present}
     if {"quantity", "unit_price", "line_total"} <= set(gens):
         gens["line_total"] = {"gen": "product", "of": ["quantity", "unit_price"]}
+    if set(LOAN_TERMS) <= set(gens):
+        # a loan's monthly payment repays its principal at its rate over its term, not a figure drawn beside them
+        *of, payment = LOAN_TERMS
+        gens[payment] = {"gen": "annuity", "of": of, **{k: v for k, v in gens[payment].items() if k == "null_p"}}
     by_day = charged_by_day(gens)
     if by_day:
         # a hire costs its daily rate for each day it runs: 3 days at 85.48 is 256.44, not whatever was drawn
