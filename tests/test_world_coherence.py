@@ -2053,3 +2053,16 @@ def test_nothing_is_filed_before_its_case_was_opened():
     conn.execute("UPDATE filings SET filed_at = '2020-01-01T09:00:00Z' WHERE id = (SELECT MIN(id) FROM filings "
                  "WHERE probate_estate_id IS NOT NULL)")
     assert _flagged(name, spec, conn, "before_parent") == ["filings.filed_at"]
+
+
+def test_a_week_starts_on_a_monday():
+    """World audit 80: timesheets for weeks starting on every day of the week (14 worlds). A week's start falls on
+    a Monday, and may come before what the timesheet belongs to came about that week; the lint finds a Thursday."""
+    name = "consulting-engagement-timesheets"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    days = {d for d, in conn.execute("SELECT DISTINCT strftime('%w', week_starting) FROM timesheets")}
+    assert days == {"1"} and conn.execute("SELECT COUNT(*) FROM timesheets").fetchone()[0] > 100
+    assert _flagged(name, spec, conn, "impossible") == [] and _flagged(name, spec, conn, "before_parent") == []
+    conn.execute("UPDATE timesheets SET week_starting = date(week_starting, '+3 days') WHERE id = 1")
+    assert _flagged(name, spec, conn, "impossible") == ["timesheets.week_starting"]

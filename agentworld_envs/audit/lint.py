@@ -865,6 +865,12 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
             if ragged:
                 yield Violation("copied_figure", f"{table}.{end}", f"{ragged} rows whose {end} is not whole days after "
                                                                    f"{start}")
+        for col in [c for c in cols if semantics.WEEK_START.search(c)]:
+            # a week starts on the day weeks start (SQLite's %w counts from Sunday)
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE length({q(col)}) = 10 AND CAST(strftime('%w', "
+                             f"{q(col)}) AS INTEGER) != ?", ((semantics.WEEK_STARTS_ON + 1) % 7,)).fetchone()[0]
+            if n:
+                yield Violation("impossible", f"{table}.{col}", f"{n} weeks starting on another day than the world's")
         if set(semantics.LOAN_TERMS) <= cols:
             # a loan's monthly payment repays its principal at its rate over its term
             *of, payment = semantics.LOAN_TERMS
@@ -1182,8 +1188,10 @@ def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
             for made, col in [(m, e) for m in (_came_about(spec, conn, parent) if parent and parent != table else [])
                               for e in events]:
                 # days compared: what happened the day the parent was made may have happened that morning
+                # (and a week may have started before what the record belongs to came about that week)
+                floor = f"date(p.{q(made)}, '-6 days')" if semantics.WEEK_START.search(col) else f"substr(p.{q(made)}, 1, 10)"
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
-                                 f"WHERE substr(c.{q(col)}, 1, 10) < substr(p.{q(made)}, 1, 10)").fetchone()[0]
+                                 f"WHERE substr(c.{q(col)}, 1, 10) < {floor}").fetchone()[0]
                 if n:
                     yield Violation("before_parent", f"{table}.{col}", f"{n} rows before their {parent}.{made}")
         last = next((c for c in cols if c in LAST_ACTIVITY), None)

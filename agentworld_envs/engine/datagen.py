@@ -1156,6 +1156,17 @@ def column_generator(g: dict[str, Any], rng: random.Random, now: dt.datetime, lo
             seen.add(value)
             return value
 
+    if g.get("weekday") is not None:
+        # a date that starts a week falls on the day weeks start: back to that day of the drawn date's week
+        dated, weekday = draw, g["weekday"]
+
+        def draw(i: int, row: dict[str, Any]) -> Any:  # noqa: F811 - deliberate wrapper
+            value = dated(i, row)
+            if not isinstance(value, str) or len(value) != 10:
+                return value
+            day = dt.date.fromisoformat(value)
+            return (day - dt.timedelta(days=(day.weekday() - weekday) % 7)).isoformat()
+
     if null_p:
         inner = draw
         return lambda i, row: None if rng.random() < null_p else inner(i, row)

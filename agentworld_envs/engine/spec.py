@@ -360,6 +360,8 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
         raise bad("null_p", "must be a probability between 0 and 1")
     if "unique" in g and not isinstance(g["unique"], bool):
         raise bad("unique", "must be true or false")
+    if "weekday" in g and (g["weekday"] not in range(7) or isinstance(g["weekday"], bool)):
+        raise bad("weekday", "the day of the week a date falls on: 0 (Monday) to 6")
     required = {"const": ["value"], "int": ["min", "max"], "float": ["min", "max"], "money": ["min", "max"],
                 "choice": ["values"], "pick": ["values"], "ref": ["ref"], "code": ["pattern"], "format": ["template"],
                 "faker": ["provider"]}.get(kind, [])

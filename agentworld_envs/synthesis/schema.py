@@ -178,6 +178,9 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
     link_passing(entities)
     link_live_parents(entities)
     link_started_parents(entities)
+    for ent in entities:
+        for col in [c for c, g in ent.gens.items() if semantics.WEEK_START.search(c) and semantics.date_kind(g) == "date"]:
+            ent.gens[col] = {**ent.gens[col], "weekday": semantics.WEEK_STARTS_ON}   # a timesheet's week starts on a Monday
     return entities
 
 

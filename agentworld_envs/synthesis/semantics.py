@@ -907,6 +907,11 @@ def lines_of(table: str, columns: Iterable[str], parent_columns: Iterable[str]) 
     return ("subtotal", figures) if figures else None
 
 
+#: A date that starts a week (a timesheet's ``week_starting``) falls on the day weeks start (``WEEK_STARTS_ON``,
+#: Monday); the record it belongs to may have come about later that week.
+WEEK_START = re.compile(r"(^|_)week_(start|starting|beginning|commencing|of)$")
+WEEK_STARTS_ON = 0
+
 #: A loan's principal, annual rate, term in months and the monthly payment that repays it (``datagen.monthly_payment``).
 LOAN_TERMS = ("principal", "interest_rate", "term_months", "monthly_payment")
 
@@ -1977,9 +1982,9 @@ def undecided_split(gen: dict[str, Any]) -> tuple[str | None, dict[str, Any] | N
 
 
 def wrap(inner: dict[str, Any], **outer: Any) -> dict[str, Any]:
-    """``outer`` around ``inner``, with the inner generator's ``null_p`` and ``unique`` moved outside (they
-    act only on a column's top-level generator)."""
-    moved = {k: inner[k] for k in ("null_p", "unique") if k in inner}
+    """``outer`` around ``inner``, with the inner generator's ``null_p``, ``unique`` and ``weekday`` moved outside
+    (they act only on a column's top-level generator)."""
+    moved = {k: inner[k] for k in ("null_p", "unique", "weekday") if k in inner}
     return {**outer, "inner": {k: v for k, v in inner.items() if k not in moved}, **moved}
 
 
