@@ -965,7 +965,8 @@ def check_figures(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Vi
 
 
 def check_lines(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
-    """A record with lines (an order's items) has the subtotal they add up to (``semantics.lines_of``)."""
+    """A record with lines (an order's items) has the subtotal they add up to (``semantics.lines_of``), and one
+    counting records of another table (a chat's ``message_count``) counts them (``semantics.count_of``)."""
     tables = {t["name"]: [c["name"] for c in t["columns"]] for t in spec["tables"]}
     for t in spec["tables"]:
         for fk in (c for c in t["columns"] if c.get("references")):
@@ -982,6 +983,18 @@ def check_lines(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Viol
                 yield Violation("copied_figure", f"{parent}.{field}", f"{n} {parent} whose {field} is not the sum of their "
                                                                       f"{t['name']}")
             break
+    for t in spec["tables"]:
+        for fk in (c for c in t["columns"] if c.get("references")):
+            parent = fk["references"].split(".")[0]
+            count = semantics.count_of(t["name"], tables.get(parent, [])) if parent != t["name"] else None
+            if count is None:
+                continue
+            # a chat's message count is how many messages it has
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(parent)} AS p WHERE p.{q(count)} IS NOT NULL AND p.{q(count)} != "
+                             f"(SELECT COUNT(*) FROM {q(t['name'])} AS c WHERE c.{q(fk['name'])} = p.id)").fetchone()[0]
+            if n:
+                yield Violation("copied_figure", f"{parent}.{count}", f"{n} {parent} whose {count} is not how many "
+                                                                      f"{t['name']} they have")
 
 
 def check_same_parent(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:

@@ -1262,9 +1262,11 @@ def roll_up(conn: sqlite3.Connection, table: str, lines: list[dict[str, Any]], d
             redrawn = _readers(gens, field)
             cols = [field, *redrawn]
             changed = []
+            if g.get("count"):   # how many lines a record has, none counting too
+                sums = {row.get("id"): sums.get(row.get("id"), 0) for row in rows}
             for i, row in enumerate(rows):
                 if row.get("id") in sums:
-                    row[field] = round(sums[row["id"]], 2)
+                    row[field] = int(sums[row["id"]]) if g.get("count") else round(sums[row["id"]], 2)
                     for col in redrawn:
                         row[col] = factories[col](i, row)
                     changed.append(row)

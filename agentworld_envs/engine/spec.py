@@ -616,9 +616,10 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
         raise bad("days", "must map a status to the whole days ahead within which the date lies")
     if kind == "within" and g.get("side") not in ("max", "min"):
         raise bad("side", "must be 'max' or 'min'")
-    if kind == "rollup" and not (isinstance(g.get("figures"), list) and g["figures"] and all(
+    if kind == "rollup" and not (isinstance(g.get("figures"), list) and (g["figures"] or g.get("count") is True) and all(
             f in columns_of.get(g.get("table"), []) for f in [g.get("key"), *g["figures"]])):
-        raise bad("figures", "a rollup names its lines' table, their key to the record and the figures a line multiplies")
+        raise bad("figures", "a rollup names its lines' table, their key to the record and the figures a line multiplies "
+                             "(none where it counts them: 'count': true)")
     for key in ("inner", "else"):
         if key in g:
             if not isinstance(g[key], dict) or "gen" not in g[key]:

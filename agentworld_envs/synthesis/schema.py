@@ -610,6 +610,18 @@ def link_lines(entities: list[Entity]) -> None:
                 ent.rows = max(ent.rows, min(900, pent.rows * 3 // 2))
             pent.gens[field] = semantics.wrap(pent.gens[field], gen="rollup", table=ent.table, key=fk, figures=list(figures))
             break
+        for fk, pent in _keyed_parents(ent, by_table):
+            # a chat's message count is how many of its messages there are
+            count = semantics.count_of(ent.table, pent.gens)
+            if not count or (pent.column(count) or {}).get("type") != "INTEGER" or pent.gens[count].get("gen") not in _DRAWN:
+                continue
+            if set(ent.gens[fk]) <= {"gen", "ref", "null_p"} and ent.gens[fk]["gen"] == "ref":
+                # none has none (a chat counts its messages from one), and each of them belongs to one
+                ent.gens[fk] = {"gen": "ref", "ref": ent.gens[fk]["ref"], "cover": True}
+                ent.rows = max(ent.rows, min(900, pent.rows * 3 // 2))
+            else:
+                pent.column(count)["check"] = f"{count} >= 0"   # records drawn apart: one may have none yet
+            pent.gens[count] = semantics.wrap(pent.gens[count], gen="rollup", table=ent.table, key=fk, figures=[], count=True)
 
 
 def link_parent_dates(entities: list[Entity]) -> None:

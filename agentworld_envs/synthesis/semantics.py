@@ -915,6 +915,24 @@ WEEK_STARTS_ON = 0
 #: A loan's principal, annual rate, term in months and the monthly payment that repays it (``datagen.monthly_payment``).
 LOAN_TERMS = ("principal", "interest_rate", "term_months", "monthly_payment")
 
+#: A column counting a record's rows of another table: ``<thing>_count``, ``num_<things>``, ``number_of_<things>``.
+_COUNTS = re.compile(r"^(?:num_|number_of_)(\w+)$|^(\w+)_count$")
+
+
+def count_of(table: str, parent_columns: Iterable[str]) -> str | None:
+    """The column of the record the rows of ``table`` point at that counts them (a chat's ``message_count`` its
+    ``messages``, a league's ``team_count`` its ``teams``, a meeting's ``participant_count`` its
+    ``dial_in_participants``), or None."""
+    from ..engine.language import singular
+
+    own = {singular(table), singular(table.rsplit("_", 1)[-1])}
+    for col in parent_columns:
+        m = _COUNTS.match(col)
+        if m and singular(m.group(1) or m.group(2)) in own:
+            return col
+    return None
+
+
 #: (paid, due) pairs whose paid part follows the record's status (the workflow's ``paid`` map).
 PAID = (("amount_paid", "amount_due"), ("amount_paid", "total_amount"), ("paid_amount", "amount_due"))
 
