@@ -61,6 +61,8 @@ def retail():
     ("It was delivered on March 5, 2026.", ["2026-03-05"]),
     ("It is SILVER.", ["silver"]),
     ("You have three delivered orders.", ["3"]),
+    ("The balance is €-51,33.", ["-51.33"]),                 # a decimal comma after a sign after the currency
+    ("Net change: EUR -51,33", ["-51.33"]),
 ])
 def test_correct_answers_in_prose_pass(text, expected):
     assert answers.match_values(text, expected, answers.Candidates(["gold", "silver", "#W3"])).ok
@@ -73,6 +75,7 @@ def test_correct_answers_in_prose_pass(text, expected):
     ("silvery", ["silver"], ["gold", "silver"]),                                 # not the whole word
     ("43", ["42"], []),
     ("one, two, three or four", ["3"], []),                                     # spelled-out hedging
+    ("-51.33 / --51.33", ["-51.33"], []),                                       # a doubled sign is another figure
 ])
 def test_hedged_or_wrong_answers_fail(text, expected, candidates):
     assert not answers.match_values(text, expected, answers.Candidates(candidates)).ok

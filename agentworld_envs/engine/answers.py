@@ -106,7 +106,7 @@ _TIME = re.compile(r"(?<![\d:])\d{1,2}:\d{2}(?::\d{2})?(?:\s?[ap]\.?m\.?\b)?(?![
 # A number: optional attached sign, an optional currency symbol or code, digits with optional
 # thousands groups and decimals; not inside a word, code, date or path ("10.5953/ds.608617", a DOI).
 _CURRENCY = r"(?:[$€£¥]|usd|eur|gbp|us\$)"
-_NUMBER = re.compile(r"(?<![\w#/.\-])(?:(" + _CURRENCY + r")\s?)?(-(?=[\d$€£¥]))?(?:(" + _CURRENCY + r")\s?)?"
+_NUMBER = re.compile(r"(?<![\w#/.\-])(?:(" + _CURRENCY + r")\s?)?(--?(?=[\d$€£¥]))?(?:(" + _CURRENCY + r")\s?)?"
                      r"((?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?![\d,]\d)(?!\.\d)(?![\w-]*\d)(?!/\w)")
 # A code: a run mixing letters and digits (W1234, PST-84118742, 1ZKKF59), a '#' id, an e-mail or a
 # long digit string (phone and tracking numbers).
@@ -376,7 +376,8 @@ class Item:
     currency: bool = False
 
 
-_DECIMAL_COMMA = re.compile(r"(?:(?<=[€$£¥])|(?<=[€$£¥] )|(?<=\b(?:eur|usd|gbp) ))(\d{1,3}(?:\.\d{3})*|\d+),(\d{2})(?![\d,])"
+_DECIMAL_COMMA = re.compile(r"(?:(?<=[€$£¥])|(?<=[€$£¥] )|(?<=\b(?:eur|usd|gbp) )|(?<=[€$£¥]-)|(?<=[€$£¥] -)|"
+                            r"(?<=\b(?:eur|usd|gbp) -))(\d{1,3}(?:\.\d{3})*|\d+),(\d{2})(?![\d,])"
                             r"|(?<![\d.,])(\d{1,3}(?:\.\d{3})*|\d+),(\d{2})(?=\s?(?:€|\$|£|eur\b|euros?\b|usd\b|dollars?\b))")
 
 
@@ -412,7 +413,7 @@ def _numbers_and_codes(text: str) -> tuple[list[Item], list[Item]]:
             codes.append(Item("code", m.start(), m.end(), value_key(raw)))   # "card -0121": a code's tail
             continue
         value = float(raw.replace(",", ""))
-        if m[2]:
+        if m[2] == "-":   # ("--51.33", two signs, is not -51.33)
             value = -value
         nums.append(Item("number", m.start(), m.end(), "", number=value, integer="." not in raw,
                          currency=bool(m[1] or m[3])))
