@@ -2083,3 +2083,64 @@ def test_a_count_counts_the_records_it_names():
         assert _flagged(name, spec, conn, "copied_figure") == []
         conn.execute(f"UPDATE {parent} SET {count} = {count} + 1 WHERE id = 1")
         assert _flagged(name, spec, conn, "copied_figure") == [f"{parent}.{count}"]
+
+
+def test_a_line_comes_to_its_price_less_its_discount_at_the_worlds_tax_rate():
+    """World audit 84: schedule-of-values lines whose total ignored their 10 % discount (427 of 852), each line
+    with its own tax rate of 0 to 20 % under a pay application taxed at one. A line's total is its quantity at
+    its price less its discount, at the world's one rate; the lint finds a line planted at its undiscounted total."""
+    name = "construction-progress-billing"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    rows = conn.execute("SELECT quantity, unit_price, discount_percent, line_total FROM schedule_of_values_lines").fetchall()
+    assert sum(1 for *_, d, _ in rows if d) > 50
+    assert all(abs(q * p * (1 - (d or 0) / 100) - t) <= 0.011 for q, p, d, t in rows)
+    assert conn.execute("SELECT COUNT(DISTINCT tax_rate) FROM schedule_of_values_lines").fetchone()[0] == 1
+    flagged = lambda: sorted(v.where for v in check_data(spec, conn) if v.rule == "impossible")  # noqa: E731
+    assert flagged() == []
+    conn.execute("UPDATE schedule_of_values_lines SET line_total = quantity * unit_price WHERE id = (SELECT MIN(id) FROM "
+                 "schedule_of_values_lines WHERE discount_percent >= 5)")
+    assert flagged() == ["schedule_of_values_lines.line_total"]
+
+
+def test_a_claim_asks_no_more_than_its_cover_and_a_show_seats_no_more_than_its_theatre():
+    """World audit 84: claims 15 times their policy's cover (279 of 358), annual premiums above the cover, a
+    performance with more seats than its theatre (43 of 187). Each is bounded by the record it is about; the lint
+    finds each planted."""
+    name = "event-cancellation-insurance"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    over = ("SELECT COUNT(*) FROM claims c JOIN insurance_policies p ON p.id = c.policy_insurance_policy_id "
+            "WHERE c.amount_claimed > p.coverage_amount")
+    assert conn.execute("SELECT COUNT(*) FROM claims").fetchone()[0] > 100 and conn.execute(over).fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM insurance_policies WHERE annual_premium > coverage_amount").fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "copied_figure") == [] and _flagged(name, spec, conn, "over_cap") == []
+    conn.execute("UPDATE claims SET amount_claimed = (SELECT coverage_amount * 3 FROM insurance_policies p "
+                 "WHERE p.id = claims.policy_insurance_policy_id) WHERE id = 1")
+    conn.execute("UPDATE insurance_policies SET annual_premium = coverage_amount + 1 WHERE id = 2")
+    assert _flagged(name, spec, conn, "copied_figure") == ["claims.amount_claimed"]
+    assert _flagged(name, spec, conn, "over_cap") == ["insurance_policies.annual_premium"]
+    name = "theatre-box-office"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    assert conn.execute("SELECT COUNT(*) FROM performances p JOIN theatres t ON t.id = p.theatre_id "
+                        "WHERE p.capacity > t.capacity").fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "copied_figure") == []
+    conn.execute("UPDATE performances SET capacity = (SELECT capacity + 10 FROM theatres t WHERE t.id = performances.theatre_id) "
+                 "WHERE id = (SELECT MIN(id) FROM performances WHERE theatre_id IS NOT NULL)")
+    assert _flagged(name, spec, conn, "copied_figure") == ["performances.capacity"]
+
+
+def test_a_trial_an_acknowledged_incident_and_a_queued_job_do_not_last_for_years():
+    """World audit 84: plans trialing for 751 days, incidents acknowledged since February. A record sits in such a
+    passing status for days (``DWELL_DAYS``), not years; the lint finds one planted a year back."""
+    name = "tiffin-meal-subscription"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    assert conn.execute("SELECT COUNT(*) FROM tiffin_plans WHERE status = 'trialing'").fetchone()[0] > 10
+    assert conn.execute("SELECT COUNT(*) FROM tiffin_plans WHERE status = 'trialing' AND (started_on < '2026-05-15' OR "
+                        "status_changed_at < '2026-05-15')").fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "stale_status") == []
+    conn.execute("UPDATE tiffin_plans SET started_on = '2025-06-01', status_changed_at = '2025-06-01T10:00:00Z' "
+                 "WHERE id = (SELECT MIN(id) FROM tiffin_plans WHERE status = 'trialing')")
+    assert "tiffin_plans.status_changed_at" in _flagged(name, spec, conn, "stale_status")

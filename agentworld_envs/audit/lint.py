@@ -301,10 +301,13 @@ def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[
                 if n:
                     yield Violation("impossible", f"{table}.{total}", f"{n} rows whose {total} is not {' + '.join(present)}")
         if {"quantity", "unit_price", "line_total"} <= set(cols):
+            # less the line's discount where it has one
+            off = " * (1 - coalesce(discount_percent, 0) / 100.0)" if "discount_percent" in cols else ""
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE line_total IS NOT NULL AND "
-                             f"abs(line_total - quantity * unit_price) > 0.011").fetchone()[0]
+                             f"abs(line_total - quantity * unit_price{off}) > 0.011").fetchone()[0]
             if n:
-                yield Violation("impossible", f"{table}.line_total", f"{n} rows whose line_total is not quantity x unit_price")
+                yield Violation("impossible", f"{table}.line_total", f"{n} rows whose line_total is not quantity x unit_price"
+                                                                   f"{' less its discount' if off else ''}")
         if "file_name" in cols and "mime_type" in cols:
             bad = sum(1 for f, m in conn.execute(f"SELECT file_name, mime_type FROM {q(table)} WHERE file_name IS NOT NULL")
                       if m != mime_type(f))
@@ -540,7 +543,9 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
                 args: tuple[Any, ...] = (now[:10], lo.strftime("%Y-%m-%dT%H:%M:%SZ"), now)
                 what = f"started more than {window['minutes']} minutes before now"
             else:
-                first = (when.date() + timedelta(days=window["days"][0])).isoformat()
+                # (a week started on its Monday, up to 6 days before the window opened)
+                slack = 6 if semantics.WEEK_START.search(col) else 0
+                first = (when.date() + timedelta(days=window["days"][0] - slack)).isoformat()
                 where, args, what = f"substr({q(col)}, 1, 10) < ?", (first,), f"before {first}"
             if "minutes" in window and "status_changed_at" in cols:
                 where += f" OR substr(status_changed_at, 1, 10) < substr({q(col)}, 1, 10)"   # in progress before it began

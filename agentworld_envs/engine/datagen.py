@@ -246,13 +246,15 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
 
         return annuity
     if kind in ("sum", "product"):
-        of, factor = list(g["of"]), g.get("factor", 1)
+        of, factor, less = list(g["of"]), g.get("factor", 1), g.get("less_percent")
 
         def combine(i: int, row: dict[str, Any]) -> Any:
             vals = [row.get(c) or 0 for c in of]
             out = vals[0]
             for v in vals[1:]:
                 out = out + v if kind == "sum" else out * v
+            if less:   # less a percentage the row gives (a line's discount)
+                out *= 1 - (row.get(less) or 0) / 100
             return round(out * factor, 2) if kind == "product" else round(out, 2)
 
         return combine
@@ -1187,7 +1189,8 @@ def charged_days(start: str, end: str) -> int:
 
 def sources(gen: dict[str, Any]) -> set[str]:
     """The columns of the same row a generator reads."""
-    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts", "since", "apart_from", "year", "start", "end", "period")
+    out = {gen[k] for k in ("of", "column", "via", "floor", "lasts", "since", "apart_from", "year", "start", "end", "period",
+                            "less_percent")
            if isinstance(gen.get(k), str)}
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):

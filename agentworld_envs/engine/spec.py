@@ -529,6 +529,8 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
         if "factor" in g and (kind != "product" or isinstance(g["factor"], bool)
                               or not isinstance(g["factor"], (int, float)) or not 0 <= g["factor"] <= 1000):
             raise bad("factor", "a product's factor is a number from 0 to 1000")
+        if "less_percent" in g and (kind != "product" or g["less_percent"] not in earlier):
+            raise bad("less_percent", "a product may be less a percentage an earlier column of the row gives")
     elif kind in ("when", "by"):
         if g.get("column") not in earlier:
             raise bad("column", "must name an earlier column of the row")

@@ -797,6 +797,8 @@ CAPS = (("seats_booked", "capacity"), ("enrolled_count", "capacity"), ("times_re
         ("refills_remaining", "refills_total"), ("guest_passes_remaining", "guest_passes_total"),
         ("actual_minutes", "estimated_minutes_cap"), ("credits_used", "credits_total"),
         ("deliveries_completed", "deliveries_assigned"), ("discount_amount", "unit_price"),
+        # no insurer charges more a year than it covers
+        ("annual_premium", "coverage_amount"), ("premium", "coverage_amount"), ("premium_amount", "coverage_amount"),
         # a funnel narrows: no more clicks than opens, no more opens than recipients
         ("opens", "recipients"), ("clicks", "opens"), ("unsubscribes", "recipients"), ("clicks", "impressions"),
         ("conversions", "clicks"), ("conversions", "visitors"),
@@ -819,6 +821,9 @@ PART_COLUMNS = ("amount", "payment_amount", "amount_paid", "paid_amount", "refun
                 "refunded_amount")
 WHOLE_COLUMNS = ("total_amount", "amount_due", "grand_total", "order_total", "invoice_total", "total_price", "total",
                  "amount")
+#: What a claim asks for, and what the policy it is made on covers.
+_CLAIMED = frozenset({"amount", "claimed_amount", "claim_amount", "amount_claimed", "estimated_loss", "loss_amount"})
+_COVER = frozenset({"coverage_amount", "coverage_limit", "sum_insured", "limit_amount", "cover_amount"})
 #: The whole of a record that others point at with sums of their own, in order of preference: its total, else
 #: its subtotal.
 _WHOLES = WHOLE_COLUMNS + ("subtotal",)
@@ -884,6 +889,12 @@ def figure_link(table: str, column: str, parent: str, parent_column: str, column
         return "at_least"
     if column == parent_column == "amount" and _CLAIMS_ON.search(table):
         return "at_most"
+    if column in _CLAIMED and parent_column in _COVER:
+        return "at_most"   # a claim asks no more than its policy covers
+    if parent_column == "annual_premium" and column in ("amount_due", "amount", "premium_amount"):
+        return "at_most"   # an instalment of a premium is no more than the year's premium
+    if column == parent_column == "capacity":
+        return "at_most"   # a performance seats no more than its theatre
     if column in PART_COLUMNS and parent_column == next((c for c in _WHOLES if c in set(parent_columns)), None):
         # nothing about a record (a deposit on an order, a discount approved on a quote, a refund asked of a
         # payment, a commission on an invoice) comes to more than its whole
@@ -1030,7 +1041,10 @@ def ends_after_change(workflow: dict[str, Any] | None, end: str | None) -> list[
 DWELL_DAYS = {"processing": 21, "provisioning": 14, "label_created": 14, "picked_up": 10, "in_transit": 30,
               "out_for_delivery": 5, "shipped": 45, "boarding": 1, "triggered": 30, "awaiting_info": 90,
               "in_review": 120, "under_review": 120, "investigating": 120, "screening": 90, "interviewing": 90,
-              "offered": 30, "changes_requested": 60, "authorized": 14}
+              "offered": 30, "changes_requested": 60, "authorized": 14,
+              # audit 84: incidents acknowledged for months, two-year trials, accounts pending since 2022
+              "acknowledged": 14, "mitigated": 14, "trialing": 30, "submitted": 60, "new": 14, "queued": 7,
+              "maintenance": 30, "on_hold": 90}
 #: Days a payment waits in a status before it moves on (a pending transfer clears or fails within the week).
 PAYMENT_DWELL_DAYS = {"pending": 7}
 
@@ -1427,7 +1441,11 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         if total in gens and parts[0] in present and len(present) >= 2:
             gens[total] = {"gen": "sum", "of": present}
     if {"quantity", "unit_price", "line_total"} <= set(gens):
-        gens["line_total"] = {"gen": "product", "of": ["quantity", "unit_price"]}
+        # a line comes to its quantity at its price, less its discount where it has one
+        off = {"less_percent": "discount_percent"} if "discount_percent" in gens else {}
+        gens["line_total"] = {"gen": "product", "of": ["quantity", "unit_price"], **off}
+        if "tax_rate" in gens and _LINE_TABLES.search(ent.table):
+            gens["tax_rate"] = {"gen": "const", "value": tax_rate(theme)}   # the world's one rate, as on the whole
     if set(LOAN_TERMS) <= set(gens):
         # a loan's monthly payment repays its principal at its rate over its term, not a figure drawn beside them
         *of, payment = LOAN_TERMS
