@@ -38,14 +38,21 @@ def nice(x: float) -> float:
 _YEAR = re.compile(r"(^|_)year$")
 
 
+#: Places in a sequence (a version, the 12th instalment, a lesson's number, a floor), not amounts to bound.
+_ORDINAL = re.compile(r"^(version|revision|floor|sequence|position|rank|round|attempt|step|page|seat_row)$|"
+                      r"(installment|instalment|lesson|episode|season|issue|volume|chapter|line|sequence|week|"
+                      r"sprint|release|build|step|round|stage|level|version)_(number|no|index|num)$")
+
+
 def _numeric_candidates(ent: Any) -> list[tuple[str, dict[str, Any]]]:
     out = []
     for col in ent.columns:
         gen = ent.gens.get(col["name"], {})
         if col["name"] in ent.refs or col["type"] not in ("INTEGER", "REAL") or gen.get("gen") not in ("int", "float", "money"):
             continue
-        if gen["max"] - gen["min"] < 4 or gen["min"] < 0 or _YEAR.search(col["name"]):
-            continue     # a year is no limit to read a figure against ("a model year of at least 2,000")
+        if gen["max"] - gen["min"] < 4 or gen["min"] < 0 or _YEAR.search(col["name"]) or _ORDINAL.search(col["name"]):
+            continue     # a year or a place in a sequence is no limit ("a model year of at least 2,000", "a version of
+            #              at least 9", "an installment number of at least 130")
         out.append((col["name"], gen))
     return out
 
