@@ -189,6 +189,26 @@ def test_a_list_of_handled_ids_with_names_in_brackets_is_a_list_of_ids():
     assert not answers.match_values(Submission("done", "6", rival).words(), ["6"], cands, observed=seen).ok
 
 
+def test_a_partial_refusal_may_count_the_records_it_did_change():
+    """Blind round 86 (hot-air-balloon-flights syn-913): "22, 24" with "Finished 7 flight slots: ...; did not finish
+    DEP-938432: the record holds 22 seats booked, not 23" failed as naming 7, a seats-booked value elsewhere in the
+    world. The number of records the allowed parts changed is a count beside the reason; any other stays a rival."""
+    from agentworld_envs.engine.submission import Submission
+
+    cands = answers.Candidates([22, 24, 7, 12, 8, 6, 11, 3, 4, 23, 25], "I have 9 flight slots to finish, each with its "
+                               "seats booked as I have it: DEP-938432 (with seats booked 23); DEP-727504 (with seats "
+                               "booked 25).", nouns=["flight_slots", "flight_slot", "slot"], today="2026-06-15")
+    said = ("Finished 7 flight slots: DEP-621716, DEP-020245. Did not finish DEP-938432: the record holds 22 seats booked, "
+            "not 23. Did not finish DEP-727504: the record holds 24 seats booked, not 25.")
+    reply = lambda text: Submission("partial", "22, 24", text).words()  # noqa: E731
+    ok = lambda text, done: answers.match_refusal(reply(text), [[22, 24]], cands, results=["done"],  # noqa: E731
+                                                  about=["DEP-938432", "DEP-727504"], declared=True, partial=True,
+                                                  done=done).ok
+    assert ok(said, 7)
+    assert not ok(said, None)                                   # without the count it is a rival value
+    assert not ok(said.replace("Finished 7", "Finished 8"), 7)  # a count the parts did not come to still competes
+
+
 def test_a_price_rise_reply_may_list_each_raised_records_new_figure_after_its_key():
     """Blind round 73 (library-upgrade-campaigns syn-901): the right total beside "Advanced (LXE) 95,883.97;
     Annual (LIY) 267,345.77 …" failed as naming other values: a project's key in brackets before the figure the

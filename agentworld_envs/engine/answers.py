@@ -1725,12 +1725,14 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
 def match_refusal(answer: Any, reasons: Sequence[Sequence[Any]] = (), candidates: Candidates | None = None, *,
                   results: Sequence[str] = (), about: Sequence[str] = (), declared: bool | None = None,
                   observed: Observed | None = None, evidence: Sequence[Any] | None = None,
-                  partial: bool = False, records: Sequence[dict[str, Any]] = ()) -> Match:
+                  partial: bool = False, records: Sequence[dict[str, Any]] = (), done: int | None = None) -> Match:
     """A refusal with evidence: it gives one of the ``reasons`` (each a list of the blocking record's
     values that must all appear, with no competing value of their slot and no hedge), the episode's
     lookups returned one of ``evidence`` (default: the reasons' values and ``about``), and it claims
     none of ``results``. ``declared``: the outcome was given explicitly (then the words need not
-    decline); by default read from ``answer`` (see :class:`~agentworld_envs.engine.submission.SubmittedText`)."""
+    decline); by default read from ``answer`` (see :class:`~agentworld_envs.engine.submission.SubmittedText`).
+    ``done``: in a partial refusal, how many records the allowed parts changed ("Finished 7 flight slots"), a count
+    beside the reason rather than a rival value of its slot."""
     if declared is None:
         declared = bool(getattr(getattr(answer, "submission", None), "outcome", None))
     if answer is None or (isinstance(answer, str) and not answer.strip()):
@@ -1767,7 +1769,7 @@ def match_refusal(answer: Any, reasons: Sequence[Sequence[Any]] = (), candidates
         # rival reason; said of the refused record it is a claim, which ``claims`` reads above.
         m = match_values(answer, list(alternative), candidates, numeric=None, scoped=False, observed=observed,
                          allowed=[v for v in everything if v not in alternative] + list(evidence or ())
-                         + (list(results) if partial else []))
+                         + (list(results) if partial else []) + ([done] if partial and done else []))
         if m.ok:
             passed = passed or alternative
             continue

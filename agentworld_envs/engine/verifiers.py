@@ -181,6 +181,15 @@ def expected_outcome(task: dict[str, Any]) -> str:
     return "partial" if mixed else "refused"
 
 
+def _changed_count(task: dict[str, Any]) -> int | None:
+    """How many records the task's state check changes, adds or removes (the parts a partial refusal did)."""
+    for check in task.get("checks") or ():
+        if check.get("type") == "state" and isinstance(check.get("expected"), dict):
+            return sum(len(ops) for table in check["expected"].values() if isinstance(table, dict)
+                       for ops in table.values() if isinstance(ops, list))
+    return None
+
+
 def check_answer(check: dict[str, Any], answer: Any, ctx: VerifierContext | None = None, instruction: str = "",
                  task: dict[str, Any] | None = None) -> tuple[bool, str]:
     """Match ``answer`` (a submission, its words or a bare answer) against one ``answer`` check
@@ -201,7 +210,8 @@ def check_answer(check: dict[str, Any], answer: Any, ctx: VerifierContext | None
         partial = task is not None and expected_outcome(task) == "partial"
         m = answers.match_refusal(text, check.get("reasons", []), cands, results=check.get("results", []),
                                   about=check.get("about", []), declared=bool(sub.outcome), observed=observed,
-                                  evidence=check.get("evidence"), partial=partial, records=check.get("records", ()))
+                                  evidence=check.get("evidence"), partial=partial, records=check.get("records", ()),
+                                  done=_changed_count(task) if partial and task is not None else None)
     elif mode == "set":
         m = answers.match_set(text, _expected_list(check), cands, observed=observed)
     else:
