@@ -863,6 +863,11 @@ def _flagged(name: str, spec: dict, conn: sqlite3.Connection, rule: str) -> list
     return sorted(v.where for v in check_world(name, spec, conn) if v.rule == rule)
 
 
+def _data_flagged(spec: dict, conn: sqlite3.Connection, rule: str) -> list[str]:
+    """Where the data lint (``check_data``) finds ``rule`` broken in a built world (sorted)."""
+    return sorted(v.where for v in check_data(spec, conn) if v.rule == rule)
+
+
 def _passing_table(status: str, col: str, value: str, workflow_states: list[str]) -> tuple[dict, sqlite3.Connection, dict]:
     """A one-table world holding one record in ``status`` with ``col`` = ``value`` (for ``check_clock``)."""
     conn = sqlite3.connect(":memory:")
@@ -1514,7 +1519,7 @@ def test_a_visits_reason_is_why_it_was_booked():
     conn = _conn(spec)
     reasons = {r for r, in conn.execute("SELECT DISTINCT reason FROM appointments WHERE reason IS NOT NULL")}
     assert reasons and reasons <= set(PURPOSES["visit"])
-    flagged = lambda: [v.where for v in check_data(spec, conn) if v.rule == "foreign_vocab"]  # noqa: E731
+    flagged = lambda: _data_flagged(spec, conn, "foreign_vocab")  # noqa: E731
     assert flagged() == []
     conn.execute("UPDATE appointments SET reason = ? WHERE id = 1", (REASONS[3],))
     assert flagged() == ["appointments.reason"]
@@ -1530,7 +1535,7 @@ def test_nobody_registers_before_being_born_and_a_pet_owner_is_no_pet():
     youngest = conn.execute("SELECT MAX(date_of_birth) FROM pet_owners").fetchone()[0]
     assert youngest <= "2008-06-15"
     assert conn.execute("SELECT COUNT(*) FROM pet_owners WHERE signup_date < date_of_birth").fetchone()[0] == 0
-    flagged = lambda: [v.where for v in check_data(spec, conn) if v.rule == "date_order"]  # noqa: E731
+    flagged = lambda: _data_flagged(spec, conn, "date_order")  # noqa: E731
     assert flagged() == []
     conn.execute("UPDATE pet_owners SET signup_date = date(date_of_birth, '-3 days') WHERE id = (SELECT MIN(id) FROM "
                  "pet_owners WHERE date_of_birth IS NOT NULL)")
@@ -1697,7 +1702,7 @@ def test_a_vehicle_identification_number_is_one():
     conn = _conn(spec)
     vins = [v for (v,) in conn.execute("SELECT vin FROM campervans WHERE vin IS NOT NULL")]
     assert len(vins) > 20 and not any(set(v) & set("IOQ") for v in vins)
-    flagged = lambda: sorted(v.where for v in check_data(spec, conn) if v.rule == "impossible")   # noqa: E731
+    flagged = lambda: _data_flagged(spec, conn, "impossible")  # noqa: E731
     assert flagged() == []
     conn.execute("UPDATE campervans SET vin = 'OQI' || substr(vin, 4) WHERE id = (SELECT MIN(id) FROM "
                  "campervans WHERE vin IS NOT NULL)")
@@ -1961,7 +1966,7 @@ def test_a_timesheet_is_submitted_once_its_week_has_begun():
     assert [v for v in check_data(spec, conn) if v.rule == "date_order"] == []
     conn.execute("UPDATE timesheets SET submitted_at = '2026-01-02T09:00:00Z' WHERE id = (SELECT MIN(id) FROM timesheets "
                  "WHERE week_starting > '2026-02-01' AND submitted_at IS NOT NULL)")
-    assert [v.where for v in check_data(spec, conn) if v.rule == "date_order"] == ["timesheets.submitted_at"]
+    assert _data_flagged(spec, conn, "date_order") == ["timesheets.submitted_at"]
 
 
 def test_a_home_buyer_spends_more_a_day_than_a_shopper_and_signed_up_after_birth():
@@ -2105,7 +2110,7 @@ def test_a_line_comes_to_its_price_less_its_discount_at_the_worlds_tax_rate():
     assert sum(1 for *_, d, _ in rows if d) > 50
     assert all(abs(q * p * (1 - (d or 0) / 100) - t) <= 0.011 for q, p, d, t in rows)
     assert conn.execute("SELECT COUNT(DISTINCT tax_rate) FROM schedule_of_values_lines").fetchone()[0] == 1
-    flagged = lambda: sorted(v.where for v in check_data(spec, conn) if v.rule == "impossible")  # noqa: E731
+    flagged = lambda: _data_flagged(spec, conn, "impossible")  # noqa: E731
     assert flagged() == []
     conn.execute("UPDATE schedule_of_values_lines SET line_total = quantity * unit_price WHERE id = (SELECT MIN(id) FROM "
                  "schedule_of_values_lines WHERE discount_percent >= 5)")
