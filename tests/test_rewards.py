@@ -287,6 +287,22 @@ def test_the_cancel_reason_the_instruction_gives_is_checked(retail):
     assert play(retail, task["id"], [format_call(s["name"], s["arguments"]) for s in wrong] + [submit()])[0] == 0.0
 
 
+def test_quoting_the_answer_contract_names_no_rival_date(retail):
+    """Reward probe seed 17: a refusal quoting the answer contract shown after the policy ("dates as 2026-03-05, March
+    5, 2026 …") beside its blocking date failed on those example dates. The contract is public text, blanked like the
+    policy's own words where a reply quotes it; a date of the reply's own beside the answer still competes."""
+    from agentworld_envs.engine.submission import ANSWER_CONTRACT
+
+    task = next(t for t in retail.bundle.tasks if t["id"] == "retail-055")   # a return refused on its delivery date
+    args = task["solution"][-1]["arguments"]
+    assert args["outcome"] == "refused" and args["answer"] == "2026-01-16"
+    rule = next(s for s in ANSWER_CONTRACT.split(". ") if s.startswith("Put only"))
+    quoting = format_call("submit", {**args, "message": f"{args['message']} The policy: {rule}."})
+    assert play(retail, task["id"], body(task) + [quoting])[0] == 1.0
+    rival = format_call("submit", {**args, "message": f"{args['message']} Or was it delivered on 2026-03-05?"})
+    assert play(retail, task["id"], body(task) + [rival])[0] == 0.0
+
+
 @pytest.mark.parametrize("env_id", SYNTH_ENVS)
 def test_synthesised_collateral_writes_fail(env_id):
     env = gym.make(env_id).unwrapped

@@ -32,7 +32,7 @@ from typing import Any, TypedDict
 from . import answers, program_checks, state, statediff
 from ..util.registry import Registry
 from .sqlcheck import read_only
-from .submission import as_submission, declared_outcome
+from .submission import ANSWER_CONTRACT, as_submission, declared_outcome
 
 PythonVerifier = Callable[..., Any]
 
@@ -145,7 +145,7 @@ class VerifierContext:
             vocab, nouns, today = self.lexicon()
             self.memo[key] = answers.Candidates([v for v in values if answers.value_key(v) not in skip], instruction,
                                                 allowed=list(check.get("exclude", [])), vocabulary=vocab, nouns=nouns,
-                                                today=today, policy=self.policy(), rule=rule)
+                                                today=today, policy=f"{self.policy()}\n{ANSWER_CONTRACT}", rule=rule)
         return self.memo[key]
 
 
