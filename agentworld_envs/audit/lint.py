@@ -544,7 +544,7 @@ def _stale(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[st
                 what = f"started more than {window['minutes']} minutes before now"
             else:
                 # (a week started on its Monday, up to 6 days before the window opened)
-                slack = 6 if semantics.WEEK_START.search(col) else 0
+                slack = semantics.WEEK_SLACK_DAYS if semantics.WEEK_START.search(col) else 0
                 first = (when.date() + timedelta(days=window["days"][0] - slack)).isoformat()
                 where, args, what = f"substr({q(col)}, 1, 10) < ?", (first,), f"before {first}"
             if "minutes" in window and "status_changed_at" in cols:
@@ -1207,7 +1207,8 @@ def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
                               for e in events]:
                 # days compared: what happened the day the parent was made may have happened that morning
                 # (and a week may have started before what the record belongs to came about that week)
-                floor = f"date(p.{q(made)}, '-6 days')" if semantics.WEEK_START.search(col) else f"substr(p.{q(made)}, 1, 10)"
+                floor = (f"date(p.{q(made)}, '-{semantics.WEEK_SLACK_DAYS} days')" if semantics.WEEK_START.search(col)
+                         else f"substr(p.{q(made)}, 1, 10)")
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
                                  f"WHERE substr(c.{q(col)}, 1, 10) < {floor}").fetchone()[0]
                 if n:

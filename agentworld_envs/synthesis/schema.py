@@ -541,21 +541,14 @@ def link_parent_amounts(entities: list[Entity]) -> None:
 _DRAWN = frozenset({"money", "float", "int"})
 
 
-def _drawn(gen: dict[str, Any]) -> bool:
-    """Whether a figure is drawn free (possibly under a same-row cap's wrapper, or bound by another record it
-    points at: a payment of an invoice that also names its order), so a link may set it."""
+def _unwrapped(gen: dict[str, Any]) -> tuple[dict[str, Any], set[str]]:
+    """A figure's drawn generator under its same-row caps and its bounds by the records it points at (``within``,
+    ``part_of``), and the keys of those records."""
+    keys: set[str] = set()
     while gen.get("gen") in ("at_most", "at_least", "within", "part_of") and "inner" in gen:
+        keys |= {gen["via"]} if "via" in gen else set()
         gen = gen["inner"]
-    return gen.get("gen") in _DRAWN
-
-
-def _bound_by(gen: dict[str, Any]) -> set[str]:
-    """The keys whose records already bind a figure (its ``within`` and ``part_of`` wrappers)."""
-    out: set[str] = set()
-    while gen.get("gen") in ("at_most", "at_least", "within", "part_of") and "inner" in gen:
-        out |= {gen["via"]} if "via" in gen else set()
-        gen = gen["inner"]
-    return out
+    return gen, keys
 
 
 def link_parent_figures(entities: list[Entity]) -> None:
@@ -571,7 +564,8 @@ def link_parent_figures(entities: list[Entity]) -> None:
             parent = pent.table
             for col in list(ent.gens):
                 kind_type = (ent.column(col) or {}).get("type")
-                if kind_type not in ("REAL", "INTEGER") or not _drawn(ent.gens[col]) or fk in _bound_by(ent.gens[col]):
+                drawn, bound = _unwrapped(ent.gens[col])
+                if kind_type not in ("REAL", "INTEGER") or drawn.get("gen") not in _DRAWN or fk in bound:
                     continue
                 read = any(col in semantics.sources(g) and not datagen.refigured(g, col) for g in ent.gens.values())
                 for pcol in [c["name"] for c in pent.columns if c["name"] in pent.gens]:

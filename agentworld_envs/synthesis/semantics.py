@@ -922,6 +922,8 @@ def lines_of(table: str, columns: Iterable[str], parent_columns: Iterable[str]) 
 #: Monday); the record it belongs to may have come about later that week.
 WEEK_START = re.compile(r"(^|_)week_(start|starting|beginning|commencing|of)$")
 WEEK_STARTS_ON = 0
+#: How many days before a day of its week a week's start may lie.
+WEEK_SLACK_DAYS = 6
 
 #: A loan's principal, annual rate, term in months and the monthly payment that repays it (``datagen.monthly_payment``).
 LOAN_TERMS = ("principal", "interest_rate", "term_months", "monthly_payment")
