@@ -68,6 +68,19 @@ def test_correct_answers_in_prose_pass(text, expected):
     assert answers.match_values(text, expected, answers.Candidates(["gold", "silver", "#W3"])).ok
 
 
+@pytest.mark.parametrize("text, days", [
+    ("the weekend of 13-14 June 2026", ["2026-06-13", "2026-06-14"]),
+    ("Saturday 13 and Sunday 14 June 2026", ["2026-06-13", "2026-06-14"]),
+    ("June 13-14, 2026", ["2026-06-13", "2026-06-14"]),
+    ("12, 13 and 14 June 2026", ["2026-06-12", "2026-06-13", "2026-06-14"]),
+])
+def test_days_sharing_one_month_are_days_not_figures(text, days):
+    """Blind round 87: "the weekend of 13-14 June 2026" in a reply named 13 as a rival of its total."""
+    assert sorted(answers.dates(text)) == days and answers.numbers(text) == []
+    # without a year, the listed day is read as the day beside its month is (never as a figure of its own)
+    assert 13.0 not in answers.numbers(text.replace(" 2026", "").replace(",", ""))
+
+
 @pytest.mark.parametrize("text, expected, candidates", [
     ("gold, silver, bronze", ["silver"], ["gold", "silver", "bronze"]),           # a dump of labels
     ("1, 2, 3, 41, 42, 43", ["42"], []),                                         # a dump of numbers
@@ -76,6 +89,8 @@ def test_correct_answers_in_prose_pass(text, expected):
     ("43", ["42"], []),
     ("one, two, three or four", ["3"], []),                                     # spelled-out hedging
     ("-51.33 / --51.33", ["-51.33"], []),                                       # a doubled sign is another figure
+    ("13-14", ["14"], []),                                                      # a range of figures is no date
+    ("13 or 14 June", ["13"], []),                                              # a figure beside a day is no day
 ])
 def test_hedged_or_wrong_answers_fail(text, expected, candidates):
     assert not answers.match_values(text, expected, answers.Candidates(candidates)).ok

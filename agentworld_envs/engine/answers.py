@@ -304,10 +304,45 @@ def runs(tokens: Sequence[str], max_run: int = MAX_RUN) -> dict[str, list[tuple[
     return out
 
 
+# Days written as a list or a range that shares one month ("13-14 June 2026", "Saturday 13 and Sunday 14 June",
+# "June 13 and 14"): the bare day is a day of that month, not a figure. Dashes are folded to "-".
+_DAY = r"(\d{1,2})(?:st|nd|rd|th)?"
+_DAY_JOIN = r"\s*(?:[-/&,]|\band\b|\bto\b|\bthrough\b|\btill\b|\buntil\b)\s*"
+_LEAD_DAYS = re.compile(rf"(?<![\w.,/-]){_DAY}{_DAY_JOIN}(?:{_WEEKDAY})?(?=\d{{1,2}}(?:st|nd|rd|th)?\s+(?:of\s+)?"
+                        rf"({_MON})\b\.?(?:,?\s+(\d{{4}})\b)?)")
+_TRAIL_DAYS = re.compile(rf"\b({_MON})\.?\s+{_DAY}{_DAY_JOIN}(?:{_WEEKDAY})?{_DAY}\b"
+                         rf"(?![:.]\d|\s*(?:of\s+)?(?:{_MON})\b)(?:,?\s+(\d{{4}})\b)?")
+_BEFORE_DAY = re.compile(rf"(?<![\w.,/-]){_DAY}{_DAY_JOIN}(?:{_WEEKDAY})?$")
+
+
+def _day_lists(text: str) -> list[tuple[int, int, int, int, int | None]]:
+    """Bare days of a list or range sharing the month of the date beside them, in folded ``text``:
+    (start, end, day, month, year or None)."""
+    out: list[tuple[int, int, int, int, int | None]] = []
+    for m in _LEAD_DAYS.finditer(text):
+        month, year = _MONTHS[m[2]], int(m[3]) if m[3] else None
+        out.append((m.start(1), m.end(1), int(m[1]), month, year))
+        start = m.start(1)
+        while (b := _BEFORE_DAY.search(text, max(0, start - 30), start)) is not None:   # "12, 13 and 14 June"
+            out.append((b.start(1), b.end(1), int(b[1]), month, year))
+            start = b.start(1)
+    for m in _TRAIL_DAYS.finditer(text):   # "June 13-14, 2026": both days (the first has no year of its own)
+        month, year = _MONTHS[m[1]], int(m[4]) if m[4] else None
+        out += [(m.start(2), m.end(2), int(m[2]), month, year), (m.start(3), m.end(), int(m[3]), month, year)]
+    return [d for d in out if 1 <= d[2] <= 31]
+
+
 def _date_spans(text: str) -> list[tuple[int, int, dt.date, str]]:
     """Dates in folded ``text``: (start, end, date, "HH:MM" or "")."""
     spans: list[tuple[int, int, dt.date, str]] = []
     taken: list[tuple[int, int]] = []
+    for s, e, day, month, year in _day_lists(text):
+        if year is not None:
+            try:
+                spans.append((s, e, dt.date(year, month, day), ""))
+                taken.append((s, e))
+            except ValueError:
+                continue
     for pattern, kind in _DATE_PATTERNS:
         for m in pattern.finditer(text):
             if any(s < m.end() and m.start() < e for s, e in taken):
@@ -337,6 +372,12 @@ def _date_spans(text: str) -> list[tuple[int, int, dt.date, str]]:
 def _yearless_spans(text: str, taken: list[tuple[int, int]]) -> list[tuple[int, int, dt.date]]:
     """Dates without a year in folded ``text`` outside ``taken`` spans: (start, end, that day of YEARLESS)."""
     out: list[tuple[int, int, dt.date]] = []
+    for s, e, day, month, year in _day_lists(text):
+        if year is None and not any(a < e and s < b for a, b in taken):
+            try:
+                out.append((s, e, dt.date(YEARLESS, month, day)))
+            except ValueError:
+                continue
     for pattern, kind in _YEARLESS_PATTERNS:
         for m in pattern.finditer(text):
             if any(s < m.end() and m.start() < e for s, e in taken + [(a, b) for a, b, _ in out]):
@@ -399,6 +440,7 @@ def _numbers_and_codes(text: str) -> tuple[list[Item], list[Item]]:
     dates_ = [Item("date", s, e, "", day=d, time=t) for s, e, d, t in _date_spans(text)]
     rest = _mask(text, [(i.start, i.end) for i in dates_])
     rest = _mask(rest, [m.span() for m in _TIME.finditer(rest)])
+    rest = _mask(rest, [(a, b) for a, b, *_ in _day_lists(rest)])   # "13-14 June": a day, not a figure
     codes = [Item("code", m.start(), m.end(), value_key(m[0])) for m in _EMAIL.finditer(rest)]
     rest = _mask(rest, [(c.start, c.end) for c in codes])
     for m in _CODE.finditer(rest):

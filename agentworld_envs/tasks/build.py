@@ -322,7 +322,7 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
     attempt = 0
     head_start = dict(HARD_HEAD_START)
     if any(r.get("checked") is False for r in spec.get("rules", ())):
-        head_start["hard_rule_batch"] = 2   # no tool's error gives its refusal away: the policy alone decides
+        head_start["hard_rule_batch"] = 1   # no tool's error gives its refusal away: the policy alone decides
     if hard_fams and fams is not hard_fams:
         hard_goal = min(HARD_TARGET, max(1, target // 3))
         tries: Counter[str] = Counter()
