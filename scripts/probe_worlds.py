@@ -53,6 +53,8 @@ Counts (each as "bad of checked"):
 * ``shut_parent``     a record still open (scheduled, pending, active ...) under one out of service (inactive,
                       discontinued, cancelled, expired ...)
 * ``made_after_shut`` a record created, placed or requested after the record it belongs to went out of service
+* ``in_term``         an incident, loss, accident or event that occurred under a record with a term (a policy,
+                      a campaign, a warranty, an offer) dated before that term began or after it ended
 """
 
 from __future__ import annotations
@@ -315,6 +317,7 @@ def probe_env(name: str, tally: Tally) -> None:
     probe_figures(name, spec, conn, tally)
     probe_shut(name, spec, conn, tally)
     probe_before_parent(name, spec, conn, tally)
+    probe_terms(name, spec, conn, tally)
     probe_passing(name, spec, conn, tally)
     probe_money(name, spec, conn, tally)
     # numbers in the policy prose (a hand-built domain's Python tools enforce figures no rule record states)
@@ -582,6 +585,37 @@ def probe_before_parent(name: str, spec: dict[str, Any], conn: sqlite3.Connectio
                         f"JOIN {q(parent)} p ON p.id = c.{q(c['name'])} WHERE c.{q(ev)} IS NOT NULL AND "
                         f"p.{q(made)} IS NOT NULL").fetchone()
                     tally.add("before_parent", bad or 0, n, f"{name}: {table}.{ev} before {parent}.{made}")
+
+
+HAPPENED = re.compile(r"^(?:incident|loss|accident|damage|injury|breakdown|occurred|occurrence|event|conversion|"
+                      r"date_of_\w+)(?:_at|_on|_date)?$")
+TERM_FROM = re.compile(r"^(?:effective|start|starts|valid_from|coverage_start|term_start|period_start|inception|"
+                       r"effective_from|begins)(?:_at|_on|_date)?$")
+TERM_TO = re.compile(r"^(?:expiry|expiration|expires|end|ends|valid_until|valid_to|coverage_end|term_end|period_end|"
+                     r"effective_to)(?:_at|_on|_date)?$")
+
+
+def probe_terms(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """What happened under a record with a term (a claim's incident under its policy) lies within that term."""
+    for t in spec["tables"]:
+        table = t["name"]
+        events = [c for c in date_columns(conn, table) if HAPPENED.match(c)]
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not events or not parent or parent == table:
+                continue
+            pcols = date_columns(conn, parent)
+            start = next((p for p in pcols if TERM_FROM.match(p)), None)
+            end = next((p for p in pcols if TERM_TO.match(p)), None)
+            if not start or not end:
+                continue
+            for ev in events:
+                n, bad = conn.execute(
+                    f"SELECT COUNT(*), SUM(substr(c.{q(ev)}, 1, 10) < substr(p.{q(start)}, 1, 10) OR "
+                    f"substr(c.{q(ev)}, 1, 10) > substr(p.{q(end)}, 1, 10)) FROM {q(table)} c JOIN {q(parent)} p "
+                    f"ON p.id = c.{q(c['name'])} WHERE c.{q(ev)} IS NOT NULL AND p.{q(start)} IS NOT NULL AND "
+                    f"p.{q(end)} IS NOT NULL").fetchone()
+                tally.add("in_term", bad or 0, n, f"{name}: {table}.{ev} outside {parent}.{start}..{end}")
 
 
 def probe_lifecycle(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:

@@ -59,6 +59,9 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
                     discontinued, cancelled, dropped), or made under it after the day it was shut, or
                     whose work took place there after that day (a route driven on a retired vehicle); or
                     sent in after the record it was sent to closed (a survey response after its closing day)
+``outside_term``    what happened under a record's cover or during its run dated outside its term (a claim's
+                    incident before its policy took effect or after it expired; a conversion after its
+                    campaign ended)
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
@@ -93,7 +96,7 @@ RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns"
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
          "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent", "stale_status",
-         "copied_figure", "shut_parent")
+         "copied_figure", "shut_parent", "outside_term")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -1226,6 +1229,24 @@ def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
                                                                         f"{child['name']}.{made}")
 
 
+def check_terms(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """What happened under a record's cover or during its run lies within its term (``semantics.covered_event``,
+    ``semantics.term_of``): no claim for an incident before its policy took effect or after it expired."""
+    for t in spec["tables"]:
+        table = t["name"]
+        events = [c for c in _date_columns(conn, table, _columns(conn, table)) if semantics.covered_event(c)]
+        for c in t["columns"] if events else ():
+            parent = (c.get("references") or "").split(".")[0]
+            term = semantics.term_of(_date_columns(conn, parent, _columns(conn, parent))) if parent and parent != table else None
+            for col in events if term else ():
+                start, end = term
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                                 f"WHERE substr(c.{q(col)}, 1, 10) < substr(p.{q(start)}, 1, 10) "
+                                 f"OR substr(c.{q(col)}, 1, 10) > substr(p.{q(end)}, 1, 10)").fetchone()[0]
+                if n:
+                    yield Violation("outside_term", f"{table}.{col}", f"{n} rows outside their {parent}'s {start} to {end}")
+
+
 def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """Nothing open under a shut record (a crossing still scheduled on a vehicle out of service), and nothing
     made under it after the day it was shut (an order placed with a supplier gone inactive)."""
@@ -1339,6 +1360,7 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_lines(spec, conn)
     out += check_shut_parents(spec, conn)
     out += check_started_parents(spec, conn)
+    out += check_terms(spec, conn)
     return out
 
 

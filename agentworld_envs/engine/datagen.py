@@ -127,6 +127,9 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         if "made_by" in g:
             pool = _made_by(g, existing, now) or pool
             ok = _made_by_row(g, existing)
+        if "in_term" in g:
+            term = _in_term(g, existing, now)
+            ok = term if ok is None else (lambda key, row, a=ok, b=term: a(key, row) and b(key, row))
         if "quota" in g or "same" in g or "open_parent" in g or "open_through" in g or "alive_after" in g \
                 or "started_parent" in g:
             return _constrained_ref(g, rng, pool, existing, ok)
@@ -752,6 +755,22 @@ def _alive_after(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[
     return fits
 
 
+def _in_term(g: dict[str, Any], existing: dict[str, list[Any]], now: dt.datetime) -> Callable[[Any, dict[str, Any]], bool]:
+    """``"in_term": {"end": COL, "column": "status", "windows": {STATE: DAYS}}``: whether a record's term (ending on
+    its ``COL``) had not ended before the last ``DAYS`` days, for a row in ``STATE`` whose date lies in them (a claim
+    under review for an incident of the last 90 days is on a policy in force then)."""
+    spec = g["in_term"]
+    table = g["ref"].split(".")[0]
+    ends = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.{spec['end']}", ())))
+    opens = {state: (now.date() + dt.timedelta(days=days)).isoformat() for state, days in spec["windows"].items()}
+
+    def fits(key: Any, row: dict[str, Any]) -> bool:
+        first, end = opens.get(row.get(spec["column"])), ends.get(key)
+        return first is None or not end or str(end)[:10] >= first
+
+    return fits
+
+
 def _start_dates(g: dict[str, Any], existing: dict[str, list[Any]]) -> dict[Any, Any]:
     """``"not_after"``'s start date of every record the reference may name, by id."""
     table = g["ref"].split(".")[0]
@@ -1195,7 +1214,7 @@ def sources(gen: dict[str, Any]) -> set[str]:
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
-    for k in ("same", "quota", "not_after", "open_parent", "started_parent"):
+    for k in ("same", "quota", "not_after", "open_parent", "started_parent", "in_term"):
         if isinstance(gen.get(k), dict):
             out.add(gen[k]["column"])
     out |= {c["column"] for c in gen.get("open_through") or ()}

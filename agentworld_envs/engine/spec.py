@@ -418,6 +418,13 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
         for key in ("quota", "same", "not_after"):
             if key in g and (not isinstance(g[key], dict) or g[key].get("column") not in earlier):
                 raise bad(f"{key}.column", "must name an earlier column of the row")
+        term = g.get("in_term")
+        if term is not None and not (isinstance(term, dict) and term.get("column") in earlier
+                                     and term.get("end") in columns_of.get(table, [])
+                                     and isinstance(term.get("windows"), dict)
+                                     and all(isinstance(d, int) and -LIMITS["days"] <= d <= 0 for d in term["windows"].values())):
+            raise bad("in_term", f"needs 'column' (an earlier column), 'end' (a column of {table!r}) and 'windows' "
+                                 "({value: days before today, at most 0})")
         if "same" in g and g["same"].get("via") not in columns_of.get(table, []):
             raise bad("same.via", f"must name a column of {table!r}")
         if "quota" in g and not (isinstance(g["quota"].get("in"), list) and isinstance(g["quota"].get("cap"), int)):

@@ -177,6 +177,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
     link_lines(entities)
     link_passing(entities)
     link_live_parents(entities)
+    link_covered_events(entities)
     link_started_parents(entities)
     for ent in entities:
         for col in [c for c, g in ent.gens.items() if semantics.WEEK_START.search(c) and semantics.date_kind(g) == "date"]:
@@ -414,6 +415,54 @@ def link_live_parents(entities: list[Entity]) -> None:
             if until:
                 ent.gens[col] = _before_change(ent.gens[col], "until", until)
         ent.gens = semantics.dependency_order(ent.gens)
+
+
+def link_covered_events(entities: list[Entity]) -> None:
+    """What happens under a record's cover or during its run happens within its term: a claim's incident between
+    its policy's effective and expiration dates, a conversion while its campaign ran (``semantics.covered_event``,
+    ``semantics.term_of``). The date is floored at the term's start (``parents``) and capped at its end (``until``,
+    whatever the record's status); the record is drawn among those whose term had begun by then (``made_by``)."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        for fk, parent in ent.refs.items():
+            pent = by_table.get(parent)
+            if pent is None or parent == ent.table or ent.gens.get(fk, {}).get("gen") != "ref":
+                continue
+            term = semantics.term_of(c for c, g in pent.gens.items() if semantics.date_kind(g))
+            if term is None:
+                continue
+            for col in [c for c, g in ent.gens.items() if semantics.covered_event(c) and semantics.date_kind(g)]:
+                if col in semantics.reads(ent.gens, fk) or fk in semantics.reads(ent.gens, col) - {fk}:
+                    continue   # never a loop: the key is drawn before the date that reads it
+                start = {"via": fk, "table": parent, "field": term[0]}
+                ent.gens[col] = _within_term(ent.gens[col], start, {"via": fk, "table": parent, "field": term[1], "in": []})
+                latest = _latest_days(ent.gens[col])
+                have = ent.gens[fk].get("made_by")
+                if have and "through" not in have:
+                    made_by = {**have, "fields": sorted({*have["fields"], term[0]}), "days": min(have["days"], latest)}
+                else:
+                    made_by = _both_made_by(have, {"fields": [term[0]], "days": latest})
+                ent.gens[fk] = {**ent.gens[fk], "made_by": made_by}
+                recent = ent.gens[col] if ent.gens[col].get("gen") == "recent" else None
+                if recent and recent.get("column") in ent.gens and fk not in semantics.reads(ent.gens, recent["column"]):
+                    # a status whose date lies in its last days (a claim under review) is under a term not ended before them
+                    windows = {st: w["days"][0] for st, w in recent["windows"].items() if "days" in w}
+                    if windows:
+                        ent.gens[fk] = {**ent.gens[fk], "in_term": {"end": term[1], "column": recent["column"], "windows": windows}}
+        ent.gens = semantics.dependency_order(ent.gens)
+
+
+def _within_term(gen: dict[str, Any], start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
+    """``gen`` floored at ``start`` and capped at ``end`` (a passing status's window too, where it has one)."""
+    top = gen if gen.get("gen") == "recent" else None
+    inner = top["inner"] if top else gen
+    if inner.get("gen") != "after_parents":
+        inner = semantics.wrap(inner, gen="after_parents", parents=[], kind=semantics.date_kind(inner),
+                               latest=_latest_days(inner))
+    inner = {**inner, "parents": [*inner.get("parents", ()), start], "until": [*inner.get("until", ()), end]}
+    if top:
+        return {**top, "inner": inner, "parents": [*top.get("parents", ()), start], "until": [*top.get("until", ()), end]}
+    return inner
 
 
 def _closing_parents(ent: Entity, by_table: dict[str, Entity]) -> list[dict[str, Any]]:

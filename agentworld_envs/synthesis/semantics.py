@@ -69,6 +69,31 @@ def closing_column(date_columns: Iterable[str]) -> str | None:
     return next((c for c in date_columns if _CLOSES.search(c) and "expected" not in c), None)
 
 
+#: Dates of what happens under a record's cover or during its run: a claim's incident or loss, a conversion
+#: or click that occurred (while its campaign ran, its code or offer held).
+_COVERED_EVENT = re.compile(r"^(?:incident|loss|accident|damage|injury|occurred|occurrence)(?:_date|_on|_at)?$|"
+                            r"^date_of_(?:loss|incident|injury|accident|service)$")
+#: A record's term: the day it takes effect or starts, and the day it ends or expires.
+_TERM_START = re.compile(r"^(?:effective|start|starts|valid_from|effective_from|coverage_start|term_start|period_start|"
+                         r"inception)(?:_date|_on|_at)?$")
+_TERM_END = re.compile(r"^(?:expiry|expiration|expires|end|ends|valid_until|valid_to|effective_to|coverage_end|term_end|"
+                       r"period_end)(?:_date|_on|_at)?$")
+
+
+def covered_event(column: str) -> bool:
+    """Whether a date column holds what happened under the cover or run of the record it points at."""
+    return bool(_COVERED_EVENT.match(column))
+
+
+def term_of(date_columns: Iterable[str]) -> tuple[str, str] | None:
+    """``(start, end)``: the date columns a record's term runs between (a policy's effective and expiration
+    dates, a campaign's start and end dates), or None where it has no such pair."""
+    cols = list(date_columns)
+    start = next((c for c in cols if _TERM_START.match(c)), None)
+    end = next((c for c in cols if _TERM_END.match(c)), None)
+    return (start, end) if start and end else None
+
+
 def money_scale(theme: dict[str, Any], module_key: str, column: str) -> dict[str, float] | None:
     """``{"min", "max"}`` of a money column in a theme whose business prices it on another scale than the
     module's default (a doula agency's support package costs hundreds, not a contractor's millions), or None."""

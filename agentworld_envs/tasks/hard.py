@@ -1421,8 +1421,9 @@ def budget_fill(gen: Generator, best: bool = False) -> Part:
                         j = i + k - 1
                         if (i and days[i - 1] == days[i]) or (j + 1 < len(days) and days[j + 1] == days[j]):
                             continue
-                        groups.append(({st: s}, dated[i:j + 1], [], f" whose {date_noun(d)} is between {days[i]} and "
-                                                                    f"{days[j]} (both days included)"))
+                        run = (f" whose {date_noun(d)} is {days[i]}" if days[i] == days[j] else
+                               f" whose {date_noun(d)} is between {days[i]} and {days[j]} (both days included)")
+                        groups.append(({st: s}, dated[i:j + 1], [], run))
             gen.rng.shuffle(groups)
             groups.sort(key=lambda g: "weekend" not in g[3])   # each record's weekday worked out first
             for where, open_, done, extra in groups:
