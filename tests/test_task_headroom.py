@@ -764,49 +764,24 @@ def test_no_task_leaves_a_record_in_a_status_its_dates_contradict():
             runner.close()
 
 
-# ---------------------------------------------------------------------------- rules only the policy states
+def test_a_status_whose_date_has_passed_is_not_reached_on_that_day():
+    """A record moved to a status whose date lies in the past (a load delivered) has that date before today, as the
+    lint reads it: a load due today is not delivered yet (a hard batch of this stop delivered one)."""
+    import random
 
-POLICY_ONLY_ENV = "corporate-team-building-outings"   # "Only approve a quote when its total amount is at most …"
+    from agentworld_envs.tasks.generate import Generator
+    from agentworld_envs.tasks.model import EnvModel
 
-
-def test_a_rule_only_the_policy_states_binds_the_agent_and_not_the_tool():
-    """About half of the record rules have no precondition: the policy states them (its header says some rules
-    no tool enforces, not which), the tool goes ahead on a record breaking one, and a task's reference never
-    does; a hard rule batch over such a rule scores 0 once the agent does what the tool allowed."""
-    from agentworld_envs.engine.rules import Rule
-
-    b = load_bundle(POLICY_ONLY_ENV)
-    rules = [Rule.from_json(r) for r in b.spec["rules"]]
-    loose = [r for r in rules if r.enforced and not r.checked]
-    assert loose and any(r.checked for r in rules if r.kind == "threshold"), [r.to_json() for r in rules]
-    rule = loose[0]
-    assert rule.text in b.spec["policy"] and "whether or not a tool refuses" in b.spec["policy"]
-    tool = next(t for t in b.spec["tools"] if t["name"] == rule.tool)
-    assert rule.text not in str(tool["impl"].get("preconditions", "")) and rule.text not in tool["description"]
-    impl = tool["impl"]
-    marks = ", ".join("?" * len(impl["from"]))
-    breaking = f'"{impl["column"]}" IN ({marks}) AND NOT ({rule.sql(b.spec["now"])})'
+    b = load_bundle("freight-brokerage-load-board")
     runner = Runner(b.spec, b.golden, b.tools)
     try:
-        (rid,) = runner.initial.execute(f'SELECT id FROM "{rule.table}" WHERE {breaking} LIMIT 1', tuple(impl["from"])).fetchone()
-        out = runner.run(None, [{"name": rule.tool, "arguments": {impl["key"]["param"]: rid}}])
-        assert out.results[0]["updated"][impl["column"]] == impl["to"]   # the tool went ahead
-
-        tasks = _shape_tasks(b, "hard_rule_batch", "rule_batch", attempts=6)
-        blocked = {i for (i,) in runner.initial.execute(f'SELECT id FROM "{rule.table}" WHERE {breaking}', tuple(impl["from"]))}
-        for t in tasks:
-            sol = t["solution"]
-            assert runner.run(t, sol).score == 1.0
-            writes = [s["arguments"] for s in sol if s["name"] == rule.tool]
-            assert writes and not {w[impl["key"]["param"]] for w in writes} & blocked   # the reference keeps to the rule
-            # the listed record that breaks the rule, found by the reference's own lookups
-            found = {row["id"] for s in sol if s["name"] != "submit" and not b.tools[s["name"]].writes
-                     for out in runner.run(None, [s]).results for row in out.get("results", [out])}
-            (bad,) = found & blocked
-            assert rule.text in sol[-1]["arguments"]["message"]
-            # the agent that trusts the tool: the same writes plus the one the policy forbids, which the tool allows
-            forced = runner.run(t, sol[:-1] + [{"name": rule.tool, "arguments": {**writes[0], impl["key"]["param"]: bad}},
-                                               sol[-1]])
-            assert forced.results[-1]["updated"][impl["column"]] == impl["to"] and forced.score == 0.0
+        gen = Generator(EnvModel(b.spec), runner, random.Random(0))
+        today = b.spec["now"][:10]
+        on_day = runner.initial.execute("SELECT id FROM loads WHERE substr(estimated_delivery, 1, 10) = ?", (today,)).fetchall()
+        before = runner.initial.execute("SELECT id FROM loads WHERE substr(estimated_delivery, 1, 10) < ? LIMIT 5", (today,)).fetchall()
+        assert on_day and before
+        assert not any(gen.clock_allows("loads", "delivered", i) for (i,) in on_day)
+        assert all(gen.clock_allows("loads", "delivered", i) for (i,) in before)
     finally:
         runner.close()
+

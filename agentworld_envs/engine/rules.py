@@ -19,7 +19,7 @@ VERIFY_RULE = ("Act on a record only when every detail the request gives about i
 
 @dataclass(frozen=True)
 class Rule:
-    """One business rule: ``tool`` may act only on rows where ``column`` satisfies it.
+    """One enforced rule: ``tool`` may act only on rows where ``column`` satisfies it.
 
     A ``quota`` rule guards a ``create`` tool instead: at most ``value`` rows of ``table`` in
     ``states`` may share the parent named by the key column ``column`` (the argument of that name).
@@ -31,10 +31,6 @@ class Rule:
     ``parent``; every row of ``table`` whose key ``column`` points at it and whose status is in ``states``
     must then go through the ``follow`` tool. ``guards`` are the parent's statuses that passed ``tool``: no
     seeded parent there keeps a child in ``states``.
-
-    A rule on a record (a threshold, a time window) binds the agent whether or not the tool checks it:
-    ``checked`` is false where no precondition carries it, and the agent must read the record against
-    the policy itself, as a τ²-Bench agent does (the tool would go ahead).
     """
 
     tool: str
@@ -53,18 +49,11 @@ class Rule:
     #: A duty's follow-up tool (on ``table``) and the table its trigger ``tool`` closes records of.
     follow: str = ""
     parent: str = ""
-    #: Whether the tool's precondition carries the rule (a record rule the policy alone states is not).
-    checked: bool = True
 
     @property
     def enforced(self) -> bool:
-        """Whether the rule is a condition on the row a tool acts on; a duty is a follow-up the agent owes."""
+        """Whether a tool checks the rule (a precondition); a duty is the agent's own to carry out."""
         return self.kind != "duty"
-
-    @property
-    def refused_by_tool(self) -> bool:
-        """Whether the tool refuses a row breaking the rule (else only the policy forbids it)."""
-        return self.enforced and self.checked
 
     def expr(self) -> str:
         c = f'"{self.column}"'
@@ -123,8 +112,8 @@ class Rule:
                 f'"status" IN ({states}) GROUP BY "{self.column}" HAVING COUNT(*) > {int(self.value)}')
 
     def precondition(self) -> dict[str, Any]:
-        if not self.refused_by_tool:
-            raise ValueError(f"this {self.kind} rule is no tool's precondition")
+        if not self.enforced:
+            raise ValueError(f"a {self.kind} rule is no tool's precondition")
         return {"expr": self.expr(), "message": f"Policy: {self.text}"}
 
     def to_json(self) -> dict[str, Any]:
@@ -138,16 +127,13 @@ class Rule:
         for key in ("follow", "parent"):
             if not out[key]:
                 del out[key]
-        if self.checked:
-            del out["checked"]
         return out
 
     @classmethod
     def from_json(cls, data: dict[str, Any]) -> "Rule":
         return cls(**{k: data[k] for k in ("tool", "table", "kind", "column", "op", "value", "text")},
                    states=tuple(data.get("states", ())), guards=tuple(data.get("guards", ())),
-                   source=data.get("source", "planned"), follow=data.get("follow", ""), parent=data.get("parent", ""),
-                   checked=data.get("checked", True))
+                   source=data.get("source", "planned"), follow=data.get("follow", ""), parent=data.get("parent", ""))
 
     def sql(self, now: str) -> str:
         """The rule as a WHERE condition with ``now`` bound (to find rows that meet or break it); for a

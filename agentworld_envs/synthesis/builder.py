@@ -11,7 +11,6 @@ import functools
 import inspect
 import zlib
 from dataclasses import dataclass, field
-from collections.abc import Sequence
 from typing import Any
 
 import env_registry
@@ -76,18 +75,9 @@ def _policy(theme: dict[str, Any], entities, enforced: list[Rule] = (), now: str
     about = about_text(theme["description"], enforced)
     return (f"You are the operations assistant for {theme['title']}.\n\n{clock}\n\n"
             + (f"About the service: {about}\n\n" if about else "")
-            + f"Rules ({_enforcement(enforced)}):\n" + "\n".join(rules)
+            + "Rules (the tools enforce the status and business rules):\n" + "\n".join(rules)
             + ("\n\nFollow-up duties (no tool carries these out: do them yourself, as part of the same request):\n"
                + "\n".join(duties) if duties else ""))
-
-
-def _enforcement(rules: Sequence[Rule]) -> str:
-    """What the header of the rules says the tools check: the truth, without naming which rule a tool leaves
-    to the agent (a τ²-Bench policy does not say either)."""
-    if any(r.enforced and not r.checked for r in rules):
-        return ("the tools enforce the status rules and some of the business rules; every rule binds you, "
-                "whether or not a tool refuses an action that breaks it")
-    return "the tools enforce the status and business rules"
 
 
 def _seed(slug: str) -> int:
@@ -130,7 +120,7 @@ def synthesize(theme: dict[str, Any]) -> tuple[dict[str, Any], BuildReport]:
     # tests exercise them (an allowed row passes, a row breaking the rule is refused).
     by_name = {t["name"]: t for t in candidates}
     for rule in rules:
-        if not rule.refused_by_tool:
+        if not rule.enforced:
             continue
         tool = by_name[rule.tool]
         tool["impl"].setdefault("preconditions", []).append(rule.precondition())

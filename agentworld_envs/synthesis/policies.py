@@ -1,13 +1,11 @@
-"""A theme's business rules: stated in its policy, enforced by its tools or left to the agent, exercised by its tasks.
+"""A theme's business rules: stated in its policy, enforced by its tools, exercised by its tasks.
 
 Besides the lifecycle ("only pending orders can be cancelled"), real services gate actions on
 thresholds ("refunds above 500 need a manager") and time windows ("no cancellations within 24
-hours of the start"). Each rule here is one condition on one workflow transition tool, written
-three ways from the same record: the sentence in the policy, the SQL condition (the precondition the
-tool checks, where it does), and the structured ``rules`` entry of the spec that task generation
-reads to build the allowed case and the trap. About half of the record rules are the policy's alone
-(:func:`_left_to_policy`): the tool goes ahead on a record breaking them, as a τ²-Bench tool does,
-and keeping to them is the agent's judgement.
+hours of the start"). Each rule here is one precondition of one workflow transition tool, written
+three ways from the same record: the sentence in the policy, the SQL precondition the tool checks,
+and the structured ``rules`` entry of the spec that task generation reads to build the allowed
+case and the trap.
 """
 
 from __future__ import annotations
@@ -15,8 +13,6 @@ from __future__ import annotations
 import math
 import random
 import re
-import zlib
-from dataclasses import replace
 from collections.abc import Sequence
 from typing import Any
 
@@ -143,23 +139,9 @@ def plan_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str,
     duties = _duty_rules(entities, [t for t in tools if t["name"] not in guarded])
     if duties:
         rules.append(rng.choice(duties))
-    rules = [_left_to_policy(theme["slug"], r) for r in rules]
     for rule in rules:
         constrain_history(rule, next(e for e in entities if e.table == rule.table))
     return stated + rules
-
-
-#: Record rules (a limit on a figure, a time window) that only the policy may carry.
-POLICY_ONLY_KINDS = ("threshold", "min_lead_time", "max_age")
-
-
-def _left_to_policy(slug: str, rule: Rule) -> Rule:
-    """About half of the planned record rules are the policy's alone: no tool refuses a record breaking them,
-    so the agent reads each record against the rule itself (the other half keep their tool's refusal, and
-    the policy does not say which is which). Hashed on the rule, not drawn, so no other draw moves."""
-    if rule.kind not in POLICY_ONLY_KINDS or zlib.crc32(f"{slug}:{rule.tool}:{rule.kind}".encode()) % 2:
-        return rule
-    return replace(rule, checked=False)
 
 
 def theme_rules(theme: dict[str, Any], entities: list[Any], tools: list[dict[str, Any]]) -> list[Rule]:

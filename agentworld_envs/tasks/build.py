@@ -21,7 +21,7 @@ from .runner import Runner
 from .seal import seal
 
 #: Bump when generation or gating changes, so cached task sets are rebuilt.
-GEN_VERSION = "28"   # 28: a hard rule batch takes a rule only the policy states (no tool refuses a record breaking it) first; a past date of a status lies before today; a run of one day reads "is <day>", not "between <day> and <day>"; 27: no task moves a record to a status its dates contradict (an invoice marked overdue before it is due); 26: a fill in order counts each running total and each skip's would-be total as companions of its answer; 25: a price rise's reply may list each raised record's new figure; a field question never asks
+GEN_VERSION = "28"   # 28: a past date of a status lies before today (as the lint reads it); a run of one day reads "is <day>", not "between <day> and <day>"; 27: no task moves a record to a status its dates contradict (an invoice marked overdue before it is due); 26: a fill in order counts each running total and each skip's would-be total as companions of its answer; 25: a price rise's reply may list each raised record's new figure; a field question never asks
 # for the field its record is described by; 24: group_fill's wording ("take an approval request", "the combined total charge"), so caches holding 23's do not serve it; 23: hard group_fill (a cap per group of a field, earliest first, what each group already has counting); budget_fill fills from 10 to 16, best_fit searches 11 to 15, verify_batch lists 7 to 9 records (1 to 3 misstated); a price rise leaves records whose business is over alone and says so; a budget spends a record's amount where it has one; 22: a cross sweep asks for the count of "that <parent>"'s records, not "its"; 21: follow-up duties (a closed record's open children are closed too, by the agent: no tool does it) carried out by every reference that closes such a record; hard duty_sweep and verify_batch (a detail per record, one or two misstated) shapes, at most two hard tasks of a family per env (one verify_batch); 20: the hard shapes the tools do not decide get two tries each first; weekend conditions (a weekday worked out per record) in windows, price-rise tiers and budget scopes; adjust_sweep raises 9 to 16 records, budget_fill fills from 8 to 14, best_fit searches 9 to 13 (at least four in, four out); 19: hard adjust_sweep (a two-tier price rise, rounded, capped; a total) budget_fill (earliest first within a budget) and best_fit (the one set that uses most of a budget) shapes; 18: "those checked in in-home estimates" reads "those in home estimates in status checked in"; 17: window_sweep spans (two dates of a record N days apart), sums never across currencies, a hard program does not stand in for the standard one; 16: hard window_sweep shape (date windows relative to today, a figure's bound, a total), tried first; 15: seeded rows agree with their lifecycle (no stamps before work starts, parents started by due dates, e-mails of their holders); 14: hard rule_batch shape; natural-message fairness probes (records named, rule conditions, done parts named); 13: inserted rows match up to renamed ids, refusal evidence off the refused record, bare values of any kind compete, yearless dates and weekdays compete; 12: partial refusals may state the other parts went through; 11: hard tier (10) + the submit contract (outcome, evidence, composed text), one reason per task (9)
 TARGET = 12
 #: Hard-tier tasks each env aims for (kept first, so the top of the difficulty range is always filled).
@@ -29,8 +29,7 @@ HARD_TARGET = 4
 #: Tries a hard shape gets before the round robin reaches it: the shapes whose decisions the tools do not
 #: make for the agent (a follow-up duty only the policy states, a window worked out from today's date, a
 #: figure the agent computes, an order under a budget) go first and twice, a detail to check against each
-#: record and the chains next; the batches whose refusals a tool's error would give away fill what is left
-#: (a rule batch goes first where the world has a rule only its policy states: see ``build_tasks``).
+#: record and the chains next; the batches whose refusals a tool's error would give away fill what is left.
 HARD_HEAD_START = {"hard_duty": 2, "hard_window": 2, "hard_adjust": 2, "hard_budget": 2, "hard_best": 2, "hard_group": 2,
                    "hard_verify": 1, "hard_cross": 1, "hard_chain": 1}
 HARD_FAMILIES = ["hard_verify", "hard_duty", "hard_window", "hard_adjust", "hard_budget", "hard_best", "hard_group", "hard_cross", "hard_chain",
@@ -320,9 +319,6 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
         kept.append(task)
 
     attempt = 0
-    head_start = dict(HARD_HEAD_START)
-    if any(r.get("checked") is False for r in spec.get("rules", ())):
-        head_start["hard_rule_batch"] = 1   # no tool's error gives its refusal away: the policy alone decides
     if hard_fams and fams is not hard_fams:
         hard_goal = min(HARD_TARGET, max(1, target // 3))
         tries: Counter[str] = Counter()
@@ -331,7 +327,7 @@ def generate_tasks(spec: dict[str, Any], golden: bytes, *, seed: str, prefix: st
             if len(kept) >= hard_goal:
                 break
             # round robin over the shapes: a varied tier, not the one shape that always fits
-            family = min(hard_fams, key=lambda f: (tries[f] - head_start.get(f, 0),
+            family = min(hard_fams, key=lambda f: (tries[f] - HARD_HEAD_START.get(f, 0),
                                                    (hard_fams.index(f) - offset) % len(hard_fams)))
             tries[family] += 1
             attempt_one(900 + attempt, family)

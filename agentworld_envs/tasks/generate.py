@@ -96,20 +96,11 @@ class Generator:
             if raw.get("kind") == "duty" and raw.get("follow") in model.tools:
                 self.duties.setdefault(raw["tool"], []).append(Rule.from_json(raw))
         self.followed: dict[str, list[dict[str, Any]]] = {}
-        #: Record rules the policy states and no tool checks, per tool: a reference keeps to them as if the
-        #: tool refused (see :meth:`run`).
-        self.policy_only: dict[str, list[Rule]] = {}
-        for raw in model.spec.get("rules", ()):
-            rule = Rule.from_json(raw)
-            if rule.enforced and not rule.checked and rule.tool in model.tools:
-                self.policy_only.setdefault(rule.tool, []).append(rule)
 
     # ------------------------------------------------------------------ helpers
     def run(self, name: str, /, **arguments: Any) -> Any:
         """Execute a call on the live (savepointed) episode connection; tool errors are Skip. A call that
         triggers a follow-up duty is followed by it (see :meth:`owed`)."""
-        if name in self.policy_only and not self._policy_allows(name, arguments):
-            raise Skip(f"{name}: the policy forbids it")
         try:
             out = self.r.call(name, arguments)
         except ToolError as exc:
@@ -117,16 +108,6 @@ class Generator:
         if name in self.duties:
             self.followed[format_call(name, arguments)] = self.owed(name, arguments)
         return out
-
-    def _policy_allows(self, name: str, arguments: dict[str, Any]) -> bool:
-        """Whether the policy-only rules of ``name`` let it act on the record the arguments name: a reference
-        never does what the policy forbids, whether or not the tool would refuse."""
-        impl = self.m.tools[name]["impl"]
-        rid = arguments.get((impl.get("key") or {}).get("param", ""))
-        if rid is None:
-            return True
-        where = " AND ".join(f"({r.sql(self.m.spec['now'])})" for r in self.policy_only[name])
-        return self.r.conn.execute(f'SELECT 1 FROM "{impl["table"]}" WHERE id = ? AND {where}', (rid,)).fetchone() is not None
 
     def owed(self, name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
         """Carry out the duties a successful ``name`` call owes on the live state: list the closed record's

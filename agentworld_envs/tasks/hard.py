@@ -48,8 +48,7 @@ span two entities, writes and a final aggregate read whose answer depends on the
   one budget across all parents each give another set.
 * **rule_batch** — the same list, every record in a status the change allows, where one of the
   theme's business rules (a threshold, a time window) forbids it for one: its own figure, read
-  against the policy's rule, decides; the status gives nothing away. A rule that only the policy
-  states (no tool refuses a record breaking it) is taken first: the agent alone keeps to it. Under a threshold, records on a
+  against the policy's rule, decides; the status gives nothing away. Under a threshold, records on a
   weekend are left out as in hidden_batch (not under a date rule, whose refusal gives a date itself).
 
 Every shape returns a :class:`~agentworld_envs.tasks.generate.Part` or raises ``Skip``; the part's
@@ -612,8 +611,6 @@ def rule_batch(gen: Generator) -> Part:
 
     rules = [r for r in gen.m.spec.get("rules", []) if r.get("kind") in RECORD_RULES and r.get("tool") in gen.m.tools]
     gen.rng.shuffle(rules)
-    # a rule only the policy states first: no tool error tells the agent which record breaks it
-    rules.sort(key=lambda r: r.get("checked", True))
     for rule in rules[:4]:
         tr, t = gen.m.tools[rule["tool"]], gen.m.tables.get(rule["table"])
         if t is None or t.label not in t.finders or "impl" not in tr or "from" not in tr["impl"]:

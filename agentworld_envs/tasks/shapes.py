@@ -1,9 +1,8 @@
 """Task shapes whose difficulty is reasoning about rules and state, not chain length.
 
 * **Rule tasks** (``rule_threshold``, ``time_window``): a status change the policy allows by its
-  lifecycle, on a record that meets — or breaks — one of the theme's business rules (an amount
-  limit, a lead time, a time window). The trap must be refused with the reason; where only the
-  policy states the rule, the tool would go ahead, and only the agent's reading of the record stops it.
+  lifecycle, on a record that meets — or breaks — one of the theme's enforced business rules
+  (an amount limit, a lead time, a time window). The trap must be refused with the reason.
 * **Multi-constraint selection**: the one record meeting several conditions at once.
 * **Compare-then-act**: act on the result of an aggregate (the child with the highest amount).
 * **Create-record**: a new record with the fields the request gives, linked to its parent.
@@ -30,7 +29,7 @@ def _verb(gen: Generator, tool: dict[str, Any], t: TableInfo) -> str:
 
 
 def rule_task(gen: Generator, shape: str, trap: bool) -> Part:
-    """A transition on a record that meets (or, for a trap, breaks) a business rule of ``shape``."""
+    """A transition on a record that meets (or, for a trap, breaks) an enforced rule of ``shape``."""
     rules = [r for r in gen.m.spec.get("rules", []) if r["kind"] in RULE_KINDS[shape] and r["tool"] in gen.m.tools]
     if not rules:
         raise Skip("no rule of this shape")
