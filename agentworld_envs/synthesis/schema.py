@@ -100,6 +100,8 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
                 continue
             if col["name"] in names:
                 continue
+            if col["name"] in semantics.SPENT_SINCE[0] and _spent_on_record(ent, entities):
+                continue   # what the records of the world come to says it: a figure drawn beside them would not agree
             fits, values = semantics.vocabulary_for(theme, ent.key, col["name"])
             if not fits and col["name"] != ent.module["label"]:
                 continue  # a column from another domain (a commuter's frequent-flyer number) is not generated
@@ -183,6 +185,16 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
         for col in [c for c, g in ent.gens.items() if semantics.WEEK_START.search(c) and semantics.date_kind(g) == "date"]:
             ent.gens[col] = {**ent.gens[col], "weekday": semantics.WEEK_STARTS_ON}   # a timesheet's week starts on a Monday
     return entities
+
+
+def _spent_on_record(ent: Entity, entities: list[Entity]) -> bool:
+    """Whether another record of the world points at ``ent`` (its role) and carries money (an order's total, a
+    booking's price, a payment): a customer's lifetime spend is then what those come to, which a figure drawn
+    beside them contradicts (stop 45's scan: below the sum of the customer's orders in 200 worlds)."""
+    return any(other is not ent
+               and any(c.get("ref") in ent.roles for c in other.module["columns"])
+               and any(c.get("gen", {}).get("gen") == "money" for c in other.module["columns"])
+               for other in entities)
 
 
 def made_columns(ent: Entity) -> list[str]:
