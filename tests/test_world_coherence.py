@@ -2195,3 +2195,44 @@ def test_a_spend_drawn_beside_the_records_that_say_it_is_not_kept():
     spec, _ = synthesize(env_registry.theme("wine-tasting-tours"))
     assert any(c["name"] == "lifetime_spend" for t in spec["tables"] for c in t["columns"])
 
+
+
+def test_a_lab_result_is_flagged_by_its_reference_range():
+    """World audit 84: a warfarin clinic's INR results were LDL and TSH, and flags were drawn beside the values (149
+    platelets flagged high, a sodium of 139 high). A result is flagged low, normal or high by where its value lies
+    against its analyte's reference range; an anticoagulation clinic measures INR; the lint finds a planted flag."""
+    name = "anticoagulation-clinic"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    assert {a for (a,) in conn.execute("SELECT DISTINCT analyte FROM inr_results")} == {"inr"}
+    lo, hi = semantics.REFERENCE_RANGES["inr"]
+    rows = conn.execute("SELECT value, abnormal_flag FROM inr_results").fetchall()
+    assert len(rows) > 100 and {f for _, f in rows} == {"low", "normal", "high"}
+    assert all(f == ("low" if v < lo else "high" if v > hi else "normal") for v, f in rows)
+    assert _data_flagged(spec, conn, "impossible") == []
+    conn.execute("UPDATE inr_results SET abnormal_flag = 'high' WHERE id = (SELECT MIN(id) FROM inr_results "
+                 "WHERE abnormal_flag = 'normal')")
+    assert _data_flagged(spec, conn, "impossible") == ["inr_results.abnormal_flag"]
+    name = "clinical-lab-sample-tracking"   # a lab reporting a dozen analytes, each against its own range
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    table = next(t["name"] for t in spec["tables"] if {"analyte", "value", "abnormal_flag"} <= {c["name"] for c in t["columns"]})
+    assert conn.execute(f"SELECT COUNT(DISTINCT analyte) FROM {table}").fetchone()[0] > 5
+    assert _data_flagged(spec, conn, "impossible") == []
+    conn.execute(f"UPDATE {table} SET abnormal_flag = 'normal', value = 139.37 WHERE id = (SELECT MIN(id) FROM {table} "
+                 "WHERE analyte = 'platelets')")
+    assert _data_flagged(spec, conn, "impossible") == [f"{table}.abnormal_flag"]
+
+
+def test_a_reviews_hours_to_review_is_the_time_from_its_pull_request_to_it():
+    """World audit 84: a code review's hours to review was drawn beside its pull request's opening and its own
+    submission (782 of 786 reviews disagreed). It is the time between them; the lint finds one planted."""
+    name = "code-review-sla-tracker"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    off = ("SELECT COUNT(*) FROM code_reviews r JOIN pull_requests p ON p.id = r.pull_request_id WHERE "
+           "abs(r.hours_to_review - (julianday(r.submitted_at) - julianday(p.created_at)) * 24) > 0.06")
+    assert conn.execute("SELECT COUNT(*) FROM code_reviews WHERE hours_to_review IS NOT NULL").fetchone()[0] > 100
+    assert conn.execute(off).fetchone()[0] == 0 and _flagged(name, spec, conn, "copied_figure") == []
+    conn.execute("UPDATE code_reviews SET hours_to_review = hours_to_review + 5 WHERE id = 1")
+    assert _flagged(name, spec, conn, "copied_figure") == ["code_reviews.hours_to_review"]

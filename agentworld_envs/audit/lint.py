@@ -372,6 +372,17 @@ def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: 
             n = count("analyte = ? AND (unit != ? OR value < ? OR value > ?)", (analyte, unit, lo, hi))
             if n:
                 yield Violation("value_range", f"{table}.value", f"{n} {analyte} results with the wrong unit or range")
+        flag = next((c for c in ("abnormal_flag", "flag", "result_flag", "interpretation") if c in cols), None)
+        flags = {f for (f,) in conn.execute(f"SELECT DISTINCT {q(flag)} FROM {q(table)}")} if flag else set()
+        for analyte, (lo, hi) in semantics.REFERENCE_RANGES.items() if set(semantics.RANGE_FLAGS) <= flags else ():
+            if semantics.ANALYTES[analyte][0] not in offered:
+                continue   # reported in other units: its range says nothing of these values
+            # a result is flagged by where its value lies against the reference range (149 platelets are low)
+            n = count(f"analyte = ? AND value IS NOT NULL AND {q(flag)} IN ('low', 'normal', 'high') AND {q(flag)} != "
+                      f"CASE WHEN value < ? THEN 'low' WHEN value > ? THEN 'high' ELSE 'normal' END", (analyte, lo, hi))
+            if n:
+                yield Violation("impossible", f"{table}.{flag}", f"{n} {analyte} results flagged against their "
+                                                               f"reference range {lo:g}-{hi:g}")
     for c in cols:
         if "birth" in c and c in dates:
             # an age group with infants and children in it (a passenger's, a rider's) starts at birth
@@ -1247,6 +1258,31 @@ def check_terms(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Viol
                     yield Violation("outside_term", f"{table}.{col}", f"{n} rows outside their {parent}'s {start} to {end}")
 
 
+def check_elapsed(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
+    """A record's time to something (``semantics.elapsed_unit``: a review's hours to review) is the time from the
+    making of the record it is about to its own making, as synthesis links them (``schema.link_elapsed``)."""
+    from ..synthesis.schema import OWNER_ROLES
+
+    per = {"hours": 24.0, "minutes": 1440.0, "days": 1.0}
+    owners = {name for name, ent in entities.items() if set(ent.roles) & OWNER_ROLES}
+    for t in spec["tables"]:
+        table, cols = t["name"], _columns(conn, t["name"])
+        own = _made_columns(spec, conn, table)
+        for col in [c for c in cols if semantics.elapsed_unit(c)] if own else ():
+            for fk in [c for c in t["columns"] if c.get("references")]:
+                parent = fk["references"].split(".")[0]
+                made = _came_about(spec, conn, parent) if parent != table else []
+                if not made or parent in owners:
+                    continue
+                span = f"(julianday(c.{q(own[0])}) - julianday(p.{q(made[0])})) * {per[semantics.elapsed_unit(col) or 'days']}"
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(fk['name'])} "
+                                 f"WHERE c.{q(col)} IS NOT NULL AND abs(c.{q(col)} - max(0, {span})) > 0.06").fetchone()[0]
+                if n:
+                    yield Violation("copied_figure", f"{table}.{col}", f"{n} rows whose {col} is not the time from their "
+                                                                       f"{parent}.{made[0]} to their {own[0]}")
+                break
+
+
 def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """Nothing open under a shut record (a crossing still scheduled on a vehicle out of service), and nothing
     made under it after the day it was shut (an order placed with a supplier gone inactive)."""
@@ -1361,6 +1397,7 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_shut_parents(spec, conn)
     out += check_started_parents(spec, conn)
     out += check_terms(spec, conn)
+    out += check_elapsed(spec, conn, entities)
     return out
 
 

@@ -503,6 +503,34 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return value if lo > hi else _fmt(_between(rng, lo, hi), as_date)   # (what it follows comes later)
 
         return draw_soon
+    if kind == "elapsed":
+        # The time from a date of the record the row points at to a date of the row (a review's hours from its pull
+        # request's opening to its submission), in ``unit``; the default generator where either is missing.
+        default, via, of = _compile(g["default"], rng, now, locale, existing), g["via"], g["of"]
+        where, source = _id_index(existing, g["table"]), existing.get(f"{g['table']}.{g['field']}", [])
+        per = {"hours": 3600.0, "minutes": 60.0, "days": 86400.0}[g["unit"]]
+
+        def draw_elapsed(i: int, row: dict[str, Any]) -> Any:
+            at = where.get(row.get(via))
+            since, until = (source[at] if at is not None else None), row.get(of)
+            if not since or not until:
+                return default(i, row)
+            seconds = (parse_when(until) - parse_when(since)).total_seconds()
+            return round(max(0.0, seconds) / per, g.get("decimals", 1))
+
+        return draw_elapsed
+    if kind == "band":
+        # Where a figure lies against a range keyed by another column (a lab value against its analyte's reference
+        # range): the label below, within (ends included) or above it; the default generator for a key with none.
+        default, ranges, (below, within, above) = _compile(g["default"], rng, now, locale, existing), g["ranges"], g["labels"]
+
+        def draw_band(i: int, row: dict[str, Any]) -> Any:
+            band, value = ranges.get(row.get(g["column"])), row.get(g["of"])
+            if band is None or not isinstance(value, (int, float)):
+                return default(i, row)
+            return below if value < band[0] else above if value > band[1] else within
+
+        return draw_band
     if kind == "rollup":
         # Drawn as its inner value; ``roll_up`` sets it to the sum of the record's lines once they are drawn.
         return _compile(g["inner"], rng, now, locale, existing)

@@ -45,7 +45,7 @@ GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "c
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
                         "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
                         "rollup", "soon", "per_day", "accrued", "differs", "spent_since", "per_year",
-                        "minutes_between", "period_end", "floored", "annuity"})
+                        "minutes_between", "period_end", "floored", "annuity", "band", "elapsed"})
 
 
 @functools.cache
@@ -538,6 +538,17 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
             raise bad("factor", "a product's factor is a number from 0 to 1000")
         if "less_percent" in g and (kind != "product" or g["less_percent"] not in earlier):
             raise bad("less_percent", "a product may be less a percentage an earlier column of the row gives")
+    elif kind == "band":
+        ranges, labels = g.get("ranges"), g.get("labels")
+        if g.get("column") not in earlier or g.get("of") not in earlier:
+            raise bad("column", "a 'band' generator reads 'column' (the key) and 'of' (the figure), earlier columns")
+        if not (isinstance(labels, list) and len(labels) == 3 and all(isinstance(x, str) for x in labels)
+                and isinstance(ranges, dict) and all(isinstance(r, list) and len(r) == 2 and all(_number(x) for x in r)
+                                                     and r[0] <= r[1] for r in ranges.values())
+                and isinstance(g.get("default"), dict) and "gen" in g["default"]):
+            raise bad("ranges", "a 'band' generator needs 'ranges' ({key: [lo, hi]}), 3 'labels' (below, within, "
+                                "above) and 'default' (a generator)")
+        _check_generator(g["default"], f"{path}.default", columns_of, earlier)
     elif kind in ("when", "by"):
         if g.get("column") not in earlier:
             raise bad("column", "must name an earlier column of the row")
@@ -555,7 +566,7 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
     elif kind in ("clock", "changed", "at_most", "at_least", "paid", "lookup", "lookup_row", "email_of", "not_before",
-                  "part_of", "after_parents", "recent", "terms", "within", "rollup", "soon"):
+                  "part_of", "after_parents", "recent", "terms", "within", "rollup", "soon", "elapsed"):
         _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
@@ -618,7 +629,9 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
     for col in reads:
         if col not in earlier:
             raise bad("gen", f"{kind!r} reads {str(col)[:40]!r}, which is not an earlier column of the row")
-    if kind in ("lookup", "not_before", "part_of", "within") and g.get("field") not in columns_of.get(g.get("table"), []):
+    if kind == "elapsed" and (g.get("unit") not in ("hours", "minutes", "days") or not isinstance(g.get("default"), dict)):
+        raise bad("unit", "an 'elapsed' generator needs 'unit' (hours, minutes or days) and 'default' (a generator)")
+    if kind in ("lookup", "not_before", "part_of", "within", "elapsed") and g.get("field") not in columns_of.get(g.get("table"), []):
         raise bad("field", f"unknown column {g.get('table')!r}.{g.get('field')!r}")
     if kind == "soon" and not (isinstance(g.get("days"), dict) and all(isinstance(d, int) and 0 <= d <= LIMITS["days"]
                                                                        for d in g["days"].values())):

@@ -180,6 +180,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
     link_passing(entities)
     link_live_parents(entities)
     link_covered_events(entities)
+    link_elapsed(entities)
     link_started_parents(entities)
     for ent in entities:
         for col in [c for c, g in ent.gens.items() if semantics.WEEK_START.search(c) and semantics.date_kind(g) == "date"]:
@@ -461,6 +462,26 @@ def link_covered_events(entities: list[Entity]) -> None:
                     windows = {st: w["days"][0] for st, w in recent["windows"].items() if "days" in w}
                     if windows:
                         ent.gens[fk] = {**ent.gens[fk], "in_term": {"end": term[1], "column": recent["column"], "windows": windows}}
+        ent.gens = semantics.dependency_order(ent.gens)
+
+
+def link_elapsed(entities: list[Entity]) -> None:
+    """A record's time to something (a review's hours to review) is the time from the making of what it is about (its
+    pull request, never a person) to its own making (its submission), not a figure drawn beside them."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        own = made_columns(ent)
+        for col in [c for c in ent.gens if semantics.elapsed_unit(c)] if own else ():
+            for fk, parent in ent.refs.items():
+                pent = by_table.get(parent)
+                if pent is None or parent == ent.table or set(pent.roles) & OWNER_ROLES or not came_about(pent) \
+                        or col in semantics.reads(ent.gens, fk) or col in semantics.reads(ent.gens, own[0]):
+                    continue
+                ent.gens[col] = {"gen": "elapsed", "of": own[0], "via": fk, "table": parent, "field": came_about(pent)[0],
+                                 "unit": semantics.elapsed_unit(col), "decimals": 1,
+                                 "default": {k: v for k, v in ent.gens[col].items() if k != "null_p"},
+                                 **({"null_p": ent.gens[col]["null_p"]} if "null_p" in ent.gens[col] else {})}
+                break
         ent.gens = semantics.dependency_order(ent.gens)
 
 

@@ -80,6 +80,16 @@ _TERM_END = re.compile(r"^(?:expiry|expiration|expires|end|ends|valid_until|vali
                        r"period_end)(?:_date|_on|_at)?$")
 
 
+#: A record's time to something (a review's hours to review): from the making of what it is about to its own.
+_ELAPSED = re.compile(r"^(hours|minutes|days)_to_[a-z]+$")
+
+
+def elapsed_unit(column: str) -> str | None:
+    """``hours``, ``minutes`` or ``days`` for a column holding the time a record took from what it is about."""
+    m = _ELAPSED.match(column)
+    return m.group(1) if m else None
+
+
 def covered_event(column: str) -> bool:
     """Whether a date column holds what happened under the cover or run of the record it points at."""
     return bool(_COVERED_EVENT.match(column))
@@ -731,7 +741,18 @@ ANALYTES: dict[str, tuple[str, float, float]] = {
     "hdl_cholesterol": ("mg/dL", 25, 90), "triglycerides": ("mg/dL", 50, 400), "creatinine": ("mg/dL", 0.5, 2.5),
     "potassium": ("mmol/L", 3.0, 6.0), "sodium": ("mmol/L", 128, 150), "tsh": ("mIU/L", 0.3, 8.0),
     "hba1c": ("%", 4.5, 11.0), "wbc_count": ("10^3/uL", 3.0, 15.0), "platelets": ("10^3/uL", 120, 450),
+    "inr": ("INR", 1.2, 4.0),
 }
+#: An analyte's reference range in its unit (both ends normal): below it a result is flagged low, above it
+#: high. An INR's is the therapeutic range of a patient on warfarin, whom a clinic measures it for.
+REFERENCE_RANGES: dict[str, tuple[float, float]] = {
+    "glucose": (70, 99), "hemoglobin": (12.0, 17.5), "ldl_cholesterol": (0, 129), "hdl_cholesterol": (40, 200),
+    "triglycerides": (0, 149), "creatinine": (0.6, 1.3), "potassium": (3.5, 5.1), "sodium": (135, 145),
+    "tsh": (0.4, 4.0), "hba1c": (4.0, 5.6), "wbc_count": (4.0, 11.0), "platelets": (150, 400), "inr": (2.0, 3.0),
+}
+#: A lab result's flag against its reference range (below, within, above), where its column offers these words.
+RANGE_FLAGS = ("low", "normal", "high")
+_FLAG_COLUMNS = ("abnormal_flag", "flag", "result_flag", "interpretation")
 #: Monitoring series: (unit, low, high) of their values.
 SERIES: dict[str, tuple[str, float, float]] = {
     "cpu_utilization": ("percent", 0, 100), "memory_usage": ("percent", 0, 100), "request_latency_p99": ("ms", 20, 2000),
@@ -1413,6 +1434,14 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens["value"] = {"gen": "by", "column": "analyte", "default": gens["value"],
                              "cases": {a: {"gen": "float", "min": ANALYTES[a][1], "max": ANALYTES[a][2], "decimals": 2}
                                        for a in known}}
+            flag = next((c for c in _FLAG_COLUMNS if gens.get(c, {}).get("gen") == "choice"
+                         and set(RANGE_FLAGS) <= set(gens[c]["values"])), None)
+            if flag:
+                # a result is flagged by where its value lies against its analyte's reference range (a platelet
+                # count of 149 is low, not "high"; a sodium of 139 normal), not drawn beside it
+                gens[flag] = {"gen": "band", "column": "analyte", "of": "value", "labels": list(RANGE_FLAGS),
+                              "ranges": {a: list(REFERENCE_RANGES[a]) for a in known if a in REFERENCE_RANGES},
+                              "default": gens[flag]}
     if "name" in gens and gens["name"].get("gen") == "choice" and set(gens["name"]["values"]) & set(SERIES):
         known = [n for n in gens["name"]["values"] if n in SERIES and allowed("unit", SERIES[n][0])]
         if "unit" in gens:
