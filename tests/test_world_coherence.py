@@ -2236,3 +2236,44 @@ def test_a_reviews_hours_to_review_is_the_time_from_its_pull_request_to_it():
     assert conn.execute(off).fetchone()[0] == 0 and _flagged(name, spec, conn, "copied_figure") == []
     conn.execute("UPDATE code_reviews SET hours_to_review = hours_to_review + 5 WHERE id = 1")
     assert _flagged(name, spec, conn, "copied_figure") == ["code_reviews.hours_to_review"]
+
+
+def test_nothing_is_sent_in_before_what_it_answers_opened():
+    """World audit 88: 440 of 797 reference responses were submitted before their questionnaire opened, 175 to
+    drafts (a scan of every golden database: 12,107 such rows in 13 survey, poll and ballot worlds). A response is
+    made no earlier than its questionnaire's opening day, to one open by then; the lint finds one planted."""
+    name = "reference-check-collection"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    early = ("SELECT COUNT(*) FROM reference_responses c JOIN reference_questionnaires p ON p.id = c.reference_questionnaire_id "
+             "WHERE substr(c.submitted_at, 1, 10) < p.opens_on")
+    assert conn.execute("SELECT COUNT(*) FROM reference_responses").fetchone()[0] > 100 and conn.execute(early).fetchone()[0] == 0
+    assert conn.execute("SELECT COUNT(*) FROM reference_responses c JOIN reference_questionnaires p ON "
+                        "p.id = c.reference_questionnaire_id WHERE p.status = 'draft'").fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "before_parent") == []
+    conn.execute("UPDATE reference_responses SET submitted_at = (SELECT date(p.opens_on, '-2 days') || 'T09:00:00Z' FROM "
+                 "reference_questionnaires p WHERE p.id = reference_responses.reference_questionnaire_id) WHERE id = "
+                 "(SELECT MIN(id) FROM reference_responses WHERE reference_questionnaire_id IS NOT NULL)")
+    assert _flagged(name, spec, conn, "before_parent") == ["reference_responses.submitted_at"]
+
+
+def test_a_deals_stage_settles_its_odds_and_its_close():
+    """World audit 88: won deals at 7 %, lost ones at 98 % (33 of 33 and 34 of 34), closed deals expected to close in
+    September (61 of 238). A won deal is certain, a lost one is none, the open stages rise, and a closed deal's
+    expected close has passed; the lint finds each planted."""
+    name = "deal-desk-discount-approvals"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    by_stage = dict(conn.execute("SELECT stage, group_concat(DISTINCT probability) FROM deals "
+                                 "WHERE stage IN ('closed_won', 'closed_lost') GROUP BY 1").fetchall())
+    assert by_stage == {"closed_won": "100", "closed_lost": "0"}
+    odds = dict(conn.execute("SELECT stage, AVG(probability) FROM deals GROUP BY 1").fetchall())
+    assert odds["prospecting"] < odds["proposal"] < odds["negotiation"]
+    assert conn.execute("SELECT COUNT(*) FROM deals WHERE stage LIKE 'closed_%' AND expected_close_date > ?",
+                        (NOW[:10],)).fetchone()[0] == 0
+    assert _data_flagged(spec, conn, "impossible") == [] and _data_flagged(spec, conn, "clock_status") == []
+    conn.execute("UPDATE deals SET probability = 7 WHERE id = (SELECT MIN(id) FROM deals WHERE stage = 'closed_won')")
+    conn.execute("UPDATE deals SET expected_close_date = '2026-09-29' WHERE id = "
+                 "(SELECT MIN(id) FROM deals WHERE stage = 'closed_lost')")
+    assert _data_flagged(spec, conn, "impossible") == ["deals.probability"]
+    assert _data_flagged(spec, conn, "clock_status") == ["deals.expected_close_date"]

@@ -364,6 +364,16 @@ def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: 
             n = count("metric = ? AND (value < ? OR value > ?)", (metric, lo, hi))
             if n:
                 yield Violation("value_range", f"{table}.value", f"{n} {metric} readings outside {lo}..{hi}")
+    prob = next((c for c in ("probability", "win_probability") if c in cols), None)
+    if "stage" in cols and prob:
+        # a won deal is certain and a lost one is not to be won; both have closed by today
+        n = count(f"(stage = 'closed_won' AND {q(prob)} != 100) OR (stage = 'closed_lost' AND {q(prob)} != 0)")
+        if n:
+            yield Violation("impossible", f"{table}.{prob}", f"{n} closed deals whose {prob} is not 100 (won) or 0 (lost)")
+        close = next((c for c in ("expected_close_date", "close_date") if c in cols), None)
+        n = count(f"stage IN ('closed_won', 'closed_lost') AND substr({q(close)}, 1, 10) > ?", (today,)) if close else 0
+        if n:
+            yield Violation("clock_status", f"{table}.{close}", f"{n} closed deals expected to close after today")
     if "analyte" in cols and "unit" in cols:
         offered = {u for (u,) in conn.execute(f"SELECT DISTINCT unit FROM {q(table)}")}
         for analyte, (unit, lo, hi) in semantics.ANALYTES.items():
@@ -1294,6 +1304,14 @@ def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
             parent = (c.get("references") or "").split(".")[0]
             closes = semantics.closing_column(_date_columns(conn, parent, _columns(conn, parent))) \
                 if parent and semantics.is_sent_in(table) else None
+            opens = semantics.opening_column(_date_columns(conn, parent, _columns(conn, parent))) \
+                if parent and semantics.is_sent_in(table) else None
+            for made in _made_columns(spec, conn, table) if opens is not None and parent != table else ():
+                # sent in before the record it was sent to had opened (a survey response before the survey opened)
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                                 f"WHERE substr(c.{q(made)}, 1, 10) < substr(p.{q(opens)}, 1, 10)").fetchone()[0]
+                if n:
+                    yield Violation("before_parent", f"{table}.{made}", f"{n} rows sent in before their {parent}'s {opens}")
             if closes is not None and parent != table:
                 # sent in after the record it was sent to had closed (a survey response after the survey closed)
                 for made in _made_columns(spec, conn, table):

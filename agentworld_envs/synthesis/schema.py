@@ -414,6 +414,8 @@ def link_live_parents(entities: list[Entity]) -> None:
                 _open_under_live(ent, fk, parent, shut, sorted(semantics.open_states(ent.workflow)))
             shut_parents.append({"via": fk, "table": parent, "field": "status_changed_at", "in": shut})
         closing = _closing_parents(ent, by_table)
+        for col in made_columns(ent):
+            _sent_after_opening(ent, col, by_table)
         for col in made_columns(ent) if shut_parents or closing else ():
             _made_before_shut(ent, col, shut_parents + closing)
         for col in worked_columns(ent) if shut_parents else ():
@@ -485,17 +487,43 @@ def link_elapsed(entities: list[Entity]) -> None:
         ent.gens = semantics.dependency_order(ent.gens)
 
 
-def _within_term(gen: dict[str, Any], start: dict[str, Any], end: dict[str, Any]) -> dict[str, Any]:
-    """``gen`` floored at ``start`` and capped at ``end`` (a passing status's window too, where it has one)."""
+def _within_term(gen: dict[str, Any], start: dict[str, Any], end: dict[str, Any] | None) -> dict[str, Any]:
+    """``gen`` floored at ``start`` and capped at ``end`` where given (a passing status's window too, where it has
+    one)."""
     top = gen if gen.get("gen") == "recent" else None
     inner = top["inner"] if top else gen
     if inner.get("gen") != "after_parents":
         inner = semantics.wrap(inner, gen="after_parents", parents=[], kind=semantics.date_kind(inner),
                                latest=_latest_days(inner))
-    inner = {**inner, "parents": [*inner.get("parents", ()), start], "until": [*inner.get("until", ()), end]}
+    caps = [end] if end else []
+    inner = {**inner, "parents": [*inner.get("parents", ()), start], "until": [*inner.get("until", ()), *caps]}
     if top:
-        return {**top, "inner": inner, "parents": [*top.get("parents", ()), start], "until": [*top.get("until", ()), end]}
+        return {**top, "inner": inner, "parents": [*top.get("parents", ()), start], "until": [*top.get("until", ()), *caps]}
     return inner
+
+
+def _sent_after_opening(ent: Entity, col: str, by_table: dict[str, Entity]) -> None:
+    """What is sent in to a record (a survey's responses, a poll's votes) is made no earlier than the day it opened
+    (``semantics.opening_column``): floored there, the record drawn among those open by then (``made_by``)."""
+    if not semantics.is_sent_in(ent.table):
+        return
+    for fk, parent in ent.refs.items():
+        pent = by_table.get(parent)
+        if pent is None or parent == ent.table or ent.gens.get(fk, {}).get("gen") != "ref" \
+                or col in semantics.reads(ent.gens, fk):
+            continue
+        opens = semantics.opening_column([c for c, g in pent.gens.items() if semantics.date_kind(g)])
+        if opens is None:
+            continue
+        ent.gens[col] = _within_term(ent.gens[col], {"via": fk, "table": parent, "field": opens}, None)
+        have = ent.gens[fk].get("made_by")
+        latest = _latest_days(ent.gens[col])
+        if have and "through" not in have:
+            made_by = {**have, "fields": sorted({*have["fields"], opens}), "days": min(have["days"], latest)}
+        else:
+            made_by = _both_made_by(have, {"fields": [opens], "days": latest})
+        ent.gens[fk] = {**ent.gens[fk], "made_by": made_by}
+    ent.gens = semantics.dependency_order(ent.gens)
 
 
 def _closing_parents(ent: Entity, by_table: dict[str, Entity]) -> list[dict[str, Any]]:

@@ -64,6 +64,15 @@ def is_sent_in(table: str) -> bool:
     return bool(_SENT_IN.search(table))
 
 
+#: The date a record starts taking what is sent in to it (a survey's opening day, a poll's, a call's launch).
+_OPENS = re.compile(r"(?:^|_)(?:opens|opening|open_date|launch_date|launches)(?:_|$)")
+
+
+def opening_column(date_columns: Iterable[str]) -> str | None:
+    """The date column a record starts taking what is sent in to it on (``opens_on``), or None."""
+    return next((c for c in date_columns if _OPENS.search(c)), None)
+
+
 def closing_column(date_columns: Iterable[str]) -> str | None:
     """The date column a record stops taking what is sent in to it on (``closes_on``, ``deadline``), or None."""
     return next((c for c in date_columns if _CLOSES.search(c) and "expected" not in c), None)
@@ -665,6 +674,13 @@ def terms_columns(columns: Iterable[str]) -> tuple[str, str, str] | None:
 #: Ages (years) of a person in an age group (a passenger's fare class, a rider's waiver).
 AGE_GROUPS = {"infant": (0, 1), "child": (2, 11), "teen": (12, 17), "youth": (12, 17), "adult": (18, 64),
               "senior": (65, 90)}
+#: A deal's win probability (per cent) by its stage: the open stages rise, won is certain, lost is none.
+DEAL_STAGES: dict[str, tuple[int, int]] = {
+    "prospecting": (5, 20), "qualification": (10, 35), "proposal": (30, 60), "negotiation": (50, 90),
+    "closed_won": (100, 100), "closed_lost": (0, 0),
+}
+
+
 #: Loyalty tiers from the lowest up (a member's lifetime spend or points rise with the tier).
 TIER_ORDER = ["bronze", "silver", "gold", "platinum", "diamond"]
 #: Seniority of a job title by its words (an intern or trainee 0, an assistant 1, a plain title 2, a senior or
@@ -1533,6 +1549,18 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
                        "else_days": [lo, hi], "not_after_now": is_past_column(later) or hi <= 0,
                        **({"whole_days": True} if whole else {}),
                        **({"null_p": old["null_p"]} if "null_p" in old else {})}
+    stage = gens.get("stage", {})
+    if stage.get("gen") == "choice" and set(DEAL_STAGES) & set(stage["values"]) >= {"closed_won", "closed_lost"}:
+        # a deal's stage settles its odds and its close: won is certain, lost is none, and both have closed
+        prob = next((c for c in ("probability", "win_probability") if gens.get(c, {}).get("gen") in ("int", "float")), None)
+        if prob:
+            gens[prob] = {"gen": "by", "column": "stage", "default": gens[prob], "cases": {
+                s: {"gen": gens[prob]["gen"], "min": lo, "max": hi} for s, (lo, hi) in DEAL_STAGES.items() if s in stage["values"]}}
+        close = next((c for c in ("expected_close_date", "close_date") if gens.get(c, {}).get("gen") == "date"), None)
+        if close:
+            gens[close] = {"gen": "by", "column": "stage", "default": gens[close], "cases": {
+                s: {"gen": "date", "days": [-180, -1] if s.startswith("closed_") else [0, 180]}
+                for s in stage["values"] if s in DEAL_STAGES}}
     if ent.workflow:
         stamps = status_stamps(list(gens), ent.workflow)
         # Dates agree with the record's status on the world's clock (the workflow's ``clock`` map).
