@@ -447,17 +447,11 @@ def link_covered_events(entities: list[Entity]) -> None:
             if term is None:
                 continue
             for col in [c for c, g in ent.gens.items() if semantics.covered_event(c) and semantics.date_kind(g)]:
-                if col in semantics.reads(ent.gens, fk) or fk in semantics.reads(ent.gens, col) - {fk}:
+                if col in semantics.reads(ent.gens, fk):
                     continue   # never a loop: the key is drawn before the date that reads it
                 start = {"via": fk, "table": parent, "field": term[0]}
                 ent.gens[col] = _within_term(ent.gens[col], start, {"via": fk, "table": parent, "field": term[1], "in": []})
-                latest = _latest_days(ent.gens[col])
-                have = ent.gens[fk].get("made_by")
-                if have and "through" not in have:
-                    made_by = {**have, "fields": sorted({*have["fields"], term[0]}), "days": min(have["days"], latest)}
-                else:
-                    made_by = _both_made_by(have, {"fields": [term[0]], "days": latest})
-                ent.gens[fk] = {**ent.gens[fk], "made_by": made_by}
+                _begun_by(ent, fk, term[0], _latest_days(ent.gens[col]))
                 recent = ent.gens[col] if ent.gens[col].get("gen") == "recent" else None
                 if recent and recent.get("column") in ent.gens and fk not in semantics.reads(ent.gens, recent["column"]):
                     # a status whose date lies in its last days (a claim under review) is under a term not ended before them
@@ -485,6 +479,17 @@ def link_elapsed(entities: list[Entity]) -> None:
                                  **({"null_p": ent.gens[col]["null_p"]} if "null_p" in ent.gens[col] else {})}
                 break
         ent.gens = semantics.dependency_order(ent.gens)
+
+
+def _begun_by(ent: Entity, fk: str, field: str, days: float) -> None:
+    """The reference ``fk`` names a record whose ``field`` (its term's start, its opening day) had come by ``days``
+    from today, beside what its ``made_by`` already asks (the later of the dates, the earlier of the days)."""
+    have = ent.gens[fk].get("made_by")
+    if have and "through" not in have:
+        made_by = {**have, "fields": sorted({*have["fields"], field}), "days": min(have["days"], days)}
+    else:
+        made_by = _both_made_by(have, {"fields": [field], "days": days})
+    ent.gens[fk] = {**ent.gens[fk], "made_by": made_by}
 
 
 def _within_term(gen: dict[str, Any], start: dict[str, Any], end: dict[str, Any] | None) -> dict[str, Any]:
@@ -516,13 +521,7 @@ def _sent_after_opening(ent: Entity, col: str, by_table: dict[str, Entity]) -> N
         if opens is None:
             continue
         ent.gens[col] = _within_term(ent.gens[col], {"via": fk, "table": parent, "field": opens}, None)
-        have = ent.gens[fk].get("made_by")
-        latest = _latest_days(ent.gens[col])
-        if have and "through" not in have:
-            made_by = {**have, "fields": sorted({*have["fields"], opens}), "days": min(have["days"], latest)}
-        else:
-            made_by = _both_made_by(have, {"fields": [opens], "days": latest})
-        ent.gens[fk] = {**ent.gens[fk], "made_by": made_by}
+        _begun_by(ent, fk, opens, _latest_days(ent.gens[col]))
     ent.gens = semantics.dependency_order(ent.gens)
 
 
