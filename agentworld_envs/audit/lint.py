@@ -364,13 +364,13 @@ def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: 
             n = count("metric = ? AND (value < ? OR value > ?)", (metric, lo, hi))
             if n:
                 yield Violation("value_range", f"{table}.value", f"{n} {metric} readings outside {lo}..{hi}")
-    prob = next((c for c in ("probability", "win_probability") if c in cols), None)
+    prob = next((c for c in semantics.DEAL_ODDS if c in cols), None)
     if "stage" in cols and prob:
         # a won deal is certain and a lost one is not to be won; both have closed by today
         n = count(f"(stage = 'closed_won' AND {q(prob)} != 100) OR (stage = 'closed_lost' AND {q(prob)} != 0)")
         if n:
             yield Violation("impossible", f"{table}.{prob}", f"{n} closed deals whose {prob} is not 100 (won) or 0 (lost)")
-        close = next((c for c in ("expected_close_date", "close_date") if c in cols), None)
+        close = next((c for c in semantics.DEAL_CLOSE if c in cols), None)
         n = count(f"stage IN ('closed_won', 'closed_lost') AND substr({q(close)}, 1, 10) > ?", (today,)) if close else 0
         if n:
             yield Violation("clock_status", f"{table}.{close}", f"{n} closed deals expected to close after today")
@@ -382,7 +382,7 @@ def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: 
             n = count("analyte = ? AND (unit != ? OR value < ? OR value > ?)", (analyte, unit, lo, hi))
             if n:
                 yield Violation("value_range", f"{table}.value", f"{n} {analyte} results with the wrong unit or range")
-        flag = next((c for c in ("abnormal_flag", "flag", "result_flag", "interpretation") if c in cols), None)
+        flag = next((c for c in semantics.FLAG_COLUMNS if c in cols), None)
         flags = {f for (f,) in conn.execute(f"SELECT DISTINCT {q(flag)} FROM {q(table)}")} if flag else set()
         for analyte, (lo, hi) in semantics.REFERENCE_RANGES.items() if set(semantics.RANGE_FLAGS) <= flags else ():
             if semantics.ANALYTES[analyte][0] not in offered:

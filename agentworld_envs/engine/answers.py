@@ -315,9 +315,10 @@ _TRAIL_DAYS = re.compile(rf"\b({_MON})\.?\s+{_DAY}{_DAY_JOIN}(?:{_WEEKDAY})?{_DA
 _BEFORE_DAY = re.compile(rf"(?<![\w.,/-]){_DAY}{_DAY_JOIN}(?:{_WEEKDAY})?$")
 
 
-def _day_lists(text: str) -> list[tuple[int, int, int, int, int | None]]:
+@functools.lru_cache(maxsize=1 << 14)
+def _day_lists(text: str) -> tuple[tuple[int, int, int, int, int | None], ...]:
     """Bare days of a list or range sharing the month of the date beside them, in folded ``text``:
-    (start, end, day, month, year or None)."""
+    (start, end, day, month, year or None). Cached: the date readers and the number reader each ask for one text's."""
     out: list[tuple[int, int, int, int, int | None]] = []
     for m in _LEAD_DAYS.finditer(text):
         month, year = _MONTHS[m[2]], int(m[3]) if m[3] else None
@@ -329,7 +330,7 @@ def _day_lists(text: str) -> list[tuple[int, int, int, int, int | None]]:
     for m in _TRAIL_DAYS.finditer(text):   # "June 13-14, 2026": both days (the first has no year of its own)
         month, year = _MONTHS[m[1]], int(m[4]) if m[4] else None
         out += [(m.start(2), m.end(2), int(m[2]), month, year), (m.start(3), m.end(), int(m[3]), month, year)]
-    return [d for d in out if 1 <= d[2] <= 31]
+    return tuple(d for d in out if 1 <= d[2] <= 31)
 
 
 def _date_spans(text: str) -> list[tuple[int, int, dt.date, str]]:
@@ -440,7 +441,7 @@ def _numbers_and_codes(text: str) -> tuple[list[Item], list[Item]]:
     dates_ = [Item("date", s, e, "", day=d, time=t) for s, e, d, t in _date_spans(text)]
     rest = _mask(text, [(i.start, i.end) for i in dates_])
     rest = _mask(rest, [m.span() for m in _TIME.finditer(rest)])
-    rest = _mask(rest, [(a, b) for a, b, *_ in _day_lists(rest)])   # "13-14 June": a day, not a figure
+    rest = _mask(rest, [(a, b) for a, b, *_ in _day_lists(text)])   # "13-14 June": a day, not a figure
     codes = [Item("code", m.start(), m.end(), value_key(m[0])) for m in _EMAIL.finditer(rest)]
     rest = _mask(rest, [(c.start, c.end) for c in codes])
     for m in _CODE.finditer(rest):

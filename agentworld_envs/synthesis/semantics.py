@@ -679,6 +679,9 @@ DEAL_STAGES: dict[str, tuple[int, int]] = {
     "prospecting": (5, 20), "qualification": (10, 35), "proposal": (30, 60), "negotiation": (50, 90),
     "closed_won": (100, 100), "closed_lost": (0, 0),
 }
+#: A deal's columns its stage settles: its odds, and the day it closes.
+DEAL_ODDS = ("probability", "win_probability")
+DEAL_CLOSE = ("expected_close_date", "close_date")
 
 
 #: Loyalty tiers from the lowest up (a member's lifetime spend or points rise with the tier).
@@ -768,7 +771,7 @@ REFERENCE_RANGES: dict[str, tuple[float, float]] = {
 }
 #: A lab result's flag against its reference range (below, within, above), where its column offers these words.
 RANGE_FLAGS = ("low", "normal", "high")
-_FLAG_COLUMNS = ("abnormal_flag", "flag", "result_flag", "interpretation")
+FLAG_COLUMNS = ("abnormal_flag", "flag", "result_flag", "interpretation")
 #: Monitoring series: (unit, low, high) of their values.
 SERIES: dict[str, tuple[str, float, float]] = {
     "cpu_utilization": ("percent", 0, 100), "memory_usage": ("percent", 0, 100), "request_latency_p99": ("ms", 20, 2000),
@@ -1450,7 +1453,7 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
             gens["value"] = {"gen": "by", "column": "analyte", "default": gens["value"],
                              "cases": {a: {"gen": "float", "min": ANALYTES[a][1], "max": ANALYTES[a][2], "decimals": 2}
                                        for a in known}}
-            flag = next((c for c in _FLAG_COLUMNS if gens.get(c, {}).get("gen") == "choice"
+            flag = next((c for c in FLAG_COLUMNS if gens.get(c, {}).get("gen") == "choice"
                          and set(RANGE_FLAGS) <= set(gens[c]["values"])), None)
             if flag:
                 # a result is flagged by where its value lies against its analyte's reference range (a platelet
@@ -1552,11 +1555,11 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     stage = gens.get("stage", {})
     if stage.get("gen") == "choice" and set(DEAL_STAGES) & set(stage["values"]) >= {"closed_won", "closed_lost"}:
         # a deal's stage settles its odds and its close: won is certain, lost is none, and both have closed
-        prob = next((c for c in ("probability", "win_probability") if gens.get(c, {}).get("gen") in ("int", "float")), None)
+        prob = next((c for c in DEAL_ODDS if gens.get(c, {}).get("gen") in ("int", "float")), None)
         if prob:
             gens[prob] = {"gen": "by", "column": "stage", "default": gens[prob], "cases": {
                 s: {"gen": gens[prob]["gen"], "min": lo, "max": hi} for s, (lo, hi) in DEAL_STAGES.items() if s in stage["values"]}}
-        close = next((c for c in ("expected_close_date", "close_date") if gens.get(c, {}).get("gen") == "date"), None)
+        close = next((c for c in DEAL_CLOSE if gens.get(c, {}).get("gen") == "date"), None)
         if close:
             gens[close] = {"gen": "by", "column": "stage", "default": gens[close], "cases": {
                 s: {"gen": "date", "days": [-180, -1] if s.startswith("closed_") else [0, 180]}
