@@ -55,6 +55,8 @@ Counts (each as "bad of checked"):
 * ``made_after_shut`` a record created, placed or requested after the record it belongs to went out of service
 * ``in_term``         an incident, loss, accident or event that occurred under a record with a term (a policy,
                       a campaign, a warranty, an offer) dated before that term began or after it ended
+* ``on_draft``        a bid, review, rating, booking, payment, premium or collection pointing at a record still
+                      in draft or unpublished (a bid on a lot never listed, a payment of an invoice never issued)
 """
 
 from __future__ import annotations
@@ -318,6 +320,7 @@ def probe_env(name: str, tally: Tally) -> None:
     probe_shut(name, spec, conn, tally)
     probe_before_parent(name, spec, conn, tally)
     probe_terms(name, spec, conn, tally)
+    probe_drafts(name, spec, conn, tally)
     probe_passing(name, spec, conn, tally)
     probe_money(name, spec, conn, tally)
     # numbers in the policy prose (a hand-built domain's Python tools enforce figures no rule record states)
@@ -465,10 +468,19 @@ def probe_figures(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tal
                                       f"AND p.{q(col)} IS NOT NULL").fetchone()
                 tally.add("copied_figure", bad or 0, n, f"{name}: {table}.{col} vs {parent}.{col}")
             if LINES.search(table) and "subtotal" in pcols and {"quantity", "unit_price"} <= set(cols):
-                n, bad = conn.execute(f"SELECT COUNT(*), SUM(abs(sub - lines) > 0.015) FROM (SELECT p.subtotal AS sub, "
-                                      f"SUM(c.quantity * c.unit_price) AS lines FROM {q(parent)} p LEFT JOIN {q(table)} c "
-                                      f"ON p.id = c.{q(c['name'])} WHERE p.subtotal IS NOT NULL GROUP BY p.id)").fetchone()
+                # a line's figure is its quantity x unit price, less its discount where it has one
+                off = next((f"(1 - coalesce(c.{q(d)}, 0) / 100.0)" for d in ("discount_percent", "discount_pct")
+                            if d in cols), "1")
+                line = f"c.quantity * c.unit_price * {off}"
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM(abs(sub - lines) > 0.005 * (k + 1)) FROM (SELECT "
+                                      f"p.subtotal AS sub, SUM({line}) AS lines, COUNT(c.id) AS k FROM {q(parent)} p "
+                                      f"LEFT JOIN {q(table)} c ON p.id = c.{q(c['name'])} WHERE p.subtotal IS NOT NULL "
+                                      f"GROUP BY p.id)").fetchone()
                 tally.add("lines_total", bad or 0, n, f"{name}: {parent}.subtotal vs its {table}")
+                if "line_total" in cols:
+                    n, bad = conn.execute(f"SELECT COUNT(*), SUM(abs(c.line_total - {line}) > 0.0051) FROM {q(table)} c "
+                                          f"WHERE c.line_total IS NOT NULL").fetchone()
+                    tally.add("lines_total", bad or 0, n, f"{name}: {table}.line_total vs its quantity x unit price")
 
 
 #: A parent out of service, and a child still going (what a hostile reader calls open).
@@ -538,7 +550,7 @@ def probe_passing(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tal
             tally.add("stale_status", bad or 0, n, f"{name}: {table} happening now with {col} on another day")
             n, bad = conn.execute(f"SELECT COUNT(*), SUM(substr(status_changed_at, 1, length({q(col)})) > {q(col)}) "
                                   f"FROM {q(table)} WHERE status IN ('cancelled', 'canceled', 'withdrawn') AND "
-                                  f"{q(col)} IS NOT NULL AND status_changed_at IS NOT NULL").fetchone() \
+                                  f"length({q(col)}) >= 10 AND status_changed_at IS NOT NULL").fetchone() \
                 if "status_changed_at" in cols else (0, 0)
             tally.add("cancelled_late", bad or 0, n, f"{name}: {table} cancelled after its {col}")
 
@@ -616,6 +628,28 @@ def probe_terms(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally
                     f"ON p.id = c.{q(c['name'])} WHERE c.{q(ev)} IS NOT NULL AND p.{q(start)} IS NOT NULL AND "
                     f"p.{q(end)} IS NOT NULL").fetchone()
                 tally.add("in_term", bad or 0, n, f"{name}: {table}.{ev} outside {parent}.{start}..{end}")
+
+
+#: What a hostile reader calls taking a record up, and the statuses of a record never put out.
+TAKING_UP = re.compile(r"(^|_)(bids?|reviews?|ratings?|feedbacks?|bookings?|reservations?|payments?|premiums?|"
+                       r"premium_payments|collections?|deposits?|orders?|claims?)$")
+NEVER_OUT = ("draft", "unpublished")
+
+
+def probe_drafts(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """Nothing taken up from a record still in draft (a bid on a lot never listed, a payment of a draft invoice)."""
+    for t in spec["tables"]:
+        table = t["name"]
+        if not TAKING_UP.search(table) or re.match(r"(legal|annual|internal|peer|code|design|compliance|credit|editorial|quality|safety|risk|technical|tech|validation)_", table):
+            continue
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not parent or parent == table or "status" not in columns(conn, parent):
+                continue
+            join = f"FROM {q(table)} c JOIN {q(parent)} p ON p.id = c.{q(c['name'])}"
+            n = conn.execute(f"SELECT COUNT(*) {join}").fetchone()[0]
+            bad = conn.execute(f"SELECT COUNT(*) {join} WHERE p.status IN (?, ?)", NEVER_OUT).fetchone()[0]
+            tally.add("on_draft", bad, n, f"{name}: {table} under a draft {parent}")
 
 
 def probe_lifecycle(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:

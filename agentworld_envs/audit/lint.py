@@ -62,6 +62,11 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``outside_term``    what happened under a record's cover or during its run dated outside its term (a claim's
                     incident before its policy took effect or after it expired; a conversion after its
                     campaign ended)
+``unreleased_parent`` something taken up from a record never put out: a bid on a draft lot, a payment of a
+                    draft invoice, a review of an unpublished listing (``semantics.takes_up``)
+``unsettled``       a whole whose status disagrees with what its parts paid: a paid invoice whose payments
+                    through fall short of its total, a partly paid one with none through, an overdue one with
+                    a payment through (``semantics.settle_plan``)
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
@@ -96,7 +101,7 @@ RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns"
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
          "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent", "stale_status",
-         "copied_figure", "shut_parent", "outside_term")
+         "copied_figure", "shut_parent", "outside_term", "unreleased_parent", "unsettled")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -941,6 +946,7 @@ def check_arithmetic(spec: dict[str, Any], conn: sqlite3.Connection, entities: d
                 if n:
                     yield Violation("part_over_whole", f"{table}.{part}",
                                     f"{n} {parent} whose {table} add up to more than their {whole}")
+                yield from _unsettled(spec, conn, table, c["name"], parent, part, whole)
                 break
         if {"tax_amount", "total_amount"} <= cols and "subtotal" not in cols:
             # a total with the tax in it: one rate's share, never the whole of it
@@ -1373,6 +1379,56 @@ def check_started_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Ite
                                                                           f"{parent} still {'/'.join(waiting)}")
 
 
+def _status_enum(spec: dict[str, Any], table: str) -> list[str]:
+    return next((col.get("enum") or [] for t in spec["tables"] if t["name"] == table for col in t["columns"]
+                 if col["name"] == "status"), [])
+
+
+def _unsettled(spec: dict[str, Any], conn: sqlite3.Connection, table: str, fk: str, parent: str, part: str,
+               whole: str) -> Iterable[Violation]:
+    """A whole whose status disagrees with what its parts have paid (``semantics.settle_plan``): a paid invoice whose
+    payments through fall short of its total, a partly paid one with none through (or all of it), an overdue one
+    with a payment through."""
+    plan = semantics.settle_plan(_status_enum(spec, table), _status_enum(spec, parent), _columns(conn, parent))
+    if plan is None:
+        return
+    marks = ", ".join("?" * len(plan["done"]))
+    through = (f"(SELECT COALESCE(SUM(c.{q(part)}), 0) FROM {q(table)} AS c WHERE c.{q(fk)} = p.id AND c.status IN "
+               f"({marks}))")
+    paid = f" OR abs({through} - p.{q(plan['paid'])}) > 0.005" if plan.get("paid") else ""
+    checks = [(plan["full"], f"abs({through} - p.{q(whole)}) > 0.005", f"whose {table} through fall short of their {whole}"),
+              (plan["partial"], f"NOT ({through} > 0 AND {through} < p.{q(whole)} - 0.005){paid}",
+               f"partly paid with no {table} through, or all of it"),
+              (plan["unpaid"], f"{through} > 0", f"unpaid with {table} through")]
+    for states, bad, what in checks:
+        if not states:
+            continue
+        args = (*states, *plan["done"] * bad.count("c.status IN ("))   # each sum through names the statuses again
+        n = conn.execute(f"SELECT COUNT(*) FROM {q(parent)} AS p WHERE p.{q(whole)} IS NOT NULL AND p.status IN "
+                         f"({', '.join('?' * len(states))}) AND ({bad})", args).fetchone()[0]
+        if n:
+            yield Violation("unsettled", f"{parent}.status", f"{n} {'/'.join(states)} {parent} {what}")
+
+
+def check_released_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """Something taken up from a record never put out: a bid on a draft lot, a payment of a draft invoice, a review
+    of an unpublished listing."""
+    for t in spec["tables"]:
+        table = t["name"]
+        for c in t["columns"] if semantics.takes_up(table) else ():
+            parent = (c.get("references") or "").split(".")[0]
+            states = next((col.get("enum") or [] for pt in spec["tables"] if pt["name"] == parent
+                           for col in pt["columns"] if col["name"] == "status"), [])
+            unreleased = semantics.unreleased_states({"states": states}) if parent != table else []
+            if not unreleased or "status" not in _columns(conn, parent):
+                continue
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                             f"WHERE p.status IN ({', '.join('?' * len(unreleased))})", unreleased).fetchone()[0]
+            if n:
+                yield Violation("unreleased_parent", f"{table}.{c['name']}", f"{n} rows under a {parent} still "
+                                                                             f"{'/'.join(unreleased)}")
+
+
 def check_email_names(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """An address's local part shares a word with the name on its row (``datagen.name_words``)."""
     from ..engine.datagen import name_words
@@ -1414,6 +1470,7 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_lines(spec, conn)
     out += check_shut_parents(spec, conn)
     out += check_started_parents(spec, conn)
+    out += check_released_parents(spec, conn)
     out += check_terms(spec, conn)
     out += check_elapsed(spec, conn, entities)
     return out

@@ -127,6 +127,9 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         if "made_by" in g:
             pool = _made_by(g, existing, now) or pool
             ok = _made_by_row(g, existing)
+        if "live_parent" in g:
+            # only records put out (no bid on a draft lot), where there are any
+            pool = _released(g, existing, pool)
         if "in_term" in g:
             term = _in_term(g, existing, now)
             ok = term if ok is None else (lambda key, row, a=ok, b=term: a(key, row) and b(key, row))
@@ -606,8 +609,10 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
     by_parent: dict[Any, list[Any]] = {}
     if same:
         table = g["ref"].split(".")[0]
+        released = set(pool) if "live_parent" in g else None   # the same owner's, never one of its drafts
         for key, parent in zip(existing[f"{table}.id"], existing[f"{table}.{same['via']}"]):
-            by_parent.setdefault(parent, []).append(key)
+            if released is None or key in released:
+                by_parent.setdefault(parent, []).append(key)
     nullable = g.get("nullable", True)
     started = g.get("not_after")
     starts = _start_dates(g, existing) if started else {}
@@ -680,7 +685,8 @@ def _started_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], existin
     qualifies: no record if the reference may be empty, else the one that started first."""
     column, nullable = g["not_after"]["column"], bool(g.get("null_p"))
     starts = _start_dates(g, existing)
-    ordered = sorted((str(v)[:10], k) for k, v in starts.items() if v)
+    released = set(pool) if "live_parent" in g else None   # never a fallback to a draft
+    ordered = sorted((str(v)[:10], k) for k, v in starts.items() if v and (released is None or k in released))
     dates = [d for d, _ in ordered]
 
     def draw(i: int, row: dict[str, Any]) -> Any:
@@ -797,6 +803,15 @@ def _in_term(g: dict[str, Any], existing: dict[str, list[Any]], now: dt.datetime
         return first is None or not end or str(end)[:10] >= first
 
     return fits
+
+
+def _released(g: dict[str, Any], existing: dict[str, list[Any]], pool: list[Any]) -> list[Any]:
+    """``"live_parent": {"parent_not_in": [...]}``: the keys of ``pool`` whose record's status is not one it has
+    never been put out in (a draft, unpublished); all of ``pool`` where none is."""
+    table = g["ref"].split(".")[0]
+    unreleased = set(g["live_parent"]["parent_not_in"])
+    out = {k for k, st in zip(existing[f"{table}.id"], existing.get(f"{table}.status", ())) if st not in unreleased}
+    return [k for k in pool if k in out] or pool
 
 
 def _start_dates(g: dict[str, Any], existing: dict[str, list[Any]]) -> dict[Any, Any]:
@@ -1359,6 +1374,136 @@ def fit_parts(gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]], exist
                         r[other] = _refigure(og, r)
 
 
+def _cents_split(weights: list[float], cents: int) -> list[int]:
+    """``cents`` shared out in proportion to ``weights`` (largest remainder), each share at least a cent."""
+    total = sum(weights) or 1.0
+    raw = [max(w, 0.0) / total * cents for w in weights]
+    shares = [max(1, math.floor(r)) for r in raw]
+    order = sorted(range(len(raw)), key=lambda j: raw[j] - math.floor(raw[j]), reverse=True)
+    k = 0
+    while sum(shares) < cents and order:
+        shares[order[k % len(order)]] += 1
+        k += 1
+    while sum(shares) > cents and max(shares) > 1:
+        shares[shares.index(max(shares))] -= 1
+    return shares
+
+
+def _redraw(row: dict[str, Any], i: int, cols: list[str], gens: dict[str, dict[str, Any]],
+            factories: dict[str, Callable[[int, dict[str, Any]], Any]]) -> None:
+    """Draw ``cols`` of ``row`` again from their generators, in the plan's order, never a key or a unique code (the
+    records a row points at, and its number, stay)."""
+    for col in cols:
+        g = gens.get(col, {})
+        if g.get("gen") in ("ref", "lookup") or g.get("unique") or col not in factories:
+            continue
+        row[col] = factories[col](i, row)
+
+
+def settle_parts(conn: sqlite3.Connection, gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]],
+                 factories: dict[str, Callable[[int, dict[str, Any]], Any]], existing: dict[str, list[Any]],
+                 drawn: dict[str, Any], rng: random.Random) -> None:
+    """The parts of a whole agree with what its status says is paid (``part_of``'s ``settle``): a paid invoice's
+    payments have all gone through and come to its total; a partly paid one's through ones come to what it has paid
+    (its paid figure, where it keeps one), below its total, with at least one through; an unpaid one's none. A whole
+    said to be paid that no part points at is not paid yet (its status and what reads it drawn again). The columns of
+    a part that read its status or its figure are drawn again."""
+    for col, g in gens.items():
+        while g.get("gen") == "within" and "inner" in g:
+            g = g["inner"]
+        plan = g.get("settle") if g.get("gen") == "part_of" else None
+        if not plan:
+            continue
+        table, via, st = g["table"], g["via"], plan["column"]
+        where = _id_index(existing, table)
+        status = existing.get(f"{table}.status", [])
+        wholes = existing.get(f"{table}.{g['field']}", [])
+        paid_of = existing.get(f"{table}.{plan['paid']}", []) if plan.get("paid") else []
+        done, full, partial = set(plan["done"]), set(plan["full"]), set(plan["partial"])
+        groups: dict[Any, list[int]] = {}
+        for i, row in enumerate(rows):
+            if row.get(via) is not None and isinstance(row.get(col), (int, float)):
+                groups.setdefault(row[via], []).append(i)
+        redrawn = [c for c in _readers(gens, st) if c != col]
+        figured = [c for c in _readers(gens, col) if c != st]
+        for key, idx in groups.items():
+            at = where.get(key)
+            if at is None or not isinstance(wholes[at], (int, float)) or wholes[at] <= 0:
+                continue
+            whole, state = round(wholes[at] * 100), status[at]
+            through = [i for i in idx if rows[i].get(st) in done]
+            if state in full:
+                moved, target, paying = [i for i in idx if i not in through], whole, idx
+            elif state in partial:
+                moved = [] if through else [max(idx, key=lambda i: rows[i][col])]
+                paying = through + moved
+                have = paid_of[at] if paid_of and isinstance(paid_of[at], (int, float)) else None
+                target = round(have * 100) if have is not None and 0 < have * 100 < whole else \
+                    math.floor(whole * rng.uniform(0.3, 0.9))
+            else:
+                for i in through:   # nothing of an unpaid whole has gone through: an attempt that did not
+                    rows[i][st] = plan["undone"]
+                    _redraw(rows[i], i, redrawn, gens, factories)
+                continue
+            for i in moved:
+                rows[i][st] = plan["done"][0]
+                _redraw(rows[i], i, redrawn, gens, factories)
+            if len(paying) > target:
+                continue
+            for i, c in zip(paying, _cents_split([rows[i][col] for i in paying], target)):
+                rows[i][col] = c / 100
+            rest = [i for i in idx if i not in paying]
+            room = whole - target
+            if rest and sum(round(rows[i][col] * 100) for i in rest) > room and room >= len(rest):
+                for i, c in zip(rest, _cents_split([rows[i][col] for i in rest], room)):
+                    rows[i][col] = c / 100
+            for i in idx:
+                _redraw(rows[i], i, figured, gens, factories)
+        _unpaid_when_no_part(conn, table, plan, set(groups), drawn, existing)
+
+
+def _unpaid_when_no_part(conn: sqlite3.Connection, table: str, plan: dict[str, Any], paid_to: set[Any],
+                         drawn: dict[str, Any], existing: dict[str, list[Any]]) -> None:
+    """A whole said to be paid (or partly) that no part points at is one not paid yet: its status becomes the first
+    unpaid one not overdue, or void where it bills a record since shut (its dates, reason and paid figure drawn
+    again); not where a key of it reads its status beyond that."""
+    if table not in drawn:
+        return
+    rows, factories, gens = drawn[table]
+    readers = _readers(gens, "status")
+    keys = [c for c in readers if gens[c].get("gen") == "ref"]   # kept as drawn, with what is copied through them
+    if any(set(gens[c]) & {"quota", "started_parent", "open_through", "in_term"} for c in keys):
+        return
+    to = next((s for s in plan["unpaid"] if s not in ("overdue", "past_due")), plan["unpaid"][0])
+    said = set(plan["full"]) | set(plan["partial"])
+    shut = []   # an open whole is under no shut record (an invoice sent for a cancelled order)
+    for c in keys:
+        o = gens[c].get("open_parent")
+        if o and to in o["in"]:
+            ref = gens[c]["ref"].split(".")[0]
+            status_of = dict(zip(existing[f"{ref}.id"], existing.get(f"{ref}.status", ())))
+            shut.append((c, {k for k, v in status_of.items() if v in set(o["parent_not_in"])}))
+    changed = []
+    for i, row in enumerate(rows):
+        if row.get("status") not in said or row.get("id") in paid_to:
+            continue
+        if any(row.get(c) in closed for c, closed in shut):
+            if not plan.get("void"):
+                continue
+            row["status"] = plan["void"]   # billed for a record since shut (an invoice of a cancelled order)
+        else:
+            row["status"] = to
+        _redraw(row, i, readers, gens, factories)
+        changed.append(row)
+    if not changed:
+        return
+    cols = ["status", *readers]
+    sets = ", ".join(f'"{c}" = ?' for c in cols)
+    conn.executemany(f'UPDATE "{table}" SET {sets} WHERE id = ?', [(*(r.get(c) for c in cols), r["id"]) for r in changed])
+    for c in cols:
+        existing[f"{table}.{c}"] = [r.get(c) for r in rows]
+
+
 def refigured(gen: dict[str, Any], col: str) -> bool:
     """Whether ``gen`` works a figure out of ``col`` alone by arithmetic that :func:`fit_parts` can redo when it
     scales ``col`` (a share of it: a processor's fee, chosen by the payment's method)."""
@@ -1457,6 +1602,7 @@ def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
                 row[name] = factory(i, row)
             rows.append(row)
         fit_parts(plan["columns"], rows, existing, rng)
+        settle_parts(conn, plan["columns"], rows, factories, existing, drawn, rng)
         cut_shut_links(plan["columns"], rows, existing)
         if rows:
             # executemany, not sqlite_utils.insert_all: the latter JSON-inspects every value and

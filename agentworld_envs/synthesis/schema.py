@@ -179,6 +179,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
     link_lines(entities)
     link_passing(entities)
     link_live_parents(entities)
+    link_released_parents(entities)
     link_covered_events(entities)
     link_elapsed(entities)
     link_started_parents(entities)
@@ -432,6 +433,28 @@ def link_live_parents(entities: list[Entity]) -> None:
         ent.gens = semantics.dependency_order(ent.gens)
 
 
+def link_released_parents(entities: list[Entity]) -> None:
+    """Nothing takes up what was never put out: a bid, a review, a booking or a payment (``semantics.takes_up``)
+    points at a record that has left its draft (``semantics.unreleased_states``): no bids on a draft lot, no
+    payments of a draft invoice, no reviews of an unpublished listing (world audit 88 found 359 of 803 reviews on
+    listings never published). The reference is drawn among the released records (``live_parent``)."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        if not semantics.takes_up(ent.table):
+            continue
+        for fk, parent in ent.refs.items():
+            pent = by_table.get(parent)
+            unreleased = semantics.unreleased_states(pent.workflow) if pent is not None and parent != ent.table \
+                and "status" in pent.gens else []
+            gen = ent.gens.get(fk, {})
+            if not unreleased:
+                continue
+            if gen.get("gen") == "ref":
+                ent.gens[fk] = {**gen, "live_parent": {"parent_not_in": unreleased}}
+            elif gen.get("gen") == "lookup" and gen.get("else", {}).get("gen") == "ref":
+                ent.gens[fk] = {**gen, "else": {**gen["else"], "live_parent": {"parent_not_in": unreleased}}}
+
+
 def link_covered_events(entities: list[Entity]) -> None:
     """What happens under a record's cover or during its run happens within its term: a claim's incident between
     its policy's effective and expiration dates, a conversion while its campaign ran (``semantics.covered_event``,
@@ -642,6 +665,10 @@ def link_parent_amounts(entities: list[Entity]) -> None:
                     or part in semantics.reads(ent.gens, fk) or read:
                 continue
             ent.gens[part] = semantics.wrap(ent.gens[part], gen="part_of", via=fk, table=parent, field=whole)
+            plan = semantics.settle_plan(ent.workflow.get("states", ()), pent.workflow.get("states", ()), pent.gens) \
+                if ent.workflow and pent.workflow and "status" in ent.gens and "status" in pent.gens else None
+            if plan:
+                ent.gens[part] = {**ent.gens[part], "settle": plan}
             ent.gens = semantics.dependency_order(ent.gens)
             break
 

@@ -642,6 +642,31 @@ def accrual(column: str, columns: Iterable[str]) -> tuple[str, float] | None:
             got = next((c for c in since if c in have), None)
             return (got, per_day) if got else None
     return None
+#: Statuses of a record never yet put out (a draft lot, an unpublished listing, an invoice not yet issued): nothing
+#: it offers or bills can have been taken up.
+NEVER_RELEASED = frozenset({"draft", "unpublished", "not_published", "pending_publication"})
+#: Records that take up what another puts out: a bid on a lot, a review, rating or booking of a listing, an order of
+#: a product, a payment of an invoice, a premium of a policy, a claim on it, a collection under a mandate.
+_TAKES_UP = re.compile(r"(?:^|_)(?:bids?|reviews?|ratings?|feedbacks?|testimonials?|payments?|deposits?|collections?|"
+                       r"charges?|reservations?|bookings?|exchanges?|returns?|return_requests?|refunds?|orders?|premiums?|"
+                       r"purchases?|redemptions?|enrol+ments?|versements?|arbitrages?|claims?|instal+ments?|rentals?)$")
+#: ... unless the record is part of the drafting itself (a legal review of a draft document, an annual review of a
+#: statement being prepared, a design review).
+_DRAFTING = re.compile(r"^(?:legal|annual|internal|peer|code|design|compliance|credit|editorial|quality|safety|manager|"
+                       r"performance|risk|technical|tech|validation|underwriting|qa|security|draft|pre)_")
+
+
+def takes_up(table: str) -> bool:
+    """Whether a table's records take up what the record they point at puts out (:data:`_TAKES_UP`), which a record
+    never released (:data:`NEVER_RELEASED`) has not: no bid on a draft lot, no payment of a draft invoice."""
+    return bool(_TAKES_UP.search(table)) and not _DRAFTING.match(table)
+
+
+def unreleased_states(workflow: dict[str, Any] | None) -> list[str]:
+    """The statuses of ``workflow`` in which its record has never been put out (:data:`NEVER_RELEASED`)."""
+    return sorted(NEVER_RELEASED & set((workflow or {}).get("states", ())))
+
+
 #: Statuses of a record not yet out to its audience (a draft, a post in review, a newsletter scheduled).
 UNRELEASED_STATES = frozenset({"draft", "in_review", "scheduled", "pending", "queued", "new", "planned", "submitted",
                                "changes_requested", "requested", "todo", "backlog"})
@@ -886,6 +911,35 @@ PART_COLUMNS = ("amount", "payment_amount", "amount_paid", "paid_amount", "refun
                 "refunded_amount")
 WHOLE_COLUMNS = ("total_amount", "amount_due", "grand_total", "order_total", "invoice_total", "total_price", "total",
                  "amount")
+#: A part that has paid (a captured payment, a settled instalment); one that has not, most telling first (an attempt
+#: that failed, one still pending); a whole's statuses by how much of it its parts have paid.
+PART_DONE = ("captured", "completed", "succeeded", "settled", "paid", "cleared", "posted", "processed", "received")
+PART_UNDONE = ("failed", "declined", "pending", "authorized", "scheduled")
+WHOLE_FULL = frozenset({"paid", "paid_in_full", "fully_paid", "settled"})
+WHOLE_PARTIAL = frozenset({"partially_paid", "part_paid", "partial"})
+WHOLE_UNPAID = ("sent", "issued", "open", "unpaid", "outstanding", "due", "overdue", "past_due")
+
+
+def settle_plan(part_states: Iterable[str], whole_states: Iterable[str], whole_columns: Iterable[str]
+                ) -> dict[str, Any] | None:
+    """How the parts of a whole (the payments of an invoice) settle it, where its statuses say how much is paid: a
+    paid invoice's payments have all gone through and come to its total; a partly paid one's through ones come to
+    what it has paid (its ``amount_paid`` where it keeps one) and less than its total; an unpaid one has none through
+    (``datagen.settle_parts``); one said paid that nothing paid for a record since shut is void. None where the
+    statuses of either say nothing of it."""
+    part, whole = set(part_states), set(whole_states)
+    full = sorted(WHOLE_FULL & whole)
+    done = [st for st in PART_DONE if st in part]
+    undone = next((st for st in PART_UNDONE if st in part), None)
+    unpaid = [st for st in WHOLE_UNPAID if st in whole]
+    if not full or not done or undone is None or not unpaid:
+        return None
+    paid = next((p for p, _ in PAID if p in set(whole_columns)), None)
+    void = next((st for st in ("void", "voided", "cancelled", "written_off") if st in whole), None)
+    return {"column": "status", "done": done, "undone": undone, "full": full, "partial": sorted(WHOLE_PARTIAL & whole),
+            "unpaid": unpaid, **({"paid": paid} if paid else {}), **({"void": void} if void else {})}
+
+
 #: What a claim asks for, and what the policy it is made on covers.
 _CLAIMED = frozenset({"amount", "claimed_amount", "claim_amount", "amount_claimed", "estimated_loss", "loss_amount"})
 _COVER = frozenset({"coverage_amount", "coverage_limit", "sum_insured", "limit_amount", "cover_amount"})
