@@ -55,6 +55,8 @@ Counts (each as "bad of checked"):
 * ``made_after_shut`` a record created, placed or requested after the record it belongs to went out of service
 * ``in_term``         an incident, loss, accident or event that occurred under a record with a term (a policy,
                       a campaign, a warranty, an offer) dated before that term began or after it ended
+* ``double_booked``   a practitioner, a driver, a room, a vehicle or a patient in two timed sessions, visits or
+                      shifts at once (neither called off)
 * ``on_draft``        a bid, review, rating, booking, payment, premium or collection pointing at a record still
                       in draft or unpublished (a bid on a lot never listed, a payment of an invoice never issued)
 """
@@ -321,6 +323,7 @@ def probe_env(name: str, tally: Tally) -> None:
     probe_before_parent(name, spec, conn, tally)
     probe_terms(name, spec, conn, tally)
     probe_drafts(name, spec, conn, tally)
+    probe_double_booked(name, spec, conn, tally)
     probe_passing(name, spec, conn, tally)
     probe_money(name, spec, conn, tally)
     # numbers in the policy prose (a hand-built domain's Python tools enforce figures no rule record states)
@@ -650,6 +653,41 @@ def probe_drafts(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tall
             n = conn.execute(f"SELECT COUNT(*) {join}").fetchone()[0]
             bad = conn.execute(f"SELECT COUNT(*) {join} WHERE p.status IN (?, ?)", NEVER_OUT).fetchone()[0]
             tally.add("on_draft", bad, n, f"{name}: {table} under a draft {parent}")
+
+
+#: What one person or one room can only do once at a time, how a hostile reader finds an event's start and length,
+#: and the statuses of an event called off.
+SINGLE = re.compile(r"(^|_)(therapists?|doctors?|physicians?|surgeons?|nurses?|dentists?|stylists?|barbers?|trainers?|"
+                    r"coaches?|tutors?|instructors?|engineers?|technicians?|agents?|drivers?|pilots?|guides?|rooms?|"
+                    r"beamlines?|courts?|lanes?|vehicles?|trucks?|vans?|boats?|chairs?|patients?|clients?)$")
+EV_START = re.compile(r"^(starts_at|scheduled_at|start_at|start_time|appointment_at|session_at|slot_start)$")
+EV_LENGTH = {"duration_minutes": 1440.0, "duration_hours": 24.0, "length_minutes": 1440.0, "length_hours": 24.0}
+OFF = ("cancelled", "canceled", "rescheduled", "declined", "rejected", "withdrawn", "void", "voided", "expired")
+
+
+def probe_double_booked(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """No practitioner, room, vehicle or patient in two timed events at once."""
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = columns(conn, table)
+        start = next((c for c in cols if EV_START.match(c)), None)
+        length = next((c for c in cols if c in EV_LENGTH), None)
+        if not start or not length or "status" not in cols:
+            continue
+        ends = {a: f"(julianday({a}.{q(start)}) + {a}.{q(length)} / {EV_LENGTH[length]})" for a in ("x", "y")}
+        off = ", ".join("?" * len(OFF))
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not parent or parent == table or not SINGLE.search(parent):
+                continue
+            fk = q(c["name"])
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {fk} IS NOT NULL AND status NOT IN ({off})",
+                             OFF).fetchone()[0]
+            bad = conn.execute(f"SELECT COUNT(*) FROM {q(table)} x JOIN {q(table)} y ON x.{fk} = y.{fk} AND x.id < y.id "
+                               f"WHERE length(x.{q(start)}) > 10 AND length(y.{q(start)}) > 10 AND x.status NOT IN ({off}) "
+                               f"AND y.status NOT IN ({off}) AND julianday(x.{q(start)}) < {ends['y']} "
+                               f"AND julianday(y.{q(start)}) < {ends['x']}", (*OFF, *OFF)).fetchone()[0]
+            tally.add("double_booked", bad, n, f"{name}: {table} at once for one {parent}")
 
 
 def probe_lifecycle(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:

@@ -62,11 +62,15 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``outside_term``    what happened under a record's cover or during its run dated outside its term (a claim's
                     incident before its policy took effect or after it expired; a conversion after its
                     campaign ended)
-``unreleased_parent`` something taken up from a record never put out: a bid on a draft lot, a payment of a
-                    draft invoice, a review of an unpublished listing (``semantics.takes_up``)
+``unreleased_parent`` something taken up from a record never put out: a bid on a draft lot (or one in review, or
+                    scheduled and not open yet), a payment of a draft invoice, a review of an unpublished listing
+                    (``semantics.takes_up``)
 ``unsettled``       a whole whose status disagrees with what its parts paid: a paid invoice whose payments
                     through fall short of its total, a partly paid one with none through, an overdue one with
-                    a payment through (``semantics.settle_plan``)
+                    a payment through, one marked paid before its last payment went through
+                    (``semantics.settle_plan``)
+``double_booked``   a person, a room or a beamline in two timed events at once (a therapist in two sessions, a
+                    meeting room booked twice over; ``semantics.one_at_a_time``), events called off apart
 (task headroom)     ``loop_back``, ``announced_trap``, ``skeleton_repeat``, ``filler``, ``dead_knob``,
                     ``hard_too_short``: see :mod:`agentworld_envs.tasks.lint`
 ==================  ==============================================================================
@@ -101,7 +105,7 @@ RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns"
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
          "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent", "stale_status",
-         "copied_figure", "shut_parent", "outside_term", "unreleased_parent", "unsettled")
+         "copied_figure", "shut_parent", "outside_term", "unreleased_parent", "unsettled", "double_booked")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -1408,6 +1412,48 @@ def _unsettled(spec: dict[str, Any], conn: sqlite3.Connection, table: str, fk: s
                          f"({', '.join('?' * len(states))}) AND ({bad})", args).fetchone()[0]
         if n:
             yield Violation("unsettled", f"{parent}.status", f"{n} {'/'.join(states)} {parent} {what}")
+    if "status_changed_at" not in _columns(conn, table) or "status_changed_at" not in _columns(conn, parent):
+        return
+    for states, last in ((plan["full"], "MAX"), (plan["partial"], "MIN")):
+        # paid once its last payment went through, partly paid once its first did: not before
+        n = conn.execute(f"SELECT COUNT(*) FROM {q(parent)} AS p WHERE p.status IN ({', '.join('?' * len(states))}) "
+                         f"AND p.status_changed_at < (SELECT {last}(c.status_changed_at) FROM {q(table)} AS c WHERE "
+                         f"c.{q(fk)} = p.id AND c.status IN ({marks}))", (*states, *plan["done"])).fetchone()[0] \
+            if states else 0
+        if n:
+            yield Violation("unsettled", f"{parent}.status_changed_at", f"{n} {'/'.join(states)} {parent} before "
+                                                                        f"the {table} that settled them went through")
+
+
+def _event_end(alias: str, plan: dict[str, Any]) -> str:
+    """SQL for the julian day a timed event of ``alias`` ends (its end, or its start plus its length)."""
+    if plan.get("end"):
+        return f"julianday({alias}.{q(plan['end'])})"
+    per_day = {"minutes": 1440.0, "hours": 24.0, "seconds": 86400.0}[plan["unit"]]
+    return f"(julianday({alias}.{q(plan['start'])}) + {alias}.{q(plan['length'])} / {per_day})"
+
+
+def check_double_booked(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """A person, a room or a beamline in two timed events at once: a therapist in two sessions, a meeting room
+    booked twice over (events called off apart)."""
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = _columns(conn, table)
+        dates = _date_columns(conn, table, cols)
+        dead = sorted(semantics.CALLED_OFF & set(_status_enum(spec, table))) if "status" in cols else []
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            plan = semantics.one_at_a_time(table, parent, cols, dates) if parent else None
+            if plan is None:
+                continue
+            live = "".join(f" AND {a}.status NOT IN ({', '.join('?' * len(dead))})" for a in ("x", "y")) if dead else ""
+            fk, start = q(c["name"]), q(plan["start"])
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS x JOIN {q(table)} AS y ON x.{fk} = y.{fk} AND x.id < y.id "
+                             f"WHERE length(x.{start}) > 10 AND length(y.{start}) > 10 AND julianday(x.{start}) < "
+                             f"{_event_end('y', plan)} AND julianday(y.{start}) < {_event_end('x', plan)}{live}",
+                             (*dead, *dead)).fetchone()[0]
+            if n:
+                yield Violation("double_booked", f"{table}.{c['name']}", f"{n} pairs of {table} at once for one {parent}")
 
 
 def check_released_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
@@ -1419,7 +1465,7 @@ def check_released_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> It
             parent = (c.get("references") or "").split(".")[0]
             states = next((col.get("enum") or [] for pt in spec["tables"] if pt["name"] == parent
                            for col in pt["columns"] if col["name"] == "status"), [])
-            unreleased = semantics.unreleased_states({"states": states}) if parent != table else []
+            unreleased = semantics.unreleased_states({"states": states}, table) if parent != table else []
             if not unreleased or "status" not in _columns(conn, parent):
                 continue
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
@@ -1471,6 +1517,7 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_shut_parents(spec, conn)
     out += check_started_parents(spec, conn)
     out += check_released_parents(spec, conn)
+    out += check_double_booked(spec, conn)
     out += check_terms(spec, conn)
     out += check_elapsed(spec, conn, entities)
     return out

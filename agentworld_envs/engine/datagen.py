@@ -1402,12 +1402,13 @@ def _redraw(row: dict[str, Any], i: int, cols: list[str], gens: dict[str, dict[s
 
 def settle_parts(conn: sqlite3.Connection, gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]],
                  factories: dict[str, Callable[[int, dict[str, Any]], Any]], existing: dict[str, list[Any]],
-                 drawn: dict[str, Any], rng: random.Random) -> None:
+                 drawn: dict[str, Any], rng: random.Random, now: dt.datetime) -> None:
     """The parts of a whole agree with what its status says is paid (``part_of``'s ``settle``): a paid invoice's
     payments have all gone through and come to its total; a partly paid one's through ones come to what it has paid
     (its paid figure, where it keeps one), below its total, with at least one through; an unpaid one's none. A whole
     said to be paid that no part points at is not paid yet (its status and what reads it drawn again). The columns of
-    a part that read its status or its figure are drawn again."""
+    a part that read its status or its figure are drawn again, and a whole reached its status no earlier than the
+    part that settled it went through (paid once its last payment was captured, partly paid once its first was)."""
     for col, g in gens.items():
         while g.get("gen") == "within" and "inner" in g:
             g = g["inner"]
@@ -1426,6 +1427,7 @@ def settle_parts(conn: sqlite3.Connection, gens: dict[str, dict[str, Any]], rows
                 groups.setdefault(row[via], []).append(i)
         redrawn = [c for c in _readers(gens, st) if c != col]
         figured = [c for c in _readers(gens, col) if c != st]
+        settled: dict[Any, str] = {}   # a whole -> when what settled it went through
         for key, idx in groups.items():
             at = where.get(key)
             if at is None or not isinstance(wholes[at], (int, float)) or wholes[at] <= 0:
@@ -1459,7 +1461,33 @@ def settle_parts(conn: sqlite3.Connection, gens: dict[str, dict[str, Any]], rows
                     rows[i][col] = c / 100
             for i in idx:
                 _redraw(rows[i], i, figured, gens, factories)
+            stamps = sorted(str(rows[i]["status_changed_at"]) for i in paying if rows[i].get("status_changed_at"))
+            if stamps:
+                settled[key] = stamps[-1] if state in full else stamps[0]
         _unpaid_when_no_part(conn, table, plan, set(groups), drawn, existing)
+        _reached_once_settled(conn, table, settled, drawn, existing, rng, now)
+
+
+def _reached_once_settled(conn: sqlite3.Connection, table: str, settled: dict[Any, str], drawn: dict[str, Any],
+                          existing: dict[str, list[Any]], rng: random.Random, now: dt.datetime) -> None:
+    """A whole whose status changed before the part that settled it went through (an invoice marked paid in February
+    for a payment captured in April) changes within a day after it instead, never after now."""
+    if table not in drawn or not settled:
+        return
+    rows = drawn[table][0]
+    changed = []
+    for row in rows:
+        when = settled.get(row.get("id"))
+        have = row.get("status_changed_at")
+        if when is None or not isinstance(have, str) or have[:len(when)] >= when[:len(have)]:
+            continue
+        at = parse_when(when)
+        row["status_changed_at"] = _fmt(_between(rng, at, min(at + dt.timedelta(days=1), max(at, now))), len(have) == 10)
+        changed.append(row)
+    conn.executemany(f'UPDATE "{table}" SET "status_changed_at" = ? WHERE id = ?',
+                     [(r["status_changed_at"], r["id"]) for r in changed])
+    if changed:
+        existing[f"{table}.status_changed_at"] = [r.get("status_changed_at") for r in rows]
 
 
 def _unpaid_when_no_part(conn: sqlite3.Connection, table: str, plan: dict[str, Any], paid_to: set[Any],
@@ -1502,6 +1530,102 @@ def _unpaid_when_no_part(conn: sqlite3.Connection, table: str, plan: dict[str, A
     conn.executemany(f'UPDATE "{table}" SET {sets} WHERE id = ?', [(*(r.get(c) for c in cols), r["id"]) for r in changed])
     for c in cols:
         existing[f"{table}.{c}"] = [r.get(c) for r in rows]
+
+
+def _span(row: dict[str, Any], plan: dict[str, Any]) -> tuple[dt.datetime, dt.datetime] | None:
+    """When a timed event of ``row`` begins and ends (``one_at_a_time``'s start and its end or length), or None."""
+    start = row.get(plan["start"])
+    if not isinstance(start, str) or len(start) <= 10:
+        return None
+    begin = parse_when(start)
+    if plan.get("end"):
+        end = row.get(plan["end"])
+        return (begin, parse_when(end)) if isinstance(end, str) and len(end) > 10 else None
+    length = row.get(plan["length"])
+    if not isinstance(length, (int, float)) or length <= 0:
+        return None
+    return begin, begin + dt.timedelta(**{plan["unit"]: float(length)})
+
+
+def _status_fits(gens: dict[str, dict[str, Any]], row: dict[str, Any], existing: dict[str, list[Any]]) -> bool:
+    """Whether ``row``'s status keeps to what its keys were drawn under: no open row under a shut record
+    (``open_parent``), no worked row under one not started (``started_parent``); never where a key counts or bounds
+    rows by their status in other ways (a quota, a term, a record reached through another)."""
+    for col, g in gens.items():
+        if g.get("gen") != "ref":
+            continue
+        if set(g) & {"quota", "in_term", "open_through"}:
+            return False
+        table = g["ref"].split(".")[0]
+        for o in (g.get("open_parent"), g.get("started_parent")):
+            if o and row.get(o["column"]) in o["in"]:
+                status_of = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.status", ())))
+                if status_of.get(row.get(col)) in set(o["parent_not_in"]):
+                    return False
+    return True
+
+
+def one_at_a_time(gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]],
+                  factories: dict[str, Callable[[int, dict[str, Any]], Any]], existing: dict[str, list[Any]]) -> None:
+    """The records a timed event occupies (``one_at_a_time`` on their keys: its therapist, its patient, its meeting
+    room) hold one at a time: an event that would overlap one already placed on any of them has its time drawn again
+    (and what follows from it), else the record it clashes on drawn again, else none where it may name none, else its
+    status drawn again (sixty sessions under way at noon for thirty therapists: some are done or still to come).
+    Events called off (``dead``) hold no time."""
+    keys = [fk for fk, g in gens.items() if g.get("one_at_a_time")]
+    if not keys:
+        return
+    plan = gens[keys[0]]["one_at_a_time"]
+    keys = [fk for fk in keys if gens[fk]["one_at_a_time"]["start"] == plan["start"]]
+    dead = set(plan["dead"])
+    moved = _readers(gens, plan["start"])
+    redrawn = [c for c in _readers(gens, plan["column"]) if gens[c].get("gen") not in ("ref", "lookup")]
+    rekeyed = {fk: [c for c in _readers(gens, fk) if gens[c].get("gen") != "ref"] for fk in keys}
+    busy: dict[tuple[str, Any], list[tuple[dt.datetime, dt.datetime]]] = {}
+
+    def clash(row: dict[str, Any], span: tuple[dt.datetime, dt.datetime]) -> str | None:
+        """The first key whose record already holds an event overlapping ``span``."""
+        return next((fk for fk in keys if row.get(fk) is not None and any(
+            span[0] < b and a < span[1] for a, b in busy.get((fk, row[fk]), ()))), None)
+
+    live = [i for i, r in enumerate(rows) if r.get(plan["column"]) not in dead and _span(r, plan) is not None]
+    for i in sorted(live, key=lambda i: str(rows[i][plan["start"]])):
+        row = rows[i]
+        span = _span(row, plan)
+        for attempt in range(12):
+            hit = clash(row, span) if span is not None else keys[0]
+            if hit is None or attempt >= 6 and gens[hit].get("gen") != "ref":
+                break
+            if attempt < 6:                          # another time, under the same constraints
+                row[plan["start"]] = factories[plan["start"]](i, row)
+                _redraw(row, i, moved, gens, factories)
+            else:                                    # another record to hold it (not one copied from another's)
+                row[hit] = factories[hit](i, row)
+                for c in rekeyed[hit]:
+                    row[c] = factories[c](i, row)
+            span = _span(row, plan)
+        hit = clash(row, span) if span is not None else None
+        if hit is not None:
+            if gens[hit].get("gen") == "ref" and (gens[hit].get("null_p") or gens[hit].get("nullable")):
+                row[hit] = None
+                for c in rekeyed[hit]:
+                    row[c] = factories[c](i, row)
+            elif plan["column"] in factories:
+                was = {c: row.get(c) for c in [plan["column"], *redrawn]}
+                for _ in range(8):                   # a status whose time is free (done, still to come)
+                    row[plan["column"]] = factories[plan["column"]](i, row)
+                    _redraw(row, i, redrawn, gens, factories)
+                    span = _span(row, plan)
+                    if row[plan["column"]] in dead or span is not None and clash(row, span) is None \
+                            and _status_fits(gens, row, existing):
+                        break
+                else:
+                    row.update(was)
+                span = _span(row, plan)
+        if row.get(plan["column"]) not in dead and span is not None and clash(row, span) is None:
+            for fk in keys:
+                if row.get(fk) is not None:
+                    busy.setdefault((fk, row[fk]), []).append(span)
 
 
 def refigured(gen: dict[str, Any], col: str) -> bool:
@@ -1602,7 +1726,8 @@ def generate(conn: sqlite3.Connection, spec: dict[str, Any]) -> None:
                 row[name] = factory(i, row)
             rows.append(row)
         fit_parts(plan["columns"], rows, existing, rng)
-        settle_parts(conn, plan["columns"], rows, factories, existing, drawn, rng)
+        settle_parts(conn, plan["columns"], rows, factories, existing, drawn, rng, now)
+        one_at_a_time(plan["columns"], rows, factories, existing)
         cut_shut_links(plan["columns"], rows, existing)
         if rows:
             # executemany, not sqlite_utils.insert_all: the latter JSON-inspects every value and

@@ -644,7 +644,12 @@ def accrual(column: str, columns: Iterable[str]) -> tuple[str, float] | None:
     return None
 #: Statuses of a record never yet put out (a draft lot, an unpublished listing, an invoice not yet issued): nothing
 #: it offers or bills can have been taken up.
-NEVER_RELEASED = frozenset({"draft", "unpublished", "not_published", "pending_publication"})
+NEVER_RELEASED = frozenset({"draft", "unpublished", "not_published", "pending_publication", "in_review", "pending_review",
+                            "pending_approval"})
+#: ... and, for what is sent in to a record (a bid on a lot, a vote in a poll), one not open yet: a lot scheduled for
+#: auction takes no bids (an event scheduled does take bookings).
+_OPENS_LATER = frozenset({"scheduled"})
+_BIDDING = re.compile(r"(?:^|_)(?:bids?|votes?|ballots?|responses?)$")
 #: Records that take up what another puts out: a bid on a lot, a review, rating or booking of a listing, an order of
 #: a product, a payment of an invoice, a premium of a policy, a claim on it, a collection under a mandate.
 _TAKES_UP = re.compile(r"(?:^|_)(?:bids?|reviews?|ratings?|feedbacks?|testimonials?|payments?|deposits?|collections?|"
@@ -662,9 +667,11 @@ def takes_up(table: str) -> bool:
     return bool(_TAKES_UP.search(table)) and not _DRAFTING.match(table)
 
 
-def unreleased_states(workflow: dict[str, Any] | None) -> list[str]:
-    """The statuses of ``workflow`` in which its record has never been put out (:data:`NEVER_RELEASED`)."""
-    return sorted(NEVER_RELEASED & set((workflow or {}).get("states", ())))
+def unreleased_states(workflow: dict[str, Any] | None, taker: str = "") -> list[str]:
+    """The statuses of ``workflow`` in which its record has never been put out (:data:`NEVER_RELEASED`), and for
+    what ``taker`` sends in to it (bids, votes) those in which it is not open yet."""
+    never = NEVER_RELEASED | (_OPENS_LATER if _BIDDING.search(taker) else frozenset())
+    return sorted(never & set((workflow or {}).get("states", ())))
 
 
 #: Statuses of a record not yet out to its audience (a draft, a post in review, a newsletter scheduled).
@@ -1215,6 +1222,49 @@ def is_timed_event(columns: Iterable[str], date_columns: Iterable[str]) -> bool:
     date starting such an event (``starts_at``, ``shift_date``, ``departure_date``)."""
     return any(_DURATION.match(c) for c in columns) or any(clock_role(c) == "start" and _TIMED_EVENT.search(c)
                                                            for c in date_columns)
+
+
+#: Records that hold many timed events at once (a salon's chairs, a clinic's rooms, a hospital, a venue, a course, a
+#: team, a customer account): not occupied whole by one event, as a person, a room, a beamline or a vehicle is.
+_MANY_AT_ONCE = re.compile(
+    r"(^|_)(salons?|clinics?|offices?|hospitals?|practices?|cent(?:re|er)s?|facilit(?:y|ies)|venues?|sites?|"
+    r"branch(?:es)?|stores?|shops?|compan(?:y|ies)|organi[sz]ations?|studios?|gyms?|schools?|universit(?:y|ies)|"
+    r"campus(?:es)?|departments?|teams?|programm?es?|courses?|campaigns?|events?|services?|plans?|locations?|"
+    r"regions?|cities|city|depots?|warehouses?|stations?|airports?|ports?|terminals?|propert(?:y|ies)|buildings?|"
+    r"restaurants?|hotels?|markets?|agenc(?:y|ies)|firms?|accounts?|listings?|projects?|trials?|stud(?:y|ies)|"
+    r"protocols?|types?|categor(?:y|ies)|templates?|pools?|queues?|lists?|groups?|cohorts?|class(?:es)?|matters?|"
+    r"cases?|policies|policy|contracts?|orders?|tenants?|households?|families|family|fleets?|networks?|vendors?|"
+    r"suppliers?|carriers?|partners?|brands?|products?|offers?|packages?|menus?|schedules?|rotas?|rosters?)$")
+#: Tables of timed events that occupy what they point at (a session its therapist and room, a shift its agent):
+#: not reminders, deadlines or notices, which only name a time.
+_NOT_OCCUPYING = re.compile(r"(^|_)(deadlines?|reminders?|notices?|notifications?|alerts?|alarms?|logs?|readings?|"
+                            r"events?_logs?|usage_records?|usages?|holds?|blocks?|availabilit(?:y|ies))$")
+_END_AT = re.compile(r"^(ends_at|end_at|end_time|end_datetime|scheduled_end|slot_end|shift_end|finishes_at)$")
+
+
+#: Statuses of a timed event that no longer holds its time (called off, moved, turned down).
+CALLED_OFF = frozenset({"cancelled", "canceled", "rescheduled", "declined", "rejected", "withdrawn", "void", "voided",
+                        "expired"})
+
+
+def one_at_a_time(table: str, parent: str, columns: Iterable[str], date_columns: Iterable[str]
+                  ) -> dict[str, Any] | None:
+    """How the timed events of ``table`` occupy the ``parent`` record each points at, one at a time (a therapist in
+    one session, a meeting room in one meeting, a beamline on one shift): ``{"start", "end" | "length", "unit"}``;
+    None where ``parent`` holds many at once (``_MANY_AT_ONCE``) or the rows are no occupying events."""
+    cols, dates = list(columns), list(date_columns)
+    if table == parent or _MANY_AT_ONCE.search(parent) or _NOT_OCCUPYING.search(table):
+        return None
+    starts = event_starts(cols, dates)
+    if not starts:
+        return None
+    end = next((c for c in dates if _END_AT.match(c)), None)
+    length = event_length(cols)
+    if end:
+        return {"start": starts[0], "end": end}
+    if length:
+        return {"start": starts[0], "length": length[0], "unit": length[1]}
+    return None
 
 
 #: The time of day a dated event begins at, kept apart from its date (a route's ``start_time`` "06:00").
