@@ -2254,6 +2254,29 @@ def test_a_room_or_a_therapist_holds_one_event_at_a_time(name, table, fk, start,
     assert _flagged(name, spec, conn, "double_booked") == [f"{table}.{fk}"]
 
 
+def test_the_age_a_business_states_holds_for_its_people():
+    """World audit 89: a wine club whose members "must be 21 or older" had six members under 21 and 24 orders placed
+    by members then under 21; a Segway tour whose riders "must be 14 or older" had infants among them. The age a
+    description states is a floor for its people's birth dates (with a margin, so their past was not under age) and
+    drops the age groups below it; the lint finds a member planted under age."""
+    name = "wine-club-subscriptions"
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    today = spec["now"][:10]
+    under = f"(julianday('{today}') - julianday(date_of_birth)) / 365.25 < 21"
+    assert conn.execute("SELECT COUNT(*) FROM club_members WHERE date_of_birth IS NOT NULL").fetchone()[0] > 50
+    assert conn.execute(f"SELECT COUNT(*) FROM club_members WHERE {under}").fetchone()[0] == 0
+    assert "club_members.date_of_birth" not in _data_flagged(spec, conn, "value_range")
+    conn.execute("UPDATE club_members SET date_of_birth = '2006-11-19' WHERE id = (SELECT MIN(id) FROM club_members)")
+    assert "club_members.date_of_birth" in _data_flagged(spec, conn, "value_range")
+    spec, _ = synthesize(env_registry.theme("segway-city-tours"))
+    riders = next(t for t in spec["tables"] if t["name"] == "riders")
+    assert set(next(c["enum"] for c in riders["columns"] if c["name"] == "age_group")) == {"adult", "senior"}
+    conn = _conn(spec)
+    assert conn.execute(f"SELECT COUNT(*) FROM riders WHERE (julianday('{today}') - julianday(date_of_birth)) / 365.25 "
+                        "< 14").fetchone()[0] == 0
+
+
 def test_a_spend_drawn_beside_the_records_that_say_it_is_not_kept():
     """A scan of every golden database: a customer's lifetime spend, drawn apart, lay below what her orders,
     bookings or payments come to in 215 (customer, record) pairs of about 170 worlds. Where records of the world

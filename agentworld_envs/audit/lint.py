@@ -303,7 +303,8 @@ def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[
                 if missing or early:
                     yield Violation("status_stamp", f"{table}.{col}",
                                     f"{missing} rows in that status without it, {early} rows with it in another status")
-        yield from _check_ranges(conn, table, cols, dates, spec["now"][:10], f"{singular(table)} {modules.get(table, '')}")
+        yield from _check_ranges(conn, table, cols, dates, spec["now"][:10], f"{singular(table)} {modules.get(table, '')}",
+                                 semantics.stated_min_age(spec.get("description", ""), table))
         for total, parts in semantics.TOTALS:
             present = [p for p in parts if p in cols]
             if total in cols and parts[0] in present and len(present) >= 2:
@@ -352,8 +353,9 @@ _NON_NEGATIVE = re.compile(r"(_count|quantity|qty|_minutes|_hours|_seconds|_ms|d
 
 
 def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: list[str], today: str,
-                  who: str) -> Iterable[Violation]:
-    """``who``: the words naming the table's records (and its module), which set the plausible ages."""
+                  who: str, stated: int | None = None) -> Iterable[Violation]:
+    """``who``: the words naming the table's records (and its module), which set the plausible ages; ``stated``: the
+    minimum age the business's description sets for them (members of a wine club are 21 or older)."""
     def count(where: str, params: tuple = ()) -> int:
         return conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {where}", params).fetchone()[0]
 
@@ -405,7 +407,9 @@ def _check_ranges(conn: sqlite3.Connection, table: str, cols: list[str], dates: 
     for c in cols:
         if "birth" in c and c in dates:
             # an age group with infants and children in it (a passenger's, a rider's) starts at birth
-            lo = 0 if "age_group" in cols else semantics.AGE_RANGES[semantics.person_kind(who)][0]
+            kind = semantics.person_kind(who)
+            lo = 0 if "age_group" in cols else semantics.AGE_RANGES[kind][0]
+            lo = max(lo, stated) if stated and kind != "animal" else lo
             n = count(f"{q(c)} IS NOT NULL AND ((julianday(?) - julianday({q(c)})) / 365.25 > 120 "
                       f"OR (julianday(?) - julianday({q(c)})) / 365.25 < ?)", (today, today, lo))
             if n:

@@ -828,6 +828,27 @@ def person_kind(entity_words: str) -> str:
 #: People named after the animals they keep (a pet owner, a horse rider, a dog walker): adults.
 _KEEPER_WORDS = frozenset({"owner", "owners", "parent", "guardian", "keeper", "handler", "adopter", "breeder", "client",
                            "customer", "rider", "trainer", "walker", "sitter", "groomer", "member"})
+#: An age the business's description sets for the people of one table ("members must be 21 or older", "shipped
+#: only to customers aged 18 or older"); not a condition ("licences are required for anglers aged 16 and over").
+_STATED_AGE = re.compile(r"\b([a-z]+)\s+(?:must be|must confirm they are|are)\s+(\d{1,2})\s*(?:\+|or older|or over|and over)|"
+                         r"\bto\s+([a-z]+)\s+aged\s+(\d{1,2})\s*(?:\+|or older|or over|and over)")
+#: Years above a stated minimum age that a person's birth date keeps, so that what they did in the world's past
+#: (an order a year ago) was done at that age too.
+STATED_AGE_MARGIN = 3
+
+
+def stated_min_age(description: str, table: str) -> int | None:
+    """The minimum age the business's description states for the people of ``table`` (``_STATED_AGE``): theirs where
+    it names them, and where it names people no table is called after (a brewery's "guests" kept as customers), an
+    age of adulthood (25 at most) that its staff are of too. None where it states none."""
+    for m in _STATED_AGE.finditer(description.lower()):
+        who, age = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
+        stem = who[:-1] if who.endswith("s") else who
+        if table in (stem, stem + "s") or table.endswith(("_" + stem, "_" + stem + "s")) or int(age) <= 25:
+            return int(age)
+    return None
+
+
 #: Age in years (low, high) by person kind.
 AGE_RANGES = {"adult": (18, 90), "any_age": (3, 90), "animal": (0, 20)}
 
@@ -1494,6 +1515,15 @@ def home_values(theme: dict[str, Any], column: str) -> tuple[list[str], list[int
     return None
 
 
+def _ages(theme: dict[str, Any], ent: Any) -> tuple[int, int]:
+    """The ages (low, high) of an entity's people: its kind's, above the minimum its business states for them (members
+    of a wine club are 21 or older) with a margin, so that nothing in its past was done under age."""
+    kind = person_kind(f"{ent.singular} {ent.key}")
+    lo, hi = AGE_RANGES[kind]
+    stated = stated_min_age(theme.get("description", ""), ent.table) if kind != "animal" else None
+    return (min(max(lo, stated + STATED_AGE_MARGIN), hi - 10), hi) if stated else (lo, hi)
+
+
 def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     """Rewrite an entity's generators (``ent.gens``, in place) so its rows make sense together."""
     gens: dict[str, dict[str, Any]] = ent.gens
@@ -1518,12 +1548,12 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
         elif kind == "faker" and gen.get("provider") == "file_name":
             gens[name] = {"gen": "text", "kind": "file", "subject": subject, **{k: gen[k] for k in ("unique", "null_p") if k in gen}}
         elif kind == "faker" and gen.get("provider") == "date_of_birth":
-            lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
+            lo, hi = _ages(theme, ent)
             # 365.25-day years with a two-day margin, so nobody is a day short of the minimum age.
             gens[name] = {"gen": "date", "days": [int(-hi * 365.25), int(-lo * 365.25) - 2],
                           **({"null_p": gen["null_p"]} if "null_p" in gen else {})}
         elif name == "age" and kind in ("int", "float"):
-            lo, hi = AGE_RANGES[person_kind(f"{ent.singular} {ent.key}")]
+            lo, hi = _ages(theme, ent)
             gens[name] = {"gen": "int", "min": lo, "max": hi}
         if gens[name].get("gen") == "text" and gens[name].get("kind") == "file" and file_exts(name):
             gens[name] = {**gens[name], "exts": list(file_exts(name) or ())}   # a photo is no spreadsheet
@@ -1829,10 +1859,22 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     born = next((c for c in gens if c in ("date_of_birth", "birth_date", "dob")), None)
     if born and groups.get("gen") == "choice" and set(groups["values"]) <= set(AGE_GROUPS) \
             and gens[born].get("gen") == "date":
-        # an infant was born in the last two years, a senior more than 65 years ago
+        # an infant was born in the last two years, a senior more than 65 years ago; none younger than the business
+        # lets in (no infant on a Segway tour whose riders must be 14 or older)
+        stated = stated_min_age(theme.get("description", ""), ent.table)
+        floor = stated + STATED_AGE_MARGIN if stated else 0
+        ages = {g: (max(AGE_GROUPS[g][0], floor), AGE_GROUPS[g][1]) for g in groups["values"]}
+        ages = {g: (a, b) for g, (a, b) in ages.items() if a <= b}
+        if ages and len(ages) < len(groups["values"]):
+            kept = [(v, w) for v, w in zip(groups["values"], groups.get("weights") or [1] * len(groups["values"]))
+                    if v in ages]
+            gens["age_group"] = {**groups, "values": [v for v, _ in kept],
+                                 **({"weights": [w for _, w in kept]} if "weights" in groups else {})}
+            if "enum" in columns.get("age_group", {}):
+                columns["age_group"]["enum"] = [v for v in columns["age_group"]["enum"] if v in ages]
         gens[born] = {"gen": "by", "column": "age_group", "default": gens[born], "cases": {
-            g: {"gen": "date", "days": [int(-AGE_GROUPS[g][1] * 365.25), int(-AGE_GROUPS[g][0] * 365.25) - 2]}
-            for g in groups["values"]}, **({"null_p": gens[born]["null_p"]} if "null_p" in gens[born] else {})}
+            g: {"gen": "date", "days": [int(-b * 365.25), int(-a * 365.25) - 2]}
+            for g, (a, b) in ages.items()}, **({"null_p": gens[born]["null_p"]} if "null_p" in gens[born] else {})}
         gens[born]["default"].pop("null_p", None)
     tier_col = next((c for c in ("loyalty_tier", "tier") if gens.get(c, {}).get("gen") == "choice"
                      and set(gens[c]["values"]) <= set(TIER_ORDER)), None)
