@@ -1026,15 +1026,16 @@ def test_world_audit_28_ages_tiers_closings_and_one_currency():
     """World audit 28 (three auditors, twelve worlds at 367aaad): an "infant" born in 1956 and a "senior" born in
     2011; a bronze member who has spent 23,902 beside a platinum one at 4,862; a match closed as done two
     months after kick-off; a travel agency's payments in KRW, INR and ZAR against one unit-less limit."""
-    spec, _ = synthesize(env_registry.theme("segway-city-tours"))
+    # (a holiday's passengers: a Segway tour's riders, where the audit found it, must be 14 or older since audit 89)
+    spec, _ = synthesize(env_registry.theme("package-holiday-travel-agency"))
     conn = _conn(spec)
     for group, (lo, hi) in semantics.AGE_GROUPS.items():
-        assert conn.execute("SELECT COUNT(*) FROM riders WHERE age_group = ? AND ((julianday(?) - julianday(date_of_birth))"
-                            " / 365.25 NOT BETWEEN ? AND ?)", (group, NOW[:10], lo, hi + 1)).fetchone()[0] == 0
-    conn.execute("UPDATE riders SET date_of_birth = '1956-01-01' WHERE id = (SELECT MIN(id) FROM riders WHERE "
+        assert conn.execute("SELECT COUNT(*) FROM passengers WHERE age_group = ? AND ((julianday(?) - "
+                            "julianday(date_of_birth)) / 365.25 NOT BETWEEN ? AND ?)", (group, NOW[:10], lo, hi + 1)
+                            ).fetchone()[0] == 0
+    conn.execute("UPDATE passengers SET date_of_birth = '1956-01-01' WHERE id = (SELECT MIN(id) FROM passengers WHERE "
                  "age_group = 'infant')")
-    assert _flagged("segway-city-tours", spec, conn, "value_range") == [
-        "riders.date_of_birth"]
+    assert _flagged("package-holiday-travel-agency", spec, conn, "value_range") == ["passengers.date_of_birth"]
     spec, _ = synthesize(env_registry.theme("stadium-merchandise-kiosks"))
     conn = _conn(spec)
     late = conn.execute("SELECT COUNT(*), MAX(julianday(status_changed_at) - julianday(starts_at)) FROM match_days "
@@ -1091,9 +1092,9 @@ def test_reference_values_and_infants_pass_the_lint_of_words_and_ranges():
     shops = _conn(spec).execute("SELECT DISTINCT country_code FROM shops").fetchall()
     assert ("IT",) in shops or len(shops) > 5
     assert [v for v in check_vocabulary(spec, "anime-figure-import-marketplace") if "country" in v.where] == []
-    spec, _ = synthesize(env_registry.theme("segway-city-tours"))
+    spec, _ = synthesize(env_registry.theme("package-holiday-travel-agency"))
     conn = _conn(spec)
-    assert conn.execute("SELECT COUNT(*) FROM riders WHERE age_group = 'infant'").fetchone()[0] > 0
+    assert conn.execute("SELECT COUNT(*) FROM passengers WHERE age_group = 'infant'").fetchone()[0] > 0
     assert [v for v in check_data(spec, conn) if "birth" in v.where] == []
     tasks = [{"id": "t1", "instruction": "Look up the country of the artist named Scott Scott."},
              {"id": "t2", "instruction": "Cancel the the booking."}]
