@@ -686,7 +686,8 @@ def probe_double_booked(name: str, spec: dict[str, Any], conn: sqlite3.Connectio
             bad = conn.execute(f"SELECT COUNT(*) FROM {q(table)} x JOIN {q(table)} y ON x.{fk} = y.{fk} AND x.id < y.id "
                                f"WHERE length(x.{q(start)}) > 10 AND length(y.{q(start)}) > 10 AND x.status NOT IN ({off}) "
                                f"AND y.status NOT IN ({off}) AND julianday(x.{q(start)}) < {ends['y']} "
-                               f"AND julianday(y.{q(start)}) < {ends['x']}", (*OFF, *OFF)).fetchone()[0]
+                               f"AND julianday(y.{q(start)}) < {ends['x']} AND x.{q(length)} > 0 AND y.{q(length)} > 0",
+                               (*OFF, *OFF)).fetchone()[0]
             tally.add("double_booked", bad, n, f"{name}: {table} at once for one {parent}")
 
 

@@ -1437,6 +1437,11 @@ def _event_end(alias: str, plan: dict[str, Any]) -> str:
     return f"(julianday({alias}.{q(plan['start'])}) + {alias}.{q(plan['length'])} / {per_day})"
 
 
+def _lasts(alias: str, plan: dict[str, Any]) -> str:
+    """SQL that a timed event of ``alias`` lasts some time (a missed call of no seconds occupies nothing)."""
+    return f"{_event_end(alias, plan)} > julianday({alias}.{q(plan['start'])})"
+
+
 def check_double_booked(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """A person, a room or a beamline in two timed events at once: a therapist in two sessions, a meeting room
     booked twice over (events called off apart)."""
@@ -1454,7 +1459,8 @@ def check_double_booked(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
             fk, start = q(c["name"]), q(plan["start"])
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS x JOIN {q(table)} AS y ON x.{fk} = y.{fk} AND x.id < y.id "
                              f"WHERE length(x.{start}) > 10 AND length(y.{start}) > 10 AND julianday(x.{start}) < "
-                             f"{_event_end('y', plan)} AND julianday(y.{start}) < {_event_end('x', plan)}{live}",
+                             f"{_event_end('y', plan)} AND julianday(y.{start}) < {_event_end('x', plan)} AND "
+                             f"{_lasts('x', plan)} AND {_lasts('y', plan)}{live}",
                              (*dead, *dead)).fetchone()[0]
             if n:
                 yield Violation("double_booked", f"{table}.{c['name']}", f"{n} pairs of {table} at once for one {parent}")

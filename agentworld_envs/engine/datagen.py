@@ -1547,14 +1547,19 @@ def _span(row: dict[str, Any], plan: dict[str, Any]) -> tuple[dt.datetime, dt.da
     return begin, begin + dt.timedelta(**{plan["unit"]: float(length)})
 
 
-def _status_fits(gens: dict[str, dict[str, Any]], row: dict[str, Any], existing: dict[str, list[Any]]) -> bool:
-    """Whether ``row``'s status keeps to what its keys were drawn under: no open row under a shut record
-    (``open_parent``), no worked row under one not started (``started_parent``); never where a key counts or bounds
-    rows by their status in other ways (a quota, a term, a record reached through another)."""
+def _status_fits(gens: dict[str, dict[str, Any]], row: dict[str, Any], existing: dict[str, list[Any]],
+                 before: Any) -> bool:
+    """Whether ``row``'s status (``before`` it was drawn again) keeps to what its keys were drawn under: no open row
+    under a shut record (``open_parent``), no worked row under one not started (``started_parent``), no more rows in
+    a quota's statuses than there were; never where a key bounds rows by their status in other ways (a term, a
+    record reached through another)."""
     for col, g in gens.items():
         if g.get("gen") != "ref":
             continue
-        if set(g) & {"quota", "in_term", "open_through"}:
+        if set(g) & {"in_term", "open_through"}:
+            return False
+        quota = g.get("quota")
+        if quota and row.get(quota["column"]) in quota["in"] and before not in quota["in"]:
             return False
         table = g["ref"].split(".")[0]
         for o in (g.get("open_parent"), g.get("started_parent")):
@@ -1616,8 +1621,8 @@ def one_at_a_time(gens: dict[str, dict[str, Any]], rows: list[dict[str, Any]],
                     row[plan["column"]] = factories[plan["column"]](i, row)
                     _redraw(row, i, redrawn, gens, factories)
                     span = _span(row, plan)
-                    if row[plan["column"]] in dead or span is not None and clash(row, span) is None \
-                            and _status_fits(gens, row, existing):
+                    if (row[plan["column"]] in dead or span is not None and clash(row, span) is None) \
+                            and _status_fits(gens, row, existing, was[plan["column"]]):
                         break
                 else:
                     row.update(was)

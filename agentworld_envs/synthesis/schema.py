@@ -466,8 +466,8 @@ def link_one_at_a_time(entities: list[Entity]) -> None:
         dead = sorted(semantics.CALLED_OFF & set((ent.workflow or {}).get("states", ()))) if "status" in ent.gens else []
         for fk, parent in ent.refs.items():
             gen = ent.gens.get(fk, {})
-            plan = semantics.one_at_a_time(ent.table, parent, ent.gens, dates) if gen.get("gen") in ("ref", "lookup") \
-                else None
+            drawn = gen.get("gen") in ("ref", "lookup") or gen.get("gen") == "when" and gen["then"].get("gen") == "ref"
+            plan = semantics.one_at_a_time(ent.table, parent, ent.gens, dates) if drawn else None
             if plan and plan["start"] not in semantics.reads(ent.gens, fk):
                 ent.gens[fk] = {**gen, "one_at_a_time": {**plan, "column": "status", "dead": dead}}
 

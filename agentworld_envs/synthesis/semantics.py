@@ -644,8 +644,12 @@ def accrual(column: str, columns: Iterable[str]) -> tuple[str, float] | None:
     return None
 #: Statuses of a record never yet put out (a draft lot, an unpublished listing, an invoice not yet issued): nothing
 #: it offers or bills can have been taken up.
-NEVER_RELEASED = frozenset({"draft", "unpublished", "not_published", "pending_publication", "in_review", "pending_review",
-                            "pending_approval"})
+NEVER_RELEASED = frozenset({"draft", "unpublished", "not_published", "pending_publication"})
+#: ... and statuses in review before release, where the lifecycle has a release (a lot in review before it is
+#: published, a loan in review before it is active; not a work item in review on a task board, which is work done).
+IN_REVIEW = frozenset({"in_review", "pending_review", "pending_approval"})
+_RELEASED = frozenset({"published", "listed", "live", "active", "approved", "issued", "launched", "in_force", "available",
+                       "open_for_bids"})
 #: ... and, for what is sent in to a record (a bid on a lot, a vote in a poll), one not open yet: a lot scheduled for
 #: auction takes no bids (an event scheduled does take bookings).
 _OPENS_LATER = frozenset({"scheduled"})
@@ -670,8 +674,10 @@ def takes_up(table: str) -> bool:
 def unreleased_states(workflow: dict[str, Any] | None, taker: str = "") -> list[str]:
     """The statuses of ``workflow`` in which its record has never been put out (:data:`NEVER_RELEASED`), and for
     what ``taker`` sends in to it (bids, votes) those in which it is not open yet."""
-    never = NEVER_RELEASED | (_OPENS_LATER if _BIDDING.search(taker) else frozenset())
-    return sorted(never & set((workflow or {}).get("states", ())))
+    states = set((workflow or {}).get("states", ()))
+    never = NEVER_RELEASED | (_OPENS_LATER if _BIDDING.search(taker) else frozenset()) \
+        | (IN_REVIEW if states & _RELEASED else frozenset())
+    return sorted(never & states)
 
 
 #: Statuses of a record not yet out to its audience (a draft, a post in review, a newsletter scheduled).
