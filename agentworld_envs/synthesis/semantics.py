@@ -845,8 +845,8 @@ STATED_AGE_MARGIN = 3
 
 def stated_min_age(description: str, table: str) -> int | None:
     """The minimum age the business's description states for the people of ``table`` (``_STATED_AGE``): theirs where
-    it names them, and where it names people no table is called after (a brewery's "guests" kept as customers), an
-    age of adulthood (25 at most) that its staff are of too. None where it states none."""
+    it names them, and for everyone where the age is one of adulthood (25 at most: a brewery's "guests" are kept as
+    customers, and its staff are of that age too). None where it states none."""
     for m in _STATED_AGE.finditer(description.lower()):
         who, age = (m.group(1), m.group(2)) if m.group(1) else (m.group(3), m.group(4))
         stem = who[:-1] if who.endswith("s") else who
