@@ -1263,9 +1263,9 @@ _MANY_AT_ONCE = re.compile(
     r"cases?|policies|policy|contracts?|orders?|tenants?|households?|families|family|fleets?|networks?|vendors?|"
     r"suppliers?|carriers?|partners?|brands?|products?|offers?|packages?|menus?|schedules?|rotas?|rosters?)$")
 #: Tables of timed events that occupy what they point at (a session its therapist and room, a shift its agent):
-#: not reminders, deadlines or notices, which only name a time.
+#: not reminders, deadlines or notices, which only name a time, nor holds on a room or availability windows.
 _NOT_OCCUPYING = re.compile(r"(^|_)(deadlines?|reminders?|notices?|notifications?|alerts?|alarms?|logs?|readings?|"
-                            r"events?_logs?|usage_records?|usages?|holds?|blocks?|availabilit(?:y|ies))$")
+                            r"events?_logs?|usage_records?|usages?|holds?|availabilit(?:y|ies))$")
 _END_AT = re.compile(r"^(ends_at|end_at|end_time|end_datetime|scheduled_end|slot_end|shift_end|finishes_at)$")
 
 
