@@ -1473,9 +1473,8 @@ def check_released_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> It
         table = t["name"]
         for c in t["columns"] if semantics.takes_up(table) else ():
             parent = (c.get("references") or "").split(".")[0]
-            states = next((col.get("enum") or [] for pt in spec["tables"] if pt["name"] == parent
-                           for col in pt["columns"] if col["name"] == "status"), [])
-            unreleased = semantics.unreleased_states({"states": states}, table) if parent != table else []
+            unreleased = semantics.unreleased_states({"states": _status_enum(spec, parent)}, table) \
+                if parent != table else []
             if not unreleased or "status" not in _columns(conn, parent):
                 continue
             n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
