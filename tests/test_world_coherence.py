@@ -2207,6 +2207,103 @@ def test_nothing_is_taken_up_from_a_record_never_put_out(name, child, fk, parent
     assert _flagged(name, spec, conn, "unreleased_parent") == [f"{child}.{fk}"]
 
 
+@pytest.mark.parametrize("name, child, fk, parent, never, done", [
+    ("merchant-payment-gateway", "refunds", "charge_id", "charges", ("pending", "authorized", "failed", "voided"),
+     "captured"),
+    ("merchant-payment-gateway", "disputes", "charge_id", "charges", ("pending", "authorized", "failed", "voided"),
+     "captured"),
+    ("bicycle-parts-online-shop", "return_requests", "order_id", "orders", ("pending", "processing", "shipped",
+                                                                            "cancelled"), "delivered"),
+    ("agricultural-operating-loans", "loan_payments", "operating_loan_id", "operating_loans",
+     ("received", "denied", "withdrawn"), "approved"),
+    ("merchant-cash-advance", "holdbacks", "cash_advance_id", "cash_advances",
+     ("received", "in_review", "denied", "withdrawn"), "approved"),
+    ("used-phone-trade-in-marketplace", "payouts", "shipment_id", "shipments",
+     ("label_created", "picked_up", "in_transit", "out_for_delivery"), "delivered"),
+])
+def test_nothing_follows_what_never_completed(name, child, fk, parent, never, done):
+    """World audit 89 and a scan of every golden database (column names and SQL only): refunds and disputes of
+    charges never captured (27 of 89), returns of orders still processing, payouts for phones still in transit,
+    repayments of loans received, denied or withdrawn in 13 lending worlds. Now each points at a record that
+    completed, the others stand alone, and the lint finds one planted."""
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    marks = ", ".join("?" * len(never))
+    joined = f'SELECT COUNT(*) FROM "{child}" c JOIN "{parent}" p ON p.id = c."{fk}"'
+    assert conn.execute(joined).fetchone()[0] > 50
+    assert conn.execute(f"{joined} WHERE p.status IN ({marks})", never).fetchone()[0] == 0
+    assert conn.execute(f"{joined} WHERE p.status = ?", (done,)).fetchone()[0] > 0
+    assert conn.execute(f'SELECT COUNT(*) FROM "{parent}" WHERE status IN ({marks})', never).fetchone()[0] > 0
+    assert _flagged(name, spec, conn, "uncompleted_parent") == []
+    conn.execute(f'UPDATE "{child}" SET "{fk}" = (SELECT MIN(id) FROM "{parent}" WHERE status = ?) '
+                 f'WHERE id = (SELECT MIN(id) FROM "{child}")', (never[-1],))
+    assert _flagged(name, spec, conn, "uncompleted_parent") == [f"{child}.{fk}"]
+
+
+@pytest.mark.parametrize("name, child, fk, parent", [
+    ("loan-hardship-plans", "loan_payments", "loan_id", "loans"),
+    ("salary-advance-and-employee-loan-program", "payroll_deductions", "salary_advance_id", "salary_advances"),
+    ("merchant-cash-advance", "holdbacks", "cash_advance_id", "cash_advances"),
+])
+def test_an_instalments_number_is_a_place_in_its_loans_schedule(name, child, fk, parent):
+    """World audit 94: 778 of 900 instalments numbered past their loan's term (instalment 255 of a 24-month loan),
+    in 14 lending worlds. Now each number lies within its parent's term, no two of one parent share one, and the
+    lint finds a number planted past the term and one planted twice."""
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    joined = f'SELECT COUNT(*) FROM "{child}" c JOIN "{parent}" p ON p.id = c."{fk}"'
+    assert conn.execute(f"{joined} WHERE c.installment_number IS NOT NULL").fetchone()[0] > 100
+    assert conn.execute(f"{joined} WHERE c.installment_number > p.term_months").fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "past_schedule") == []
+    first = conn.execute(f'SELECT MIN(id) FROM "{child}" WHERE installment_number IS NOT NULL').fetchone()[0]
+    conn.execute(f'UPDATE "{child}" SET installment_number = (SELECT p.term_months + 1 FROM "{parent}" p '
+                 f'WHERE p.id = "{child}"."{fk}") WHERE id = ?', (first,))
+    assert _flagged(name, spec, conn, "past_schedule") == [f"{child}.installment_number"]
+    conn.execute(f'UPDATE "{child}" SET installment_number = 1 WHERE id = ?', (first,))
+    conn.execute(f'UPDATE "{child}" SET "{fk}" = (SELECT "{fk}" FROM "{child}" WHERE id = ?), installment_number = 1 '
+                 f'WHERE id = (SELECT MAX(id) FROM "{child}" WHERE id != ?)', (first, first))
+    assert _flagged(name, spec, conn, "past_schedule") == [f"{child}.installment_number"]
+
+
+@pytest.mark.parametrize("name, child, fk, parent", [
+    ("synchrotron-beamtime-proposals", "shift_allocations", "beamline_id", "beamlines"),
+    ("core-facility-instrument-booking", "instrument_bookings", "instrument_id", "instruments"),
+])
+def test_no_work_takes_place_on_a_resource_that_is_down(name, child, fk, parent):
+    """World audit 94: shifts run on beamlines offline since 2025 (80 of 319); my scan of every golden database
+    found the same in a core facility's instrument bookings. Work done or under way lies before the day its
+    resource went offline or into maintenance; bookings still ahead may wait on it, and the lint finds one
+    planted."""
+    spec, _ = synthesize(env_registry.theme(name))
+    conn = _conn(spec)
+    down = "p.status IN ('offline', 'maintenance')"
+    worked = "c.status IN ('checked_in', 'completed', 'no_show')"
+    after = 'substr(c.starts_at, 1, 10) > substr(p.status_changed_at, 1, 10)'
+    joined = f'SELECT COUNT(*) FROM "{child}" c JOIN "{parent}" p ON p.id = c."{fk}"'
+    assert conn.execute(f"{joined} WHERE {down} AND {worked}").fetchone()[0] > 0
+    assert conn.execute(f"{joined} WHERE {down} AND {worked} AND {after}").fetchone()[0] == 0
+    assert _flagged(name, spec, conn, "shut_parent") == []
+    conn.execute(f'UPDATE "{child}" SET status = \'completed\', starts_at = (SELECT strftime(\'%Y-%m-%dT%H:%M:%SZ\', '
+                 f'p.status_changed_at, \'+1 day\') FROM "{parent}" p WHERE p.id = "{child}"."{fk}") WHERE id = (SELECT MIN(c.id) FROM '
+                 f'"{child}" c JOIN "{parent}" p ON p.id = c."{fk}" WHERE {down})')
+    assert _flagged(name, spec, conn, "shut_parent") == [f"{child}.starts_at"]
+
+
+def test_what_follows_completion_reads_its_parents_lifecycle():
+    """A refund of a cancelled booking is how it is undone, and a fee paid with an application is paid before
+    the decision: neither is held to a completed parent; a loan's repayment, an advance's settlement are."""
+    charges = {"states": ["pending", "authorized", "captured", "failed", "refunded", "voided"]}
+    assert semantics.uncompleted_states("charges", charges, "refunds") == ["authorized", "failed", "pending", "voided"]
+    assert semantics.uncompleted_states("bookings", {"states": ["requested", "confirmed", "cancelled", "completed"]},
+                                        "refunds") == []
+    applications = {"states": ["submitted", "under_review", "approved", "rejected"]}
+    assert semantics.uncompleted_states("permit_applications", applications, "payments") == []
+    assert semantics.uncompleted_states("loans", applications, "payments") == ["rejected", "submitted", "under_review"]
+    assert semantics.uncompleted_states("cash_advances", applications, "card_settlements") == \
+        ["rejected", "submitted", "under_review"]
+    assert semantics.uncompleted_states("charges", {"states": ["pending", "failed"]}, "refunds") == []
+
+
 @pytest.mark.parametrize("name, child, fk, parent", [
     ("small-business-invoicing", "payments", "invoice_id", "invoices"),
     ("private-equity-capital-calls", "wire_receipts", "capital_call_id", "capital_calls"),

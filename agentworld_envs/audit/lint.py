@@ -57,7 +57,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
                     a hire's charge that is not its daily rate times its days, or that does not run whole days
 ``shut_parent``     a record still open (active, scheduled, in progress) under one shut (inactive,
                     discontinued, cancelled, dropped), or made under it after the day it was shut, or
-                    whose work took place there after that day (a route driven on a retired vehicle); or
+                    whose work took place there after that day (a route driven on a retired vehicle, a shift
+                    run on a beamline offline since; ``semantics.down_states``); or
                     sent in after the record it was sent to closed (a survey response after its closing day)
 ``outside_term``    what happened under a record's cover or during its run dated outside its term (a claim's
                     incident before its policy took effect or after it expired; a conversion after its
@@ -65,6 +66,11 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``unreleased_parent`` something taken up from a record never put out: a bid on a draft lot (or one in review, or
                     scheduled and not open yet), a payment of a draft invoice, a review of an unpublished listing
                     (``semantics.takes_up``)
+``uncompleted_parent`` something that follows a record's completion under one that never completed: a refund
+                    or a dispute of a charge never captured, a return of an order not delivered, a repayment
+                    or a draw on a loan still under review, denied or withdrawn (``semantics.uncompleted_states``)
+``past_schedule``   a place in a parent's schedule past its length, or taken twice: instalment 255 of a
+                    24-month loan, two instalments 3 of one loan (``semantics.schedule_length``)
 ``unsettled``       a whole whose status disagrees with what its parts paid: a paid invoice whose payments
                     through fall short of its total, a partly paid one with none through, an overdue one with
                     a payment through, one marked paid before its last payment went through
@@ -105,7 +111,8 @@ RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns"
          "value_range", "impossible", "mime_mismatch", "word_salad", "grammar", "clock_status", "over_cap", "same_parent",
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
          "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent", "stale_status",
-         "copied_figure", "shut_parent", "outside_term", "unreleased_parent", "unsettled", "double_booked")
+         "copied_figure", "shut_parent", "outside_term", "unreleased_parent", "unsettled", "double_booked",
+         "uncompleted_parent", "past_schedule")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -1337,6 +1344,17 @@ def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
             if not parent or parent == table or not {"status", "status_changed_at"} <= set(_columns(conn, parent)):
                 continue
             shut = sorted(semantics.shut_states(_workflow_of(spec, parent)))
+            down = sorted(semantics.down_states(_workflow_of(spec, parent)))
+            worked = sorted(s for s in (_workflow_of(spec, table) or {}).get("states", ())
+                            if s in semantics.WORKED_STATES) if "status" in cols else []
+            for start in _worked_columns(spec, conn, table) if worked and down else ():
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                                 f"WHERE p.status IN ({', '.join('?' * len(down))}) AND c.status IN "
+                                 f"({', '.join('?' * len(worked))}) AND substr(c.{q(start)}, 1, 10) > "
+                                 f"substr(p.status_changed_at, 1, 10)", (*down, *worked)).fetchone()[0]
+                if n:
+                    yield Violation("shut_parent", f"{table}.{start}", f"{n} rows {'/'.join(worked)} there after their "
+                                                                        f"{parent} was shut or went down")
             if not shut:
                 continue
             join = (f"FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
@@ -1353,15 +1371,6 @@ def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
                                  shut).fetchone()[0]
                 if n:
                     yield Violation("shut_parent", f"{table}.{made}", f"{n} rows made after their {parent} was shut")
-            worked = sorted(s for s in (_workflow_of(spec, table) or {}).get("states", ())
-                            if s in semantics.WORKED_STATES) if "status" in cols else []
-            for start in _worked_columns(spec, conn, table) if worked else ():
-                n = conn.execute(f"SELECT COUNT(*) {join} AND c.status IN ({', '.join('?' * len(worked))}) "
-                                 f"AND substr(c.{q(start)}, 1, 10) > substr(p.status_changed_at, 1, 10)",
-                                 (*shut, *worked)).fetchone()[0]
-                if n:
-                    yield Violation("shut_parent", f"{table}.{start}", f"{n} rows {'/'.join(worked)} there after their "
-                                                                        f"{parent} was shut")
 
 
 def check_started_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
@@ -1484,6 +1493,46 @@ def check_released_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> It
                                                                              f"{'/'.join(unreleased)}")
 
 
+def check_completed_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """Something that follows a record's completion under one that never completed: a refund of an authorized
+    charge, a return of an order still processing, a repayment of a loan denied."""
+    for t in spec["tables"]:
+        table = t["name"]
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            never = semantics.uncompleted_states(parent, {"states": _status_enum(spec, parent)}, table) \
+                if parent and parent != table else []
+            if not never or "status" not in _columns(conn, parent):
+                continue
+            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
+                             f"WHERE p.status IN ({', '.join('?' * len(never))})", never).fetchone()[0]
+            if n:
+                yield Violation("uncompleted_parent", f"{table}.{c['name']}",
+                                f"{n} rows under {parent} that never completed ({'/'.join(never)})")
+
+
+def check_schedule_places(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """An instalment numbered past its loan's term, or two instalments of one loan with one number."""
+    for t in spec["tables"]:
+        table = t["name"]
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not parent or parent == table:
+                continue
+            for col in _columns(conn, table):
+                length = semantics.schedule_length(col, _columns(conn, parent))
+                if not length:
+                    continue
+                fk = q(c["name"])
+                past = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{fk} "
+                                    f"WHERE c.{q(col)} > p.{q(length)}").fetchone()[0]
+                twice = conn.execute(f"SELECT COUNT(*) - COUNT(DISTINCT {fk} || '/' || {q(col)}) FROM {q(table)} "
+                                     f"WHERE {fk} IS NOT NULL AND {q(col)} IS NOT NULL").fetchone()[0]
+                if past or twice:
+                    yield Violation("past_schedule", f"{table}.{col}",
+                                    f"{past} past their {parent}'s {length}, {twice} taken twice")
+
+
 def check_email_names(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """An address's local part shares a word with the name on its row (``datagen.name_words``)."""
     from ..engine.datagen import name_words
@@ -1526,6 +1575,8 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_shut_parents(spec, conn)
     out += check_started_parents(spec, conn)
     out += check_released_parents(spec, conn)
+    out += check_completed_parents(spec, conn)
+    out += check_schedule_places(spec, conn)
     out += check_double_booked(spec, conn)
     out += check_terms(spec, conn)
     out += check_elapsed(spec, conn, entities)

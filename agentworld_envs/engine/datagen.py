@@ -119,7 +119,19 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         if weights:
             return lambda i, row: rng.choices(values, weights=weights)[0]
         return lambda i, row: rng.choice(values)
-    if kind == "ref":
+    if kind == "ref" and "room" in g:
+        # a record with room left in its schedule: a filter on the pick, fed what was picked
+        counts: dict[Any, int] = {}
+        inner = _compile({**g, "room": {**g["room"], "counts": counts}, "gen": "roomy_ref"}, rng, now, locale, existing)
+
+        def draw_counted(i: int, row: dict[str, Any]) -> Any:
+            pick = inner(i, row)
+            if pick is not None:
+                counts[pick] = counts.get(pick, 0) + 1
+            return pick
+
+        return draw_counted
+    if kind in ("ref", "roomy_ref"):
         pool = existing[g["ref"]]
         if not pool:
             return lambda i, row: None
@@ -127,6 +139,9 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         if "made_by" in g:
             pool = _made_by(g, existing, now) or pool
             ok = _made_by_row(g, existing)
+        if kind == "roomy_ref":
+            roomy = _has_room(g, existing)
+            ok = roomy if ok is None else (lambda key, row, a=ok, b=roomy: a(key, row) and b(key, row))
         if "live_parent" in g:
             # only records put out (no bid on a draft lot), where there are any
             pool = _released(g, existing, pool)
@@ -134,7 +149,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             term = _in_term(g, existing, now)
             ok = term if ok is None else (lambda key, row, a=ok, b=term: a(key, row) and b(key, row))
         if "quota" in g or "same" in g or "open_parent" in g or "open_through" in g or "alive_after" in g \
-                or "started_parent" in g:
+                or "started_parent" in g or "up_parent" in g:
             return _constrained_ref(g, rng, pool, existing, ok)
         if "not_after" in g:
             return _started_ref(g, rng, pool, existing, ok)
@@ -552,6 +567,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             return f"{local}@{drawn.split('@', 1)[1]}"
 
         return draw_email
+    if kind == "ordinal":
+        return _ordinal_drawer(g, rng, existing)
     if kind == "lookup_row":
         of, as_date = g["of"], g.get("kind") == "date"
         return lambda i, row: row.get(of)[:10] if as_date and row.get(of) else row.get(of)
@@ -569,6 +586,41 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
     raise ValueError(f"unknown generator kind {kind!r}")
 
 
+def _has_room(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[[Any, dict[str, Any]], bool]:
+    """``"room": {"field": F}``: whether a record has room left in its schedule: fewer rows have been drawn for it
+    (``counts``, kept by the caller) than its ``F`` (a loan's term in months)."""
+    table = g["ref"].split(".")[0]
+    length = dict(zip(existing[f"{table}.id"], existing[f"{table}.{g['room']['field']}"]))
+    counts = g["room"]["counts"]
+    return lambda key, row: isinstance(length.get(key), int) and counts.get(key, 0) < length[key]
+
+
+def _ordinal_drawer(g: dict[str, Any], rng: random.Random, existing: dict[str, list[Any]]
+                    ) -> Callable[[int, dict[str, Any]], Any]:
+    """``{"gen": "ordinal", "via": FK, "table": T, "field": F}``: a place in the schedule of the record ``FK``
+    names (an instalment's number), from 1 to that record's ``F`` (its term), one not yet taken by a row of the
+    same record while any is free; none once all are taken, where the column may be empty."""
+    where, source = _id_index(existing, g["table"]), existing[f"{g['table']}.{g['field']}"]
+    taken: dict[Any, set[int]] = {}
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        key = row.get(g["via"])
+        at = where.get(key)
+        length = source[at] if at is not None else None
+        if not isinstance(length, int) or length < 1:
+            return None
+        used = taken.setdefault(key, set())
+        pick = rng.randint(1, length)
+        if pick in used and len(used) < length:
+            pick = rng.choice([n for n in range(1, length + 1) if n not in used])
+        elif pick in used and g.get("nullable", True):
+            return None   # a payment beyond the schedule (paid ahead), not a second instalment of one place
+        used.add(pick)
+        return pick
+
+    return draw
+
+
 def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], existing: dict[str, list[Any]],
                      fits: Callable[[Any, dict[str, Any]], bool] | None = None) -> Callable[[int, dict[str, Any]], Any]:
     """A reference that respects a quota and/or points at a record of the same parent.
@@ -579,7 +631,8 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
     points at that bidder's order). ``"open_parent": {"column": "status", "in": [...], "parent_not_in":
     [...]}``: a row in one of those statuses points at a parent whose status is not in ``parent_not_in`` (a
     booking still confirmed is never under a cancelled flight: cancelling the flight cancels it).
-    ``"started_parent"`` (the same form): a row whose work has taken place (in progress, done, attended) points
+    ``"up_parent"`` (the same form): a row under way now points at a parent not down (no shift checked in on a
+    beamline offline). ``"started_parent"`` (the same form): a row whose work has taken place (in progress, done, attended) points
     at a parent that has started (no done task under a project still in its backlog). ``None`` where no target
     qualifies and the column may be empty.
     """
@@ -590,6 +643,11 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
         table = g["ref"].split(".")[0]
         shut = set(open_parent["parent_not_in"])
         closed = {key for key, st in zip(existing[f"{table}.id"], existing[f"{table}.status"]) if st in shut}
+    up_parent, down = g.get("up_parent"), set()
+    if up_parent:
+        table = g["ref"].split(".")[0]
+        shut = set(up_parent["parent_not_in"])
+        down = {key for key, st in zip(existing[f"{table}.id"], existing[f"{table}.status"]) if st in shut}
     started_parent, unstarted = g.get("started_parent"), set()
     if started_parent:
         table = g["ref"].split(".")[0]
@@ -627,6 +685,7 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
             # Only records already started by this row's date (see _started_ref), where there are any.
             by = str(row[started["column"]])
             options = [o for o in options if _started_by(starts, o, by)] or options
+        unfit = options   # before fits: a quota's room comes before a fit
         if fits is not None:
             options = [o for o in options if fits(o, row)] or options
         if alive is not None:
@@ -639,6 +698,10 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
             options = [o for o in options if o not in closed]
             if not options:
                 return None if g.get("null_p") else rng.choice([o for o in pool if o not in closed] or pool)
+        if down and row.get(up_parent["column"]) in up_parent["in"]:
+            # under way now: on a record that is up (no shift checked in on a beamline offline)
+            options = [o for o in options if o not in down] or [o for o in pool if o not in down] or options
+            unfit = [o for o in unfit if o not in down]
         if unstarted and row.get(started_parent["column"]) in started_parent["in"]:
             options = [o for o in options if o not in unstarted]
             if not options:
@@ -661,7 +724,8 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
                     break
             if choice is None:
                 free = [o for o in options if counts.get(o, 0) < quota["cap"]]
-                free = free or [o for o in preferred if counts.get(o, 0) < quota["cap"]]   # the quota first
+                free = free or [o for o in preferred if counts.get(o, 0) < quota["cap"]] \
+                    or [o for o in unfit if counts.get(o, 0) < quota["cap"]]   # the quota first
                 choice = rng.choice(free) if free else None
             if choice is not None:
                 counts[choice] = counts.get(choice, 0) + 1
@@ -1039,13 +1103,16 @@ def _parents_shut(parents: Sequence[dict[str, Any]], existing: dict[str, list[An
                   ) -> Callable[[dict[str, Any]], dt.datetime | None]:
     """The earliest day a record the row points at was shut (each ``{"via": FK, "table": T, "field": COL,
     "in": [statuses]}``: its ``COL`` where its status is one of them, or whatever its status where ``in`` is
-    empty: a survey's closing day), or None where none is shut."""
+    empty: a survey's closing day), or None where none is shut. ``"rows_in": {"column": C, "in": [...]}`` keeps
+    an entry to the rows whose ``C`` is one of those (a shift done, not one still ahead, on a beamline offline)."""
     looks = [(p["via"], _id_index(existing, p["table"]), existing.get(f"{p['table']}.{p['field']}", []),
-              existing.get(f"{p['table']}.status", []), set(p["in"])) for p in parents]
+              existing.get(f"{p['table']}.status", []), set(p["in"]), p.get("rows_in")) for p in parents]
 
     def shut_of(row: dict[str, Any]) -> dt.datetime | None:
         shut = []
-        for via, where, source, states, shut_states in looks:
+        for via, where, source, states, shut_states, rows_in in looks:
+            if rows_in and row.get(rows_in["column"]) not in rows_in["in"]:
+                continue   # a record down for now bounds only the rows whose work took place
             at = where.get(row.get(via))
             if at is not None and source[at] and (not shut_states or states[at] in shut_states):
                 shut.append(parse_when(source[at]))
@@ -1257,7 +1324,7 @@ def sources(gen: dict[str, Any]) -> set[str]:
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
-    for k in ("same", "quota", "not_after", "open_parent", "started_parent", "in_term"):
+    for k in ("same", "quota", "not_after", "open_parent", "started_parent", "in_term", "up_parent"):
         if isinstance(gen.get(k), dict):
             out.add(gen[k]["column"])
     out |= {c["column"] for c in gen.get("open_through") or ()}
@@ -1265,6 +1332,8 @@ def sources(gen: dict[str, Any]) -> set[str]:
     out |= {p["via"] for p in [*alive.get("parents", ()), *alive.get("before_shut", ())]} | set(alive.get("by", ()))
     for parent in [*(gen.get("parents") or ()), *(gen.get("until") or ())]:
         out.add(parent["via"])
+        if parent.get("rows_in"):
+            out.add(parent["rows_in"]["column"])
     if isinstance(gen.get("made_by"), dict):
         out |= set(gen["made_by"].get("by", ()))
     for window in (gen.get("windows") or {}).values():
@@ -1500,7 +1569,7 @@ def _unpaid_when_no_part(conn: sqlite3.Connection, table: str, plan: dict[str, A
     rows, factories, gens = drawn[table]
     readers = _readers(gens, "status")
     keys = [c for c in readers if gens[c].get("gen") == "ref"]   # kept as drawn, with what is copied through them
-    if any(set(gens[c]) & {"quota", "started_parent", "open_through", "in_term"} for c in keys):
+    if any(set(gens[c]) & {"quota", "started_parent", "open_through", "in_term", "up_parent"} for c in keys):
         return
     to = next((s for s in plan["unpaid"] if s not in ("overdue", "past_due")), plan["unpaid"][0])
     said = set(plan["full"]) | set(plan["partial"])
@@ -1562,7 +1631,7 @@ def _status_fits(gens: dict[str, dict[str, Any]], row: dict[str, Any], existing:
         if quota and row.get(quota["column"]) in quota["in"] and before not in quota["in"]:
             return False
         table = g["ref"].split(".")[0]
-        for o in (g.get("open_parent"), g.get("started_parent")):
+        for o in (g.get("open_parent"), g.get("started_parent"), g.get("up_parent")):
             if o and row.get(o["column"]) in o["in"]:
                 status_of = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.status", ())))
                 if status_of.get(row.get(col)) in set(o["parent_not_in"]):

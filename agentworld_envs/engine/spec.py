@@ -45,7 +45,7 @@ GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "c
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
                         "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
                         "rollup", "soon", "per_day", "accrued", "differs", "spent_since", "per_year",
-                        "minutes_between", "period_end", "floored", "annuity", "band", "elapsed"})
+                        "minutes_between", "period_end", "floored", "annuity", "band", "elapsed", "ordinal"})
 
 
 @functools.cache
@@ -566,7 +566,7 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
                 _check_generator(sub, f"{path}.cases.{key}", columns_of, earlier)
             _check_generator(g["default"], f"{path}.default", columns_of, earlier)
     elif kind in ("clock", "changed", "at_most", "at_least", "paid", "lookup", "lookup_row", "email_of", "not_before",
-                  "part_of", "after_parents", "recent", "terms", "within", "rollup", "soon", "elapsed"):
+                  "part_of", "after_parents", "recent", "terms", "within", "rollup", "soon", "elapsed", "ordinal"):
         _check_coherence_generator(g, path, columns_of, earlier, bad)
     elif kind == "text":
         if g.get("kind") not in TEXT_KINDS:
@@ -631,7 +631,7 @@ def _check_coherence_generator(g: dict[str, Any], path: str, columns_of: dict[st
             raise bad("gen", f"{kind!r} reads {str(col)[:40]!r}, which is not an earlier column of the row")
     if kind == "elapsed" and (g.get("unit") not in ("hours", "minutes", "days") or not isinstance(g.get("default"), dict)):
         raise bad("unit", "an 'elapsed' generator needs 'unit' (hours, minutes or days) and 'default' (a generator)")
-    if kind in ("lookup", "not_before", "part_of", "within", "elapsed") and g.get("field") not in columns_of.get(g.get("table"), []):
+    if kind in ("lookup", "not_before", "part_of", "within", "elapsed", "ordinal") and g.get("field") not in columns_of.get(g.get("table"), []):
         raise bad("field", f"unknown column {g.get('table')!r}.{g.get('field')!r}")
     if kind == "soon" and not (isinstance(g.get("days"), dict) and all(isinstance(d, int) and 0 <= d <= LIMITS["days"]
                                                                        for d in g["days"].values())):

@@ -550,6 +550,17 @@ def shut_states(workflow: dict[str, Any] | None) -> set[str]:
     return {s for s in (workflow or {}).get("states", ()) if is_shut(s)}
 
 
+#: Statuses of a resource that is down for now (a beamline offline, a machine in maintenance): alerts and
+#: requests still come in under it, but no work takes place on it from the day it went down.
+DOWN_STATES = frozenset({"offline", "maintenance", "under_maintenance", "in_maintenance", "out_of_service", "down",
+                         "in_repair", "under_repair", "broken", "faulty", "out_of_order"})
+
+
+def down_states(workflow: dict[str, Any] | None) -> set[str]:
+    """A workflow's statuses in which its resource is down for now (:data:`DOWN_STATES`) or shut for good."""
+    return {s for s in (workflow or {}).get("states", ()) if s in DOWN_STATES} | shut_states(workflow)
+
+
 def open_states(workflow: dict[str, Any] | None) -> set[str]:
     """A workflow's statuses in which its record is still open (``OPEN_STATES``), or passing through
     (``DWELL_DAYS``: an order shipped, a claim in review)."""
@@ -678,6 +689,64 @@ def unreleased_states(workflow: dict[str, Any] | None, taker: str = "") -> list[
     never = NEVER_RELEASED | (_OPENS_LATER if _BIDDING.search(taker) else frozenset()) \
         | (IN_REVIEW if states & _RELEASED else frozenset())
     return sorted(never & states)
+
+
+#: Statuses of a charge, a sale or an order whose money was never taken: nothing can be refunded, disputed,
+#: returned or paid out on it (a refund of an authorized charge is a void; a payout on a failed sale is a loss).
+MONEY_NOT_TAKEN = frozenset({"pending", "authorized", "authorised", "failed", "declined", "voided", "void", "draft",
+                             "unpaid", "quoted", "awaiting_payment"})
+#: ... of an order or a shipment not delivered yet: nothing comes back from it, and no one is paid out for it.
+NOT_DELIVERED = frozenset({"processing", "placed", "label_created", "picked_up", "in_transit", "out_for_delivery",
+                           "shipped", "scheduled", "cancelled", "canceled"})
+#: ... of an application not granted (still being decided, refused or withdrawn): nothing is drawn on it, repaid
+#: on it or settled against it.
+NOT_GRANTED = frozenset({"received", "submitted", "in_review", "under_review", "pending_review", "pending_approval",
+                         "denied", "rejected", "declined", "withdrawn"})
+_GRANTED = frozenset({"approved", "funded", "disbursed", "active", "in_repayment", "repaid", "closed"})
+#: Records that undo or contest money taken: a refund or a dispute of a charge (a refund of a cancelled booking
+#: is how it is undone, so these read only whether the money was taken).
+_UNDOES = re.compile(r"(?:^|_)(?:refunds?|disputes?|chargebacks?|reversals?)$")
+#: Records that follow a delivery: a return of an order, a payout for a sale, a settlement of a shipment's claim.
+_FOLLOWS_DELIVERY = re.compile(r"(?:^|_)(?:returns?|return_requests?|payouts?)$")
+#: Records that draw on or pay back what an application granted: a draw on a credit line, a repayment or an
+#: instalment of a loan, a holdback or a settlement of an advance, a payroll deduction of a salary advance.
+_ON_GRANTED = re.compile(r"(?:^|_)(?:repayments?|instal+ments?|draws?|holdbacks?|deductions?|settlements?|"
+                         r"disbursements?|payouts?)$")
+#: ... and plain payments, where what they pay is credit (a loan, an advance, a mortgage), not a fee.
+_CREDIT = re.compile(r"(?:^|_)(?:loans?|advances?|mortgages?|credit_lines?|financings?)$")
+_PAYMENTS = re.compile(r"(?:^|_)payments?$")
+
+
+def uncompleted_states(parent: str, workflow: dict[str, Any] | None, child: str) -> list[str]:
+    """The statuses of ``parent`` (with ``workflow``) in which it never completed what ``child``'s records follow:
+    no refund or dispute of a charge never captured (:data:`MONEY_NOT_TAKEN`), no return of an order or payout
+    for a sale not delivered (:data:`NOT_DELIVERED`), no repayment, draw or settlement of a loan or an advance not
+    granted (:data:`NOT_GRANTED`). Empty where the parent's lifecycle has no completed status to point at."""
+    states = set((workflow or {}).get("states", ()))
+    never: set[str] = set()
+    if _UNDOES.search(child):
+        never |= MONEY_NOT_TAKEN
+    if _FOLLOWS_DELIVERY.search(child):
+        never |= MONEY_NOT_TAKEN | NOT_DELIVERED
+    if states & _GRANTED and states & NOT_GRANTED and (_ON_GRANTED.search(child) or _PAYMENTS.search(child)
+                                                       and _CREDIT.search(parent)):
+        never |= NOT_GRANTED
+    return sorted(never & states) if states - never else []
+
+
+#: A record's place in its parent's schedule (instalment 3 of a loan) and the length of that schedule on the
+#: parent (a loan's term in months, a plan's number of instalments): the place never passes the length.
+ORDINAL = re.compile(r"^(?:instal+ment|payment|deduction|holdback|repayment)_(?:number|no)$")
+SCHEDULE_LENGTH = re.compile(r"^(?:term_months|term_in_months|number_of_instal+ments|instal+ment_count|instal+ments|"
+                             r"number_of_payments|payment_count|term_weeks)$")
+
+
+def schedule_length(column: str, parent_columns: Iterable[str]) -> str | None:
+    """The column of a parent that bounds ``column`` when it is a place in the parent's schedule (an instalment's
+    number against its loan's ``term_months``), or None."""
+    if not ORDINAL.match(column):
+        return None
+    return next((c for c in parent_columns if SCHEDULE_LENGTH.match(c)), None)
 
 
 #: Statuses of a record not yet out to its audience (a draft, a post in review, a newsletter scheduled).
