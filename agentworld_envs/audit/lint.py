@@ -1344,17 +1344,20 @@ def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
             if not parent or parent == table or not {"status", "status_changed_at"} <= set(_columns(conn, parent)):
                 continue
             shut = sorted(semantics.shut_states(_workflow_of(spec, parent)))
-            down = sorted(semantics.down_states(_workflow_of(spec, parent)))
+            down = sorted(semantics.down_states(_workflow_of(spec, parent)) - set(shut))
             worked = sorted(s for s in (_workflow_of(spec, table) or {}).get("states", ())
                             if s in semantics.WORKED_STATES) if "status" in cols else []
-            for start in _worked_columns(spec, conn, table) if worked and down else ():
-                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
-                                 f"WHERE p.status IN ({', '.join('?' * len(down))}) AND c.status IN "
-                                 f"({', '.join('?' * len(worked))}) AND substr(c.{q(start)}, 1, 10) > "
-                                 f"substr(p.status_changed_at, 1, 10)", (*down, *worked)).fetchone()[0]
-                if n:
-                    yield Violation("shut_parent", f"{table}.{start}", f"{n} rows {'/'.join(worked)} there after their "
-                                                                        f"{parent} was shut or went down")
+            over = sorted(set(worked) - semantics.open_states(_workflow_of(spec, table)))   # work over, not under way
+            # work after the day its record was shut, or (work over) after the day it went down for now
+            for states, worker in ((shut, worked), (down, over)):
+                for start in _worked_columns(spec, conn, table) if states and worker else ():
+                    n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p "
+                                     f"ON p.id = c.{q(c['name'])} WHERE p.status IN ({', '.join('?' * len(states))}) "
+                                     f"AND c.status IN ({', '.join('?' * len(worker))}) AND substr(c.{q(start)}, 1, 10) "
+                                     f"> substr(p.status_changed_at, 1, 10)", (*states, *worker)).fetchone()[0]
+                    if n:
+                        yield Violation("shut_parent", f"{table}.{start}", f"{n} rows {'/'.join(worker)} there after "
+                                                                            f"their {parent} was {'/'.join(states)}")
             if not shut:
                 continue
             join = (f"FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "

@@ -149,7 +149,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
             term = _in_term(g, existing, now)
             ok = term if ok is None else (lambda key, row, a=ok, b=term: a(key, row) and b(key, row))
         if "quota" in g or "same" in g or "open_parent" in g or "open_through" in g or "alive_after" in g \
-                or "started_parent" in g or "up_parent" in g:
+                or "started_parent" in g:
             return _constrained_ref(g, rng, pool, existing, ok)
         if "not_after" in g:
             return _started_ref(g, rng, pool, existing, ok)
@@ -631,8 +631,7 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
     points at that bidder's order). ``"open_parent": {"column": "status", "in": [...], "parent_not_in":
     [...]}``: a row in one of those statuses points at a parent whose status is not in ``parent_not_in`` (a
     booking still confirmed is never under a cancelled flight: cancelling the flight cancels it).
-    ``"up_parent"`` (the same form): a row under way now points at a parent not down (no shift checked in on a
-    beamline offline). ``"started_parent"`` (the same form): a row whose work has taken place (in progress, done, attended) points
+    ``"started_parent"`` (the same form): a row whose work has taken place (in progress, done, attended) points
     at a parent that has started (no done task under a project still in its backlog). ``None`` where no target
     qualifies and the column may be empty.
     """
@@ -643,11 +642,6 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
         table = g["ref"].split(".")[0]
         shut = set(open_parent["parent_not_in"])
         closed = {key for key, st in zip(existing[f"{table}.id"], existing[f"{table}.status"]) if st in shut}
-    up_parent, down = g.get("up_parent"), set()
-    if up_parent:
-        table = g["ref"].split(".")[0]
-        shut = set(up_parent["parent_not_in"])
-        down = {key for key, st in zip(existing[f"{table}.id"], existing[f"{table}.status"]) if st in shut}
     started_parent, unstarted = g.get("started_parent"), set()
     if started_parent:
         table = g["ref"].split(".")[0]
@@ -696,14 +690,12 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
             options = kept or [o for o in pool if alive(o, row)] or options
         if closed and row.get(open_parent["column"]) in open_parent["in"]:
             options = [o for o in options if o not in closed]
+            unfit = [o for o in unfit if o not in closed]
             if not options:
                 return None if g.get("null_p") else rng.choice([o for o in pool if o not in closed] or pool)
-        if down and row.get(up_parent["column"]) in up_parent["in"]:
-            # under way now: on a record that is up (no shift checked in on a beamline offline)
-            options = [o for o in options if o not in down] or [o for o in pool if o not in down] or options
-            unfit = [o for o in unfit if o not in down]
         if unstarted and row.get(started_parent["column"]) in started_parent["in"]:
             options = [o for o in options if o not in unstarted]
+            unfit = [o for o in unfit if o not in unstarted]
             if not options:
                 if g.get("null_p"):
                     return None
@@ -730,7 +722,11 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
             if choice is not None:
                 counts[choice] = counts.get(choice, 0) + 1
                 return choice
-            return None if nullable else rng.choice(pool)
+            if nullable:
+                return None
+            # no room anywhere: still never open under a shut record
+            shut_now = closed if open_parent and row.get(open_parent["column"]) in open_parent["in"] else set()
+            return rng.choice([o for o in pool if o not in shut_now] or pool)
         if not options:
             if nullable:
                 return None
@@ -1324,7 +1320,7 @@ def sources(gen: dict[str, Any]) -> set[str]:
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
-    for k in ("same", "quota", "not_after", "open_parent", "started_parent", "in_term", "up_parent"):
+    for k in ("same", "quota", "not_after", "open_parent", "started_parent", "in_term"):
         if isinstance(gen.get(k), dict):
             out.add(gen[k]["column"])
     out |= {c["column"] for c in gen.get("open_through") or ()}
@@ -1569,7 +1565,7 @@ def _unpaid_when_no_part(conn: sqlite3.Connection, table: str, plan: dict[str, A
     rows, factories, gens = drawn[table]
     readers = _readers(gens, "status")
     keys = [c for c in readers if gens[c].get("gen") == "ref"]   # kept as drawn, with what is copied through them
-    if any(set(gens[c]) & {"quota", "started_parent", "open_through", "in_term", "up_parent"} for c in keys):
+    if any(set(gens[c]) & {"quota", "started_parent", "open_through", "in_term"} for c in keys):
         return
     to = next((s for s in plan["unpaid"] if s not in ("overdue", "past_due")), plan["unpaid"][0])
     said = set(plan["full"]) | set(plan["partial"])
@@ -1631,7 +1627,7 @@ def _status_fits(gens: dict[str, dict[str, Any]], row: dict[str, Any], existing:
         if quota and row.get(quota["column"]) in quota["in"] and before not in quota["in"]:
             return False
         table = g["ref"].split(".")[0]
-        for o in (g.get("open_parent"), g.get("started_parent"), g.get("up_parent")):
+        for o in (g.get("open_parent"), g.get("started_parent")):
             if o and row.get(o["column"]) in o["in"]:
                 status_of = dict(zip(existing[f"{table}.id"], existing.get(f"{table}.status", ())))
                 if status_of.get(row.get(col)) in set(o["parent_not_in"]):

@@ -413,16 +413,12 @@ def link_live_parents(entities: list[Entity]) -> None:
                 continue
             shut = sorted(semantics.shut_states(pent.workflow))
             down = sorted(semantics.down_states(pent.workflow) - set(shut))
-            worked = sorted(set((ent.workflow or {}).get("states", ())) & semantics.WORKED_STATES)
+            worked = sorted(set((ent.workflow or {}).get("states", ())) & semantics.WORKED_STATES
+                            - semantics.open_states(ent.workflow))
             if down and worked and "status" in ent.gens:
-                # down for now: the rows whose work took place (not those still ahead) took place before, and
-                # none is under way on it now (no shift checked in on a beamline offline)
+                # down for now: the rows whose work is over (not those ahead or under way) took place before
                 down_parents.append({"via": fk, "table": parent, "field": "status_changed_at", "in": down,
                                      "rows_in": {"column": "status", "in": worked}})
-                under_way = sorted(set(worked) & semantics.open_states(ent.workflow))
-                gen = ent.gens[fk]
-                if under_way and gen["gen"] == "ref" and fk not in semantics.reads(ent.gens, "status"):
-                    ent.gens[fk] = {**gen, "up_parent": {"column": "status", "in": under_way, "parent_not_in": down}}
             if not shut:
                 continue
             if "status" in ent.gens and semantics.open_states(ent.workflow):
