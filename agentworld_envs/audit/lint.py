@@ -1344,7 +1344,7 @@ def check_shut_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterab
             if not parent or parent == table or not {"status", "status_changed_at"} <= set(_columns(conn, parent)):
                 continue
             shut = sorted(semantics.shut_states(_workflow_of(spec, parent)))
-            down = sorted(semantics.down_states(_workflow_of(spec, parent)) - set(shut))
+            down = sorted(semantics.down_states(_workflow_of(spec, parent)))
             worked = sorted(s for s in (_workflow_of(spec, table) or {}).get("states", ())
                             if s in semantics.WORKED_STATES) if "status" in cols else []
             over = sorted(set(worked) - semantics.open_states(_workflow_of(spec, table)))   # work over, not under way

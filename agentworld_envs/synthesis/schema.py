@@ -412,7 +412,7 @@ def link_live_parents(entities: list[Entity]) -> None:
                     or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
                 continue
             shut = sorted(semantics.shut_states(pent.workflow))
-            down = sorted(semantics.down_states(pent.workflow) - set(shut))
+            down = sorted(semantics.down_states(pent.workflow))
             worked = sorted(set((ent.workflow or {}).get("states", ())) & semantics.WORKED_STATES
                             - semantics.open_states(ent.workflow))
             if down and worked and "status" in ent.gens:

@@ -557,8 +557,8 @@ DOWN_STATES = frozenset({"offline", "maintenance", "under_maintenance", "in_main
 
 
 def down_states(workflow: dict[str, Any] | None) -> set[str]:
-    """A workflow's statuses in which its resource is down for now (:data:`DOWN_STATES`) or shut for good."""
-    return {s for s in (workflow or {}).get("states", ()) if s in DOWN_STATES} | shut_states(workflow)
+    """A workflow's statuses in which its resource is down for now (:data:`DOWN_STATES`), not shut for good."""
+    return {s for s in (workflow or {}).get("states", ()) if s in DOWN_STATES} - shut_states(workflow)
 
 
 def open_states(workflow: dict[str, Any] | None) -> set[str]:
