@@ -1478,6 +1478,12 @@ def check_double_booked(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
                 yield Violation("double_booked", f"{table}.{c['name']}", f"{n} pairs of {table} at once for one {parent}")
 
 
+def _rows_under(conn: sqlite3.Connection, table: str, fk: str, parent: str, states: list[str]) -> int:
+    """How many rows of ``table`` point (through ``fk``) at a ``parent`` whose status is one of ``states``."""
+    return conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(fk)} "
+                        f"WHERE p.status IN ({', '.join('?' * len(states))})", states).fetchone()[0]
+
+
 def check_released_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """Something taken up from a record never put out: a bid on a draft lot, a payment of a draft invoice, a review
     of an unpublished listing."""
@@ -1489,8 +1495,7 @@ def check_released_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> It
                 if parent != table else []
             if not unreleased or "status" not in _columns(conn, parent):
                 continue
-            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
-                             f"WHERE p.status IN ({', '.join('?' * len(unreleased))})", unreleased).fetchone()[0]
+            n = _rows_under(conn, table, c["name"], parent, unreleased)
             if n:
                 yield Violation("unreleased_parent", f"{table}.{c['name']}", f"{n} rows under a {parent} still "
                                                                              f"{'/'.join(unreleased)}")
@@ -1507,8 +1512,7 @@ def check_completed_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> I
                 if parent and parent != table else []
             if not never or "status" not in _columns(conn, parent):
                 continue
-            n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} "
-                             f"WHERE p.status IN ({', '.join('?' * len(never))})", never).fetchone()[0]
+            n = _rows_under(conn, table, c["name"], parent, never)
             if n:
                 yield Violation("uncompleted_parent", f"{table}.{c['name']}",
                                 f"{n} rows under {parent} that never completed ({'/'.join(never)})")
