@@ -12,7 +12,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``status_stamp``    a status timestamp missing for a record in that status, or set before it got there
 ``value_range``     a value outside its semantic range (percentages, temperatures, readings, ages, counts), or
                     more of a figure than accrues in the days since its row's date (hours played, citations)
-``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price);
+``impossible``      amounts that must add up and do not (total = subtotal + tax + shipping; quantity x price;
+                    a payslip's net = gross - tax withheld - deductions);
                     a VIN that is none (I, O or Q in it, or a wrong check digit); a route that ends where it
                     starts (a flight from JFK to JFK); a payment in a status its method never reaches
                     (authorized cash) or with a processor fee on cash or a cheque
@@ -54,7 +55,8 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``copied_figure``   a figure that is the figure of the record it points at and differs from it (a rental's
                     daily rate, an appointment's fee, an invoice's total); a claim on a payment above it; a
                     total below one of what it is for; pieces that weigh more together than their whole;
-                    a hire's charge that is not its daily rate times its days, or that does not run whole days
+                    a hire's charge that is not its daily rate times its days, or that does not run whole days;
+                    a subtotal that is not its lines', a pay run's totals that are not its payslips'
 ``shut_parent``     a record still open (active, scheduled, in progress) under one shut (inactive,
                     discontinued, cancelled, dropped), or made under it after the day it was shut, or
                     whose work took place there after that day (a route driven on a retired vehicle, a shift
@@ -69,6 +71,12 @@ Mechanical checks over a spec, its golden database and its tasks, each a named r
 ``uncompleted_parent`` something that follows a record's completion under one that never completed: a refund
                     or a dispute of a charge never captured, a return of an order not delivered, a repayment
                     or a draw on a loan still under review, denied or withdrawn (``semantics.uncompleted_states``)
+``completion_order`` something that follows a record's completion dated before it completed, or made after its
+                    story ended: a return requested before its order was delivered, a repayment before its loan
+                    was approved, a return requested after its order was returned or still open under it
+                    (``semantics.completion_states``)
+``paid_twice``      a record paid for once with two payments through: a trade-in paid out twice, a notice paid
+                    for twice (``semantics.paid_once``; an invoice paid in parts and a customer apart)
 ``past_schedule``   a place in a parent's schedule past its length, or taken twice: instalment 255 of a
                     24-month loan, two instalments 3 of one loan (``semantics.schedule_length``)
 ``unsettled``       a whole whose status disagrees with what its parts paid: a paid invoice whose payments
@@ -112,7 +120,7 @@ RULES = ("fk_naming", "vocab_leak", "column_misfit", "tool_name", "tool_returns"
          "rule_history", "over_quota", "prose_number", "policy_clock", "foreign_vocab", "prestart_stamp", "parent_start",
          "transition_stamp", "email_name", "undecided_outcome", "part_over_whole", "before_parent", "stale_status",
          "copied_figure", "shut_parent", "outside_term", "unreleased_parent", "unsettled", "double_booked",
-         "uncompleted_parent", "past_schedule")
+         "uncompleted_parent", "past_schedule", "completion_order", "paid_twice")
 #: The classes that check a world's coherence (issue 23): its clock, arithmetic, rules and words.
 WORLD_RULES = RULES[12:]
 RULES += TASK_RULES
@@ -314,12 +322,22 @@ def check_data(spec: dict[str, Any], conn: sqlite3.Connection, tables: Iterable[
                                  semantics.stated_min_age(spec.get("description", ""), table))
         for total, parts in semantics.TOTALS:
             present = [p for p in parts if p in cols]
-            if total in cols and parts[0] in present and len(present) >= 2:
+            if total in cols and parts[0] in present:
                 expr = " + ".join(f"COALESCE({q(p)}, 0)" for p in present)
                 n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(total)} IS NOT NULL AND "
                                  f"abs({q(total)} - ({expr})) > 0.011").fetchone()[0]
                 if n:
                     yield Violation("impossible", f"{table}.{total}", f"{n} rows whose {total} is not {' + '.join(present)}")
+        for net, gross, cuts in semantics.NET_PAY:
+            taken = [c for c, _ in cuts if c in cols]
+            if {net, gross} <= set(cols):
+                # a payslip pays out its gross less what was withheld and deducted, none of it more than the gross
+                expr = "".join(f" - COALESCE({q(c)}, 0)" for c in taken)
+                n = conn.execute(f"SELECT COUNT(*) FROM {q(table)} WHERE {q(net)} IS NOT NULL AND (abs({q(net)} - "
+                                 f"({q(gross)}{expr})) > 0.011 OR {q(net)} < 0)").fetchone()[0]
+                if n:
+                    yield Violation("impossible", f"{table}.{net}", f"{n} rows whose {net} is not {gross}"
+                                                                    f"{''.join(' - ' + c for c in taken)}, or below 0")
         if {"quantity", "unit_price", "line_total"} <= set(cols):
             # less the line's discount where it has one
             off = " * (1 - coalesce(discount_percent, 0) / 100.0)" if "discount_percent" in cols else ""
@@ -1015,24 +1033,24 @@ def check_figures(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Vi
 
 
 def check_lines(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
-    """A record with lines (an order's items) has the subtotal they add up to (``semantics.lines_of``), and one
-    counting records of another table (a chat's ``message_count``) counts them (``semantics.count_of``)."""
+    """A record with lines (an order's items) has the subtotal they add up to, a pay run the totals of its
+    payslips (``semantics.sums_of``), and one counting records of another table (a chat's ``message_count``)
+    counts them (``semantics.count_of``)."""
     tables = {t["name"]: [c["name"] for c in t["columns"]] for t in spec["tables"]}
     for t in spec["tables"]:
         for fk in (c for c in t["columns"] if c.get("references")):
             parent = fk["references"].split(".")[0]
-            got = semantics.lines_of(t["name"], tables[t["name"]], tables.get(parent, [])) if parent != t["name"] else None
-            if got is None:
-                continue
-            field, figures = got
-            line = " * ".join(f"c.{q(f)}" for f in figures)
-            n = conn.execute(f"SELECT COUNT(*) FROM (SELECT MAX(p.{q(field)}) AS whole, SUM(round({line}, 2)) AS parts "
-                             f"FROM {q(t['name'])} AS c JOIN {q(parent)} AS p ON p.id = c.{q(fk['name'])} "
-                             f"GROUP BY p.id) WHERE abs(parts - whole) > 0.015").fetchone()[0]
-            if n:
-                yield Violation("copied_figure", f"{parent}.{field}", f"{n} {parent} whose {field} is not the sum of their "
-                                                                      f"{t['name']}")
-            break
+            got = semantics.sums_of(t["name"], tables[t["name"]], tables.get(parent, [])) if parent != t["name"] else []
+            for field, figures in got:
+                line = " * ".join(f"c.{q(f)}" for f in figures)
+                n = conn.execute(f"SELECT COUNT(*) FROM (SELECT MAX(p.{q(field)}) AS whole, SUM(round({line}, 2)) AS parts "
+                                 f"FROM {q(t['name'])} AS c JOIN {q(parent)} AS p ON p.id = c.{q(fk['name'])} "
+                                 f"GROUP BY p.id) WHERE abs(parts - whole) > 0.015").fetchone()[0]
+                if n:
+                    yield Violation("copied_figure", f"{parent}.{field}", f"{n} {parent} whose {field} is not the sum of "
+                                                                          f"their {t['name']}")
+            if got:
+                break
     for t in spec["tables"]:
         for fk in (c for c in t["columns"] if c.get("references")):
             parent = fk["references"].split(".")[0]
@@ -1518,6 +1536,66 @@ def check_completed_parents(spec: dict[str, Any], conn: sqlite3.Connection) -> I
                                 f"{n} rows under {parent} that never completed ({'/'.join(never)})")
 
 
+def check_completion_order(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
+    """Something that follows a record's completion dated before it completed, or made after its story ended: a
+    return requested before its order was delivered, a refund before its charge was captured, a repayment before
+    its loan was approved; a return requested after its order was returned (``semantics.completion_states``: the
+    parent's last status change is when it completed, or when it ended)."""
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = _columns(conn, table)
+        wf = _workflow_of(spec, table)
+        stamps = semantics.status_stamps(cols, wf) if wf else {}
+        making = semantics.making_stamps(cols, wf) if wf else []
+        events = [c for c in _date_columns(conn, table, cols) if c not in stamps
+                  and (semantics.follows_parent(c) or c == "status_changed_at")] + making
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            if not parent or parent == table or "status_changed_at" not in _columns(conn, parent):
+                continue
+            done, ended = semantics.completion_states(parent, {"states": _status_enum(spec, parent)}, table)
+            joined = f"FROM {q(table)} AS c JOIN {q(parent)} AS p ON p.id = c.{q(c['name'])} WHERE p.status IN "
+            for col, states, op, what in [*((e, done, "<", "before") for e in events if done),
+                                          *((m, ended, ">", "after") for m in _made_columns(spec, conn, table) if ended)]:
+                n = conn.execute(f"SELECT COUNT(*) {joined}({', '.join('?' * len(states))}) AND substr(c.{q(col)}, 1, 10) "
+                                 f"{op} substr(p.status_changed_at, 1, 10)", states).fetchone()[0]
+                if n:
+                    yield Violation("completion_order", f"{table}.{col}", f"{n} rows {what} the {singular(parent)} they "
+                                                                          f"follow was {'/'.join(states)}")
+            opened = sorted(semantics.open_states(wf)) if ended and wf and "status" in cols else []
+            n = conn.execute(f"SELECT COUNT(*) {joined}({', '.join('?' * len(ended))}) AND c.status IN "
+                             f"({', '.join('?' * len(opened))})", ended + opened).fetchone()[0] if opened else 0
+            if n:
+                yield Violation("completion_order", f"{table}.status", f"{n} rows still {'/'.join(opened)} under a "
+                                                                       f"{singular(parent)} {'/'.join(ended)}")
+
+
+def check_paid_once(spec: dict[str, Any], conn: sqlite3.Connection, entities: dict[str, Any]) -> Iterable[Violation]:
+    """A record paid for once with two payments through: a trade-in paid out twice, a notice paid for twice
+    (``semantics.paid_once``; not an invoice paid in parts, nor a customer)."""
+    from ..synthesis.schema import OWNER_ROLES
+
+    for t in spec["tables"]:
+        table = t["name"]
+        parents = [p for p in ((c.get("references") or "").split(".")[0] for c in t["columns"]) if p and p != table]
+        if "status" not in _columns(conn, table) or any(semantics.is_whole(_columns(conn, p)) for p in parents):
+            continue
+        for c in t["columns"]:
+            parent = (c.get("references") or "").split(".")[0]
+            pent = entities.get(parent)
+            if not parent or parent == table or pent is None:
+                continue
+            done = semantics.paid_once(table, _workflow_of(spec, table) or {"states": _status_enum(spec, table)}, parent,
+                                       _columns(conn, parent), bool(set(pent.roles) & OWNER_ROLES))
+            if not done:
+                continue
+            n = conn.execute(f"SELECT COUNT(*) FROM (SELECT 1 FROM {q(table)} WHERE {q(c['name'])} IS NOT NULL AND status "
+                             f"IN ({', '.join('?' * len(done))}) GROUP BY {q(c['name'])} HAVING COUNT(*) > 1)", done).fetchone()[0]
+            if n:
+                yield Violation("paid_twice", f"{table}.{c['name']}", f"{n} {parent} paid for more than once "
+                                                                      f"({'/'.join(done)})")
+
+
 def check_schedule_places(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """An instalment numbered past its loan's term, or two instalments of one loan with one number."""
     for t in spec["tables"]:
@@ -1583,6 +1661,8 @@ def check_world(name: str, spec: dict[str, Any], conn: sqlite3.Connection) -> li
     out += check_started_parents(spec, conn)
     out += check_released_parents(spec, conn)
     out += check_completed_parents(spec, conn)
+    out += check_completion_order(spec, conn)
+    out += check_paid_once(spec, conn, entities)
     out += check_schedule_places(spec, conn)
     out += check_double_booked(spec, conn)
     out += check_terms(spec, conn)

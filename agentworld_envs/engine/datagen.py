@@ -268,6 +268,7 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         return annuity
     if kind in ("sum", "product"):
         of, factor, less = list(g["of"]), g.get("factor", 1), g.get("less_percent")
+        minus, spread = list(g.get("less", ())), g.get("spread")
 
         def combine(i: int, row: dict[str, Any]) -> Any:
             vals = [row.get(c) or 0 for c in of]
@@ -276,6 +277,9 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
                 out = out + v if kind == "sum" else out * v
             if less:   # less a percentage the row gives (a line's discount)
                 out *= 1 - (row.get(less) or 0) / 100
+            if spread:   # a share that differs from row to row (tax withheld from one payslip's gross)
+                out *= rng.uniform(*spread)
+            out -= sum(row.get(c) or 0 for c in minus)   # less what the row takes off (a payslip's net)
             return round(out * factor, 2) if kind == "product" else round(out, 2)
 
         return combine
@@ -783,10 +787,15 @@ def _made_days(g: dict[str, Any], existing: dict[str, list[Any]]) -> tuple[list[
     else:
         made_table, rows = table, list(range(len(keys)))
     columns = [existing.get(f"{made_table}.{f}", ()) for f in spec["fields"]]
+    # ``"in": {COL: [statuses]}``: a COL that counts only where the record is in one of them (a charge's last
+    # change where it is captured)
+    only = [set(spec.get("in", {}).get(f, ())) for f in spec["fields"]]
+    status = existing.get(f"{made_table}.status", ())
     own = [existing.get(f"{table}.{f}", ()) for f in spec.get("own", ())]   # (with ``through``: its own making too)
     made: dict[Any, str] = {}
     for i, (key, n) in enumerate(zip(keys, rows)):
-        days = [str(c[n])[:10] for c in columns if n is not None and n < len(c) and c[n]]
+        days = [str(c[n])[:10] for c, o in zip(columns, only) if n is not None and n < len(c) and c[n]
+                and (not o or n < len(status) and status[n] in o)]
         days += [str(c[i])[:10] for c in own if i < len(c) and c[i]]
         if days:
             made[key] = max(days)
@@ -1073,14 +1082,17 @@ def _recent_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, loca
 
 def _parents_made(parents: Sequence[dict[str, Any]], existing: dict[str, list[Any]]
                   ) -> Callable[[dict[str, Any]], dt.datetime | None]:
-    """The latest making of the records a row points at (each ``{"via": FK, "table": T, "field": COL}``)."""
-    looks = [(p["via"], _id_index(existing, p["table"]), existing.get(f"{p['table']}.{p['field']}", [])) for p in parents]
+    """The latest making of the records a row points at (each ``{"via": FK, "table": T, "field": COL}``; with
+    ``"in": [statuses]``, only where the record's status is one of them: a charge's last change, where it is
+    captured, is when a refund of it can first be made)."""
+    looks = [(p["via"], _id_index(existing, p["table"]), existing.get(f"{p['table']}.{p['field']}", []),
+              existing.get(f"{p['table']}.status", []), set(p.get("in", ()))) for p in parents]
 
     def made_of(row: dict[str, Any]) -> dt.datetime | None:
         made = []
-        for via, where, source in looks:
+        for via, where, source, states, only in looks:
             at = where.get(row.get(via))
-            if at is not None and source[at]:
+            if at is not None and source[at] and (not only or states[at] in only):
                 made.append(parse_when(source[at]))
         return max(made, default=None)
 

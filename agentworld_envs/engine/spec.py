@@ -435,9 +435,12 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
             if not isinstance(made_by, dict) or not _number(made_by.get("days")) or not isinstance(made_by.get("fields"), list) \
                     or any(f not in columns_of.get(made_table, []) for f in made_by["fields"]) \
                     or any(c not in earlier for c in made_by.get("by", ())) \
-                    or any(f not in columns_of.get(table, []) for f in made_by.get("own", ())):
+                    or any(f not in columns_of.get(table, []) for f in made_by.get("own", ())) \
+                    or not isinstance(made_by.get("in", {}), dict) \
+                    or any(f not in made_by["fields"] or not isinstance(v, list) for f, v in made_by.get("in", {}).items()) \
+                    or made_by.get("in") and "status" not in columns_of.get(made_table, []):
                 raise bad("made_by", "needs 'fields' (columns of the table made), 'days' and optional 'by' (earlier "
-                                     "columns of the row)")
+                                     "columns of the row) and 'in' ({field: statuses of a table with a status})")
     elif kind == "code":
         if not (isinstance(g["pattern"], str) and 0 < len(g["pattern"]) <= LIMITS["pattern"]):
             raise bad("pattern", f"must be a string of 1 to {LIMITS['pattern']} characters")
@@ -538,6 +541,12 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
             raise bad("factor", "a product's factor is a number from 0 to 1000")
         if "less_percent" in g and (kind != "product" or g["less_percent"] not in earlier):
             raise bad("less_percent", "a product may be less a percentage an earlier column of the row gives")
+        if "less" in g and (kind != "sum" or not isinstance(g["less"], list) or not all(c in earlier for c in g["less"])):
+            raise bad("less", "a sum may be less earlier columns of the row")
+        spread = g.get("spread", [1, 1])
+        if kind != "product" and "spread" in g or not (isinstance(spread, list) and len(spread) == 2 and all(
+                isinstance(x, (int, float)) and not isinstance(x, bool) for x in spread) and 0 <= spread[0] <= spread[1] <= 10):
+            raise bad("spread", "a product's spread is [low, high], factors from 0 to 10 drawn per row")
     elif kind == "band":
         ranges, labels = g.get("ranges"), g.get("labels")
         if g.get("column") not in earlier or g.get("of") not in earlier:

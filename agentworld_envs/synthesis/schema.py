@@ -185,6 +185,7 @@ def build_entities(theme: dict[str, Any]) -> list[Entity]:
     link_elapsed(entities)
     link_started_parents(entities)
     link_schedule_places(entities)
+    link_paid_once(entities)
     for ent in entities:
         for col in [c for c, g in ent.gens.items() if semantics.WEEK_START.search(c) and semantics.date_kind(g) == "date"]:
             ent.gens[col] = {**ent.gens[col], "weekday": semantics.WEEK_STARTS_ON}   # a timesheet's week starts on a Monday
@@ -310,6 +311,11 @@ def link_parent_made(entities: list[Entity]) -> None:
             if pent is None or parent == ent.table or gen.get("gen") not in ("ref", "lookup"):
                 continue
             parents += [(fk, {"via": fk, "table": parent, "field": made}) for made in came_about(pent)]
+            done, _ = semantics.completion_states(parent, pent.workflow, ent.table)
+            if done and gen.get("gen") == "ref" and "status_changed_at" in pent.gens:
+                # and no earlier than it completed, where its last change is when (no refund before its charge was
+                # captured, no return requested before its order was delivered)
+                parents.append((fk, {"via": fk, "table": parent, "field": "status_changed_at", "in": done}))
         if not parents:
             continue
         cutoff: dict[str, float] = {}
@@ -346,8 +352,9 @@ def link_parent_made(entities: list[Entity]) -> None:
                 ent.gens[col] = _before_change(ent.gens[col], "parents", own)
         for fk, days in cutoff.items():
             gen = ent.gens[fk]
+            only = {p["field"]: p["in"] for k, p in parents if k == fk and p.get("in")}
             made_by = {"fields": [p["field"] for k, p in parents if k == fk], "days": days,
-                       **({"by": by[fk]} if fk in by else {})}
+                       **({"by": by[fk]} if fk in by else {}), **({"in": only} if only else {})}
             if gen.get("gen") == "when":
                 ent.gens[fk] = {**gen, "then": {**gen["then"], "made_by": made_by}}
             elif gen.get("gen") == "ref":
@@ -405,12 +412,19 @@ def link_live_parents(entities: list[Entity]) -> None:
     shut (:func:`_made_before_shut`)."""
     by_table = {e.table: e for e in entities}
     for ent in entities:
-        shut_parents, down_parents = [], []
+        shut_parents, down_parents, ended_parents = [], [], []
         for fk, parent in ent.refs.items():
             pent = by_table.get(parent)
             if pent is None or parent == ent.table or "status" not in pent.gens or "status_changed_at" not in pent.gens \
                     or ent.gens.get(fk, {}).get("gen") not in ("ref", "lookup"):
                 continue
+            _, ended = semantics.completion_states(parent, pent.workflow, ent.table)
+            if ended:
+                # a follower was made before its record's story ended, and is no longer open: no return requested
+                # after its order was returned, none still under review on an order returned
+                ended_parents.append({"via": fk, "table": parent, "field": "status_changed_at", "in": ended})
+                if "status" in ent.gens and semantics.open_states(ent.workflow):
+                    _open_under_live(ent, fk, parent, ended, sorted(semantics.open_states(ent.workflow)))
             shut = sorted(semantics.shut_states(pent.workflow))
             down = sorted(semantics.down_states(pent.workflow))
             worked = sorted(set((ent.workflow or {}).get("states", ())) & semantics.WORKED_STATES
@@ -427,8 +441,8 @@ def link_live_parents(entities: list[Entity]) -> None:
         closing = _closing_parents(ent, by_table)
         for col in made_columns(ent):
             _sent_after_opening(ent, col, by_table)
-        for col in made_columns(ent) if shut_parents or closing else ():
-            _made_before_shut(ent, col, shut_parents + closing)
+        for col in made_columns(ent) if shut_parents or closing or ended_parents else ():
+            _made_before_shut(ent, col, shut_parents + closing + ended_parents)
         for col in worked_columns(ent) if shut_parents or down_parents else ():
             # nor did its work take place there afterwards: no route driven on a vehicle retired weeks before, no
             # shift run on a beamline offline since last year (alerts under it are right: they are not work)
@@ -467,6 +481,28 @@ def link_released_parents(entities: list[Entity]) -> None:
                 ent.gens[fk] = {**gen, "live_parent": {"parent_not_in": unreleased}}
             elif gen.get("gen") == "lookup" and gen.get("else", {}).get("gen") == "ref":
                 ent.gens[fk] = {**gen, "else": {**gen["else"], "live_parent": {"parent_not_in": unreleased}}}
+
+
+def link_paid_once(entities: list[Entity]) -> None:
+    """A record paid for once has one payment through: a trade-in is paid out once, an obituary notice paid for
+    once (``semantics.paid_once``). Its key holds a quota of one payment through per record (a business rule's
+    own quota on that key, set later, stands instead)."""
+    by_table = {e.table: e for e in entities}
+    for ent in entities:
+        pays_whole = any(semantics.is_whole(by_table[p].gens) for p in ent.refs.values() if p in by_table and p != ent.table)
+        if "status" not in ent.gens or pays_whole:
+            continue
+        for fk, parent in ent.refs.items():
+            pent = by_table.get(parent)
+            gen = ent.gens.get(fk, {})
+            if pent is None or parent == ent.table or gen.get("gen") != "ref" or "quota" in gen \
+                    or fk in semantics.reads(ent.gens, "status"):
+                continue
+            done = semantics.paid_once(ent.table, ent.workflow, parent, pent.gens, bool(set(pent.roles) & OWNER_ROLES))
+            if done:
+                ent.gens[fk] = {**gen, "quota": {"column": "status", "in": done, "cap": 1},
+                                "nullable": bool((ent.column(fk) or {}).get("nullable", True))}
+                ent.gens = semantics.dependency_order(ent.gens)
 
 
 def link_schedule_places(entities: list[Entity]) -> None:
@@ -678,9 +714,9 @@ def _made_before_shut(ent: Entity, col: str, shut_parents: list[dict[str, Any]])
             _alive(ent, u["via"], lambda have, o=others, u=u: {
                 **have, "parents": have["parents"] + [p for p in o if p not in have["parents"]],
                 "in": sorted({*have["in"], *u["in"]}), **({} if u["in"] else {"closes": u["field"]})})
-    for p in gen.get("parents", ()):
+    for p in [p for p in gen.get("parents", ()) if not p.get("in")]:
         # and a record whose making floors the date is drawn among those made by the day the row's other records
-        # were shut (an approval requested before its page was archived)
+        # were shut (an approval requested before its page was archived; not a completion, which only some hold)
         first = [u for u in until if u["via"] != p["via"] and p["via"] not in semantics.reads(ent.gens, u["via"])]
         if first:
             _alive(ent, p["via"], lambda have, p=p, s=first: {**have, "made": p["field"], "before_shut": [
@@ -774,21 +810,23 @@ def link_parent_figures(entities: list[Entity]) -> None:
 
 def link_lines(entities: list[Entity]) -> None:
     """The subtotal of a record with lines (an order's items, an invoice's lines) is the sum of what its
-    lines come to (``semantics.lines_of``): a ``rollup`` that ``datagen`` works out once the lines are
-    drawn, redrawing what the record computes from its subtotal (its tax, its total, what is paid of it). Where
-    the lines' key is free, every record gets at least one line."""
+    lines come to, and a pay run's totals the sums over its payslips (``semantics.sums_of``): a ``rollup`` that
+    ``datagen`` works out once the lines are drawn, redrawing what the record computes from it (its tax, its
+    total, what is paid of it). Where the lines' key is free, every record gets at least one line."""
     by_table = {e.table: e for e in entities}
     for ent in entities:
         for fk, pent in _keyed_parents(ent, by_table):
-            got = semantics.lines_of(ent.table, ent.gens, pent.gens)
-            if got is None or pent.gens[got[0]].get("gen") not in _DRAWN:
+            got = [(whole, figures) for whole, figures in semantics.sums_of(ent.table, ent.gens, pent.gens)
+                   if pent.gens[whole].get("gen") in _DRAWN]
+            if not got:
                 continue
-            field, figures = got
             if set(ent.gens[fk]) <= {"gen", "ref", "null_p"} and ent.gens[fk]["gen"] == "ref":
                 # each record has a line: enough lines to go round, dealt first one per record
                 ent.gens[fk] = {**ent.gens[fk], "cover": True}
                 ent.rows = max(ent.rows, min(900, pent.rows * 3 // 2))
-            pent.gens[field] = semantics.wrap(pent.gens[field], gen="rollup", table=ent.table, key=fk, figures=list(figures))
+            for whole, figures in got:
+                pent.gens[whole] = semantics.wrap(pent.gens[whole], gen="rollup", table=ent.table, key=fk,
+                                                  figures=list(figures))
             break
         for fk, pent in _keyed_parents(ent, by_table):
             # a chat's message count is how many of its messages there are

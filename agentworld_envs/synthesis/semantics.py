@@ -734,6 +734,28 @@ def uncompleted_states(parent: str, workflow: dict[str, Any] | None, child: str)
     return sorted(never & states) if states - never else []
 
 
+#: Statuses in which a record has just completed what its followers follow (a charge captured, an order delivered,
+#: a loan approved or funded): its last status change is when it completed, and they come after it.
+COMPLETED_STATES = frozenset({"captured", "paid", "succeeded", "settled", "delivered", "completed", "fulfilled",
+                              "approved", "funded", "disbursed", "active", "in_repayment"})
+#: Statuses a record reaches through its followers and then rests in (a charge refunded, an order returned, a loan
+#: paid off): its last status change ends its story, and no follower is made after it.
+ENDED_STATES = frozenset({"refunded", "returned", "repaid", "paid_off", "closed", "written_off", "charged_off",
+                          "charged_back", "reversed"})
+
+
+def completion_states(parent: str, workflow: dict[str, Any] | None, child: str) -> tuple[list[str], list[str]]:
+    """``(completed, ended)``: the statuses of ``parent`` (see :func:`uncompleted_states`) in which its last status
+    change is when it completed what ``child``'s records follow, so they come after it (a refund after its charge
+    was captured, a return after its order was delivered), and those in which that change ended its story, so they
+    were made before it (no return requested after its order was returned)."""
+    never = uncompleted_states(parent, workflow, child)
+    if not never:
+        return [], []
+    rest = set((workflow or {}).get("states", ())) - set(never)
+    return sorted(rest & COMPLETED_STATES), sorted(rest & ENDED_STATES)
+
+
 #: A record's place in its parent's schedule (instalment 3 of a loan) and the length of that schedule on the
 #: parent (a loan's term in months, a plan's number of instalments): the place never passes the length.
 ORDINAL = re.compile(r"^(?:instal+ment|payment|deduction|holdback|repayment)_(?:number|no)$")
@@ -930,6 +952,9 @@ AGE_RANGES = {"adult": (18, 90), "any_age": (3, 90), "animal": (0, 20)}
 #: Totals and the amounts they add up (the first part must be present).
 TOTALS = (("total_amount", ("subtotal", "tax_amount", "shipping_fee")),
           ("amount_due", ("principal_portion", "interest_portion")))
+#: Pay: (net, gross, ((a cut, (its lowest, its highest share of the gross)), ...)): what a payslip pays out is its
+#: gross less the tax withheld and the deductions taken, each a share of that gross (never more than it).
+NET_PAY = (("net_pay", "gross_pay", (("tax_withheld", (0.12, 0.3)), ("deductions", (0.01, 0.08)))),)
 #: A hire charged by the day: (daily rate, start, end, charge) columns of one row. The charge is the rate
 #: times the whole days between start and end, and the end falls at the start's time of day.
 DAY_CHARGES = (("daily_rate", "pickup_at", "return_due_at", "total_charge"),)
@@ -1051,6 +1076,37 @@ _COVER = frozenset({"coverage_amount", "coverage_limit", "sum_insured", "limit_a
 _WHOLES = WHOLE_COLUMNS + ("subtotal",)
 
 
+#: Records that pay for the record they point at: a payment, a payout, a disbursement, a remittance.
+_PAYS_FOR = re.compile(r"(?:^|_)(?:payments?|payouts?|disbursements?|remittances?)$")
+#: Records paid for again and again (rent on a lease, commission under a plan, a garnishment under a court order,
+#: instalments of a package or on a notice), or in several payments to several payees (a title commitment).
+_PAID_AGAIN = re.compile(r"(?:^|_)(?:leases?|contracts?|plans?|agreements?|schedules?|court_orders?|polic(?:y|ies)|"
+                         r"subscriptions?|mandates?|loans?|advances?|certifications?|claims?|enrol+ments?|memberships?|"
+                         r"statements?|programs?|programmes?|packages?|notices?|commitments?|accounts?)$")
+#: ... and payments that come round again by their kind, whatever they name (rent, a premium, a royalty).
+_RECURRING_PAY = re.compile(r"(?:^|_)(?:rent|instal+ment|premium|subscription|royalty|commission|benefit|wage|salary|"
+                            r"income|interest|dividend)_")
+
+
+def is_whole(columns: Iterable[str]) -> bool:
+    """Whether a record with ``columns`` is a whole paid in parts (an invoice, an order: it has a total)."""
+    return bool(set(columns) & set(_WHOLES))
+
+
+def paid_once(table: str, workflow: dict[str, Any] | None, parent: str, parent_columns: Iterable[str], party: bool
+              ) -> list[str]:
+    """The statuses (:data:`PART_DONE`) in which a payment of ``table`` went through, where the record it points at
+    is paid for once: a trade-in paid out once, a notice paid for once (world audit 96 found trade-ins paid out up
+    to five times). Empty where that record is a whole paid in parts (an invoice, with a total: see
+    :func:`settle_plan`), a party (a customer pays many times) or one paid for again and again (rent on a lease:
+    :data:`_PAID_AGAIN`). A payment that pays a whole in part names the
+    whole's other records on each part (a freight bill's shipment): its readers leave it out."""
+    if party or not _PAYS_FOR.search(table) or _RECURRING_PAY.search(table) or is_whole(parent_columns) \
+            or _PAID_AGAIN.search(parent):
+        return []
+    return [st for st in PART_DONE if st in (workflow or {}).get("states", ())]
+
+
 def part_of_whole(table: str, columns: Iterable[str], parent_columns: Iterable[str]) -> tuple[str, str] | None:
     """``(part, whole)`` where the rows of ``table`` pay part of the record they point at (a payment of an
     invoice, a refund of a payment): together they never come to more than its whole."""
@@ -1129,15 +1185,19 @@ _LINE_FIGURES = (("line_total",), ("quantity", "unit_price"), ("amount",))
 _LINE_TABLES = re.compile(r"(^|_)(lines?|items?|line_items?|rations?|charges?)$")
 
 
-def lines_of(table: str, columns: Iterable[str], parent_columns: Iterable[str]) -> tuple[str, tuple[str, ...]] | None:
-    """``(subtotal, figures)`` where the rows of ``table`` are the lines of the record they point at (the
-    items of an order, the lines of an invoice): its subtotal is the sum over its lines of the figures'
-    product (a line's total, or its quantity times its unit price)."""
-    cols = set(columns)
-    if "subtotal" not in set(parent_columns) or not _LINE_TABLES.search(table):
-        return None
+#: A run's totals over its payslips: (the run's column, the payslip's).
+_RUN_TOTALS = (("gross_total", "gross_pay"), ("net_total", "net_pay"))
+
+
+def sums_of(table: str, columns: Iterable[str], parent_columns: Iterable[str]) -> list[tuple[str, tuple[str, ...]]]:
+    """``[(whole, figures), ...]``: the figures of the record the rows of ``table`` point at that are sums over
+    them of the figures' product: the subtotal of a record with lines (the items of an order, the lines of an
+    invoice: a line's total, or its quantity times its unit price), a pay run's gross and net totals over its
+    payslips."""
+    cols, parents = set(columns), set(parent_columns)
     figures = next((f for f in _LINE_FIGURES if set(f) <= cols), None)
-    return ("subtotal", figures) if figures else None
+    out = [("subtotal", figures)] if "subtotal" in parents and _LINE_TABLES.search(table) and figures else []
+    return out + [(whole, (part,)) for whole, part in _RUN_TOTALS if whole in parents and part in cols]
 
 
 #: A date that starts a week (a timesheet's ``week_starting``) falls on the day weeks start (``WEEK_STARTS_ON``,
@@ -1722,8 +1782,15 @@ def apply_value_semantics(theme: dict[str, Any], ent: Any) -> None:
     # Totals add up: an order's total is its subtotal plus tax and shipping; a line is quantity x price.
     for total, parts in TOTALS:
         present = [p for p in parts if p in gens]
-        if total in gens and parts[0] in present and len(present) >= 2:
-            gens[total] = {"gen": "sum", "of": present}
+        if total in gens and parts[0] in present:
+            gens[total] = {"gen": "sum", "of": present}   # a subtotal alone is the whole total
+    for net, gross, cuts in NET_PAY:
+        if net in gens and gross in gens and all(gens[c].get("gen") in ("money", "float", "int") for c in (net, gross)):
+            taken = [c for c, _ in cuts if c in gens and gens[c].get("gen") in ("money", "float", "int")]
+            for c, share in cuts:
+                if c in taken:
+                    gens[c] = {"gen": "product", "of": [gross], "spread": list(share)}
+            gens[net] = {"gen": "sum", "of": [gross], "less": taken}
     if {"quantity", "unit_price", "line_total"} <= set(gens):
         # a line comes to its quantity at its price, less its discount where it has one
         off = {"less_percent": "discount_percent"} if "discount_percent" in gens else {}
