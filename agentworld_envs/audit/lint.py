@@ -108,8 +108,8 @@ from typing import Any, Iterable
 
 import env_registry
 
-from ..engine.datagen import (BILLING_PERIODS, LAST_ACTIVITY, charged_days, made_on, mime_type, monthly_payment, parse_when,
-                               period_after, years_in_use)
+from ..engine.datagen import (BILLING_PERIODS, LAST_ACTIVITY, amortized_split, charged_days, made_on, mime_type,
+                               monthly_payment, parse_when, period_after, years_in_use)
 from ..engine.language import number, singular
 from ..engine.textgen import REASONS
 from ..tasks.lint import TASK_RULES, check_tasks
@@ -1616,6 +1616,17 @@ def check_schedule_places(spec: dict[str, Any], conn: sqlite3.Connection) -> Ite
                 if past or twice:
                     yield Violation("past_schedule", f"{table}.{col}",
                                     f"{past} past their {parent}'s {length}, {twice} taken twice")
+                if semantics.amortized(_columns(conn, table), _columns(conn, parent)):
+                    # instalment n pays the interest on what n - 1 payments left, and the rest of the payment
+                    off = sum(1 for n, p, r, m, *parts in conn.execute(
+                        f"SELECT c.{q(col)}, p.principal, p.interest_rate, p.monthly_payment, "
+                        f"{', '.join('c.' + q(x) for x in semantics.PORTIONS)} FROM {q(table)} AS c JOIN {q(parent)} "
+                        f"AS p ON p.id = c.{fk} WHERE c.{q(col)} > 0 AND p.principal > 0 AND p.monthly_payment > 0 "
+                        f"AND p.interest_rate IS NOT NULL")
+                        if any(x is None or abs(x - y) > 0.011 for x, y in zip(parts, amortized_split(p, r, m, n))))
+                    if off:
+                        yield Violation("copied_figure", f"{table}.{semantics.PORTIONS[0]}",
+                                        f"{off} instalments that do not split their {singular(parent)}'s payment by what is left at their place")
 
 
 def check_email_names(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:

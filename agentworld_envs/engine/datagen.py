@@ -573,6 +573,8 @@ def _compile(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: st
         return draw_email
     if kind == "ordinal":
         return _ordinal_drawer(g, rng, existing)
+    if kind == "amortized":
+        return _amortized_drawer(g, rng, now, locale, existing)
     if kind == "lookup_row":
         of, as_date = g["of"], g.get("kind") == "date"
         return lambda i, row: row.get(of)[:10] if as_date and row.get(of) else row.get(of)
@@ -597,6 +599,40 @@ def _has_room(g: dict[str, Any], existing: dict[str, list[Any]]) -> Callable[[An
     length = dict(zip(existing[f"{table}.id"], existing[f"{table}.{g['room']['field']}"]))
     counts = g["room"]["counts"]
     return lambda key, row: isinstance(length.get(key), int) and counts.get(key, 0) < length[key]
+
+
+def amortized_split(principal: float, annual_rate: float, payment: float, number: int) -> tuple[float, float]:
+    """``(interest, principal)`` of instalment ``number`` of a loan repaid by ``payment`` a month: the interest on
+    what is left after the instalments before it (at ``annual_rate``, read as :func:`monthly_payment` reads it),
+    and the rest of the payment, never more than is left."""
+    r = (annual_rate / 100 if annual_rate > 1 else annual_rate) / 12
+    grown = (1 + r) ** (number - 1)
+    left = max(0.0, principal * grown - payment * (grown - 1) / r if r else principal - payment * (number - 1))
+    interest = round(left * r, 2)
+    return interest, round(max(0.0, min(payment - interest, left)), 2)
+
+
+def _amortized_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, locale: str,
+                      existing: dict[str, list[Any]]) -> Callable[[int, dict[str, Any]], Any]:
+    """``{"gen": "amortized", "via": FK, "table": T, "number": COL, "part": "interest_portion" |
+    "principal_portion", "inner": GEN}``: the part of its loan's monthly payment instalment ``COL`` pays
+    (:func:`amortized_split` of the loan's principal, rate and payment); the inner value where the row has no
+    number (a payment ahead of schedule) or the loan lacks a term."""
+    inner = _compile(g["inner"], rng, now, locale, existing)
+    where, t = _id_index(existing, g["table"]), g["table"]
+    terms = [existing.get(f"{t}.{c}", []) for c in ("principal", "interest_rate", "monthly_payment")]
+    first = g["part"] == "interest_portion"
+
+    def draw(i: int, row: dict[str, Any]) -> Any:
+        value = inner(i, row)   # drawn either way: the rows after it draw as they did
+        at, number = where.get(row.get(g["via"])), row.get(g["number"])
+        got = [c[at] for c in terms] if at is not None else []
+        if not isinstance(number, int) or number < 1 or not all(isinstance(v, (int, float)) and v > 0 for v in got[:1] + got[2:]) \
+                or not isinstance(got[1], (int, float)):
+            return value
+        return amortized_split(got[0], got[1], got[2], number)[0 if first else 1]
+
+    return draw
 
 
 def _ordinal_drawer(g: dict[str, Any], rng: random.Random, existing: dict[str, list[Any]]
@@ -1332,6 +1368,8 @@ def sources(gen: dict[str, Any]) -> set[str]:
     for k in ("of", "after", "at_least"):
         if isinstance(gen.get(k), list):
             out |= set(gen[k])
+    if gen.get("gen") == "amortized":
+        out.add(gen["number"])
     for k in ("same", "quota", "not_after", "open_parent", "started_parent", "in_term"):
         if isinstance(gen.get(k), dict):
             out.add(gen[k]["column"])

@@ -45,7 +45,8 @@ GENERATORS = frozenset({"const", "sequence", "int", "float", "money", "bool", "c
                         "product", "clock", "changed", "at_most", "paid", "lookup", "lookup_row", "email_of",
                         "not_before", "part_of", "at_least", "after_parents", "recent", "terms", "within",
                         "rollup", "soon", "per_day", "accrued", "differs", "spent_since", "per_year",
-                        "minutes_between", "period_end", "floored", "annuity", "band", "elapsed", "ordinal"})
+                        "minutes_between", "period_end", "floored", "annuity", "band", "elapsed", "ordinal",
+                        "amortized"})
 
 
 @functools.cache
@@ -533,6 +534,15 @@ def _check_generator(g: dict[str, Any], path: str, columns_of: dict[str, list[st
     elif kind == "annuity":
         if not (isinstance(g.get("of"), list) and len(g["of"]) == 3 and all(c in earlier for c in g["of"])):
             raise bad("of", "must list three earlier columns of the row: the principal, the annual rate and the months")
+    elif kind == "amortized":
+        if not (g.get("via") in earlier and g.get("number") in earlier and g.get("part") in ("interest_portion",
+                                                                                           "principal_portion")
+                and all(c in columns_of.get(g.get("table"), []) for c in ("principal", "interest_rate", "monthly_payment"))
+                and isinstance(g.get("inner"), dict)):
+            raise bad("amortized", "needs 'via' and 'number' (earlier columns), 'part' (interest_portion or "
+                                   "principal_portion), 'table' (a loan with principal, interest_rate, monthly_payment) "
+                                   "and 'inner' (a generator)")
+        _check_generator(g["inner"], f"{path}.inner", columns_of, earlier)
     elif kind in ("sum", "product"):
         if not (isinstance(g.get("of"), list) and g["of"] and all(c in earlier for c in g["of"])):
             raise bad("of", "must list earlier columns of the row")

@@ -521,6 +521,11 @@ def link_schedule_places(entities: list[Entity]) -> None:
                                      "nullable": bool((ent.column(col) or {}).get("nullable", True))}
                     ent.gens[fk] = {**ent.gens[fk], "room": {"field": length}}
                     ent.rows = min(ent.rows, max(20, pent.rows))   # schedules with room for every row
+                    if semantics.amortized(ent.gens, pent.gens):
+                        # its payment is the loan's, split by what is left after the instalments before it
+                        for part in semantics.PORTIONS:
+                            ent.gens[part] = {"gen": "amortized", "via": fk, "table": parent, "number": col,
+                                              "part": part, "inner": ent.gens[part]}
                     break
         ent.gens = semantics.dependency_order(ent.gens)
 

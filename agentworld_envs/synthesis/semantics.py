@@ -1210,6 +1210,17 @@ WEEK_SLACK_DAYS = 6
 #: A loan's principal, annual rate, term in months and the monthly payment that repays it (``datagen.monthly_payment``).
 LOAN_TERMS = ("principal", "interest_rate", "term_months", "monthly_payment")
 
+#: An instalment's split of its loan's monthly payment: (interest on what is left of the principal, the rest).
+PORTIONS = ("interest_portion", "principal_portion")
+
+
+def amortized(columns: Iterable[str], parent_columns: Iterable[str]) -> bool:
+    """Whether the rows are instalments of a loan that splits its monthly payment (:data:`LOAN_TERMS`) into
+    interest on what is left and principal (:data:`PORTIONS`): instalment 3 of a loan pays the interest on the
+    principal left after two payments, and the rest of the payment pays the principal down."""
+    return set(PORTIONS) <= set(columns) and set(LOAN_TERMS) <= set(parent_columns)
+
+
 #: A column counting a record's rows of another table: ``<thing>_count``, ``num_<things>``, ``number_of_<things>``.
 _COUNTS = re.compile(r"^(?:num_|number_of_)(\w+)$|^(\w+)_count$")
 
