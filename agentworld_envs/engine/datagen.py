@@ -698,6 +698,7 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
         through.append((c, {key for key, owner in zip(existing[f"{table}.id"], existing[f"{table}.{c['field']}"])
                             if status_of.get(owner) in shut}))
     counts: dict[Any, int] = {}
+    held: dict[int, Any] = {}   # the record each row counts against a quota (a row drawn again lets go of it)
     by_parent: dict[Any, list[Any]] = {}
     if same:
         table = g["ref"].split(".")[0]
@@ -710,6 +711,9 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
     starts = _start_dates(g, existing) if started else {}
 
     def draw(i: int, row: dict[str, Any]) -> Any:
+        if i in held:   # drawn again (an event moved off a record it clashed on): its old record has room again
+            counts[held[i]] -= 1
+            del held[i]
         options = pool
         if same:
             if row.get(same["column"]) is None:
@@ -761,11 +765,14 @@ def _constrained_ref(g: dict[str, Any], rng: random.Random, pool: list[Any], exi
                 choice = rng.choice(free) if free else None
             if choice is not None:
                 counts[choice] = counts.get(choice, 0) + 1
+                held[i] = choice
                 return choice
             if nullable:
                 return None
-            # no room anywhere: still never open under a shut record
+            # no room anywhere: still never open under a shut record, nor worked under one not started
             shut_now = closed if open_parent and row.get(open_parent["column"]) in open_parent["in"] else set()
+            if unstarted and row.get(started_parent["column"]) in started_parent["in"]:
+                shut_now = shut_now | unstarted
             return rng.choice([o for o in pool if o not in shut_now] or pool)
         if not options:
             if nullable:

@@ -530,7 +530,7 @@ OPEN_STATES = PRESTART_STATES | UNFINISHED_STATES | frozenset({
 #: Statuses of a record still waiting to start (in its backlog, planned, scheduled): nothing under it has been
 #: worked yet. Not a request still awaiting an answer (pending, new, requested), which work may follow at once.
 UNSTARTED_STATES = frozenset({"backlog", "draft", "not_started", "planned", "queued", "scheduled", "todo",
-                              "label_created", "rescheduled"})
+                              "label_created", "rescheduled", "provisioning"})
 
 
 def is_shut(state: str) -> bool:
