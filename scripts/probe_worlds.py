@@ -59,6 +59,9 @@ Counts (each as "bad of checked"):
                       shifts at once (neither called off)
 * ``on_draft``        a bid, review, rating, booking, payment, premium or collection pointing at a record still
                       in draft or unpublished (a bid on a lot never listed, a payment of an invoice never issued)
+* ``before_delivery`` a refund, return or payout requested or received before the charge it is about was
+                      captured or the order or shipment it is about was delivered (its last status change)
+* ``net_pay``         a payslip paying out more than its gross, or withholding more than it
 """
 
 from __future__ import annotations
@@ -326,6 +329,7 @@ def probe_env(name: str, tally: Tally) -> None:
     probe_double_booked(name, spec, conn, tally)
     probe_passing(name, spec, conn, tally)
     probe_money(name, spec, conn, tally)
+    probe_after_delivery(name, spec, conn, tally)
     # numbers in the policy prose (a hand-built domain's Python tools enforce figures no rule record states)
     if "generator" in spec.get("data", {}):
         conn.close()
@@ -556,6 +560,37 @@ def probe_passing(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tal
                                   f"length({q(col)}) >= 10 AND status_changed_at IS NOT NULL").fetchone() \
                 if "status_changed_at" in cols else (0, 0)
             tally.add("cancelled_late", bad or 0, n, f"{name}: {table} cancelled after its {col}")
+
+
+#: What is asked for or paid once a charge is captured or a parcel delivered, and the date it was asked or paid.
+AFTER_DELIVERY = re.compile(r"(?:^|_)(?:refunds?|returns?|return_requests?|payouts?|chargebacks?|disputes?)$")
+DONE_STATES = ("captured", "delivered")
+ASKED = ("requested_at", "opened_at", "filed_at", "received_at", "created_at", "initiated_at")
+
+
+def probe_after_delivery(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:
+    """Refunds before their charge was captured, returns before their order arrived; payslips paying out more
+    than they earn."""
+    for t in spec["tables"]:
+        table = t["name"]
+        cols = columns(conn, table)
+        asked = next((c for c in ASKED if c in cols), None)
+        for c in t["columns"] if AFTER_DELIVERY.search(table) and asked else ():
+            parent = (c.get("references") or "").split(".")[0]
+            if not parent or parent == table or not {"status", "status_changed_at"} <= set(columns(conn, parent)):
+                continue
+            n, bad = conn.execute(
+                f"SELECT COUNT(*), SUM(substr(c.{q(asked)}, 1, 10) < substr(p.status_changed_at, 1, 10)) FROM {q(table)} c "
+                f"JOIN {q(parent)} p ON p.id = c.{q(c['name'])} WHERE p.status IN ({', '.join('?' * len(DONE_STATES))})",
+                DONE_STATES).fetchone()
+            tally.add("before_delivery", bad or 0, n, f"{name}: {table}.{asked} before its {parent} was done")
+        for gross in [g for g in cols if g.startswith("gross")]:
+            net = "net" + gross[len("gross"):]
+            if net in cols:
+                withheld = [w for w in ("tax_withheld", "deductions") if w in cols]
+                over = " OR ".join([f"{q(net)} > {q(gross)} + 0.005"] + [f"{q(w)} > {q(gross)}" for w in withheld])
+                n, bad = conn.execute(f"SELECT COUNT(*), SUM({over}) FROM {q(table)} WHERE {q(gross)} IS NOT NULL").fetchone()
+                tally.add("net_pay", bad or 0, n, f"{name}: {table}.{net} above {gross}")
 
 
 def probe_money(name: str, spec: dict[str, Any], conn: sqlite3.Connection, tally: Tally) -> None:

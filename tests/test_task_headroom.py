@@ -283,6 +283,7 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
     b = bundles[name]
     tasks = _shape_tasks(b, "hard_window", "window_sweep", attempts=8)
     runner = Runner(b.spec, b.golden, b.tools)
+    told_any = 0
     try:
         for t in tasks:
             text = t["instruction"]
@@ -311,6 +312,16 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
                    else str(int(answer) + 1)}
             off.pop("message", None)
             assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}]).score == 0.0
+            # a reply may say how many it changed, or what they came to (blind round 98 failed on "Dropped the 5
+            # mangels" beside "6"); that figure given as the answer still fails
+            said = next(c.get("exclude", []) for c in t["checks"] if c.get("type") == "answer")
+            told_any += len(said)
+            for value in said:
+                told = {**sol[-1]["arguments"], "message": f"Done: {value} of them came from this change."}
+                assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": told}]).score == 1.0, value
+                wrong = {**sol[-1]["arguments"], "answer": value}
+                wrong.pop("message", None)
+                assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": wrong}]).score == 0.0, value
             # a window never moves a record to a status on the wrong side of today (no no-show next month)
             today = b.spec["now"][:10]
             cols = [c["name"] for t_ in b.spec["tables"] if t_["name"] == impl["table"] for c in t_["columns"]]
@@ -329,6 +340,7 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
                 assert all(date.fromisoformat(d).weekday() >= 5 for d in days), days
     finally:
         runner.close()
+    assert told_any   # some reply had a count or a figure of its own to tell
 
 
 def test_adjust_sweep_is_decided_by_the_agents_own_arithmetic(bundles):

@@ -64,6 +64,19 @@ def test_outsider_probe_finds_no_contradiction(private_cache):
     assert dict(tally.bad) == {k: 0 for k in tally.bad}, dict(tally.examples)
 
 
+def test_outsider_probe_finds_nothing_asked_before_delivery_nor_paid_above_gross(private_cache):
+    """scripts/probe_worlds.py over the worlds of audit 96: at the stop-48 commit it counted 647 of 1,096 refunds,
+    returns and payouts asked or received before their charge was captured or their parcel delivered, and 404 of
+    939 payslips paying out more than their gross (or withholding more than it)."""
+    probe = _probe()
+    tally = probe.Tally()
+    for name in ("bicycle-parts-online-shop", "used-phone-trade-in-marketplace", "paye-payroll-bureau",
+                 "merchant-payment-gateway"):
+        probe.probe_env(name, tally)
+    assert tally.checked["before_delivery"] > 500 and tally.checked["net_pay"] > 500
+    assert dict(tally.bad) == {k: 0 for k in tally.bad}, dict(tally.examples)
+
+
 def test_every_world_class_is_clean_on_built_envs(built):
     """The world classes and the data classes (date order, status stamps, ranges) alike: an overdue premium's
     due date has passed, and so has the start of its period, which comes before it."""
@@ -2054,7 +2067,8 @@ def test_a_loans_monthly_payment_repays_it():
     assert all(m == datagen.monthly_payment(p, r, n) and m * n >= p for p, r, n, m in rows)
     assert _flagged(name, spec, conn, "copied_figure") == []
     conn.execute("UPDATE auto_loans SET monthly_payment = monthly_payment * 2 WHERE id = 1")
-    assert _flagged(name, spec, conn, "copied_figure") == ["auto_loans.monthly_payment"]
+    # (its instalments no longer split the payment it now names either)
+    assert set(_flagged(name, spec, conn, "copied_figure")) - {"loan_payments.interest_portion"} == {"auto_loans.monthly_payment"}
 
 
 def test_nothing_is_filed_before_its_case_was_opened():

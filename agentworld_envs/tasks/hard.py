@@ -953,7 +953,12 @@ def _window_part(gen: Generator, c: TableInfo, tr: dict[str, Any], got: tuple[li
         f"I'd like you to {act}.{_reason(last_args)} Afterwards, let me know {ask}.",
         f"Please {act}.{_reason(last_args)} When you are done, report {ask}.",
     ])
-    return Part(steps, text, answer=("numeric", fmt_value(total)), writes=True, structure="conditional")
+    # a reply may say how many it changed and what was already there ("dropped 5; 6 are now won't do": blind
+    # round 98), beside the total asked for
+    changed = len(match) if fig is None else round(float(sum(k[fig] for k in match if k[fig] is not None)), 2)
+    said = {changed, round(total - changed, 2)} - {total, 0}
+    return Part(steps, text, answer=("numeric", fmt_value(total)), writes=True, structure="conditional",
+                companions=sorted(fmt_value(float(x)) for x in said))
 
 
 #: Figures a price rise applies to: prices, fees, salaries, budgets, rents, premiums, limits. Never a paid
