@@ -283,7 +283,6 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
     b = bundles[name]
     tasks = _shape_tasks(b, "hard_window", "window_sweep", attempts=8)
     runner = Runner(b.spec, b.golden, b.tools)
-    told_any = 0
     try:
         for t in tasks:
             text = t["instruction"]
@@ -315,7 +314,6 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
             # a reply may say how many it changed, or what they came to (blind round 98 failed on "Dropped the 5
             # mangels" beside "6"); that figure given as the answer still fails
             said = next(c.get("exclude", []) for c in t["checks"] if c.get("type") == "answer")
-            told_any += len(said)
             for value in said:
                 told = {**sol[-1]["arguments"], "message": f"Done: {value} of them came from this change."}
                 assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": told}]).score == 1.0, value
@@ -340,7 +338,32 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
                 assert all(date.fromisoformat(d).weekday() >= 5 for d in days), days
     finally:
         runner.close()
-    assert told_any   # some reply had a count or a figure of its own to tell
+
+
+def test_a_window_sweeps_reply_may_say_how_many_it_changed():
+    """Blind round 98: a correct reply failed for "Dropped the 5 mangels …" beside answer 6 (how many of the site's
+    defects are now won't do, counting the one already there). The count the change made and what was already there
+    are the reply's own figures; given as the answer, either still fails."""
+    b = load_bundle("construction-defect-register")
+    t = next(t for t in b.tasks if t["knobs"]["family"] == "hard_window" and "counting any that already" in t["instruction"])
+    check = next(c for c in t["checks"] if c.get("type") == "answer")
+    said = [str(int(float(v))) for v in check.get("exclude", [])]
+    sol = t["solution"]
+    answer = int(sol[-1]["arguments"]["answer"])
+    assert len(said) == 2 and sum(int(v) for v in said) == answer   # changed now, and already there
+    runner = Runner(b.spec, b.golden, b.tools)
+    try:
+        assert runner.run(t, sol).score == 1.0
+        for value in said:
+            told = {**sol[-1]["arguments"], "message": f"Dropped the {value} mangels of bauvorhaben VTF."}
+            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": told}]).score == 1.0, value
+            wrong = {**sol[-1]["arguments"], "answer": value}
+            wrong.pop("message", None)
+            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": wrong}]).score == 0.0, value
+        hedged = {**sol[-1]["arguments"], "message": f"It is {answer}, or maybe {said[0]}."}
+        assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": hedged}]).score == 0.0
+    finally:
+        runner.close()
 
 
 def test_adjust_sweep_is_decided_by_the_agents_own_arithmetic(bundles):
