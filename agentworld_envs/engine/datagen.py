@@ -626,11 +626,12 @@ def _amortized_drawer(g: dict[str, Any], rng: random.Random, now: dt.datetime, l
     def draw(i: int, row: dict[str, Any]) -> Any:
         value = inner(i, row)   # drawn either way: the rows after it draw as they did
         at, number = where.get(row.get(g["via"])), row.get(g["number"])
-        got = [c[at] for c in terms] if at is not None else []
-        if not isinstance(number, int) or number < 1 or not all(isinstance(v, (int, float)) and v > 0 for v in got[:1] + got[2:]) \
-                or not isinstance(got[1], (int, float)):
+        if at is None or not isinstance(number, int) or number < 1:
             return value
-        return amortized_split(got[0], got[1], got[2], number)[0 if first else 1]
+        principal, rate, payment = (c[at] if at < len(c) else None for c in terms)
+        if not all(isinstance(v, (int, float)) for v in (principal, rate, payment)) or principal <= 0 or payment <= 0:
+            return value
+        return amortized_split(principal, rate, payment, number)[0 if first else 1]
 
     return draw
 
