@@ -43,6 +43,16 @@ def _answer_off(runner, t, by):
     return runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}])
 
 
+def _told_not_answered(runner, t, value, message):
+    """A companion of the answer: said in the message beside the reference's answer it passes; given as the answer
+    it fails."""
+    sol = t["solution"]
+    told = {**sol[-1]["arguments"], "message": message}
+    assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": told}]).score == 1.0, value
+    wrong = {k: v for k, v in sol[-1]["arguments"].items() if k != "message"} | {"answer": value}
+    assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": wrong}]).score == 0.0, value
+
+
 def _shape_tasks(b, family, shape, attempts):
     """Two fresh tasks of one hard family on bundle ``b``, all of that shape."""
     from agentworld_envs.tasks.build import generate_tasks
@@ -313,13 +323,8 @@ def test_window_sweep_is_decided_by_dates_worked_out_from_today(bundles, name):
             assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": off}]).score == 0.0
             # a reply may say how many it changed, or what they came to (blind round 98 failed on "Dropped the 5
             # mangels" beside "6"); that figure given as the answer still fails
-            said = next(c.get("exclude", []) for c in t["checks"] if c.get("type") == "answer")
-            for value in said:
-                told = {**sol[-1]["arguments"], "message": f"Done: {value} of them came from this change."}
-                assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": told}]).score == 1.0, value
-                wrong = {**sol[-1]["arguments"], "answer": value}
-                wrong.pop("message", None)
-                assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": wrong}]).score == 0.0, value
+            for value in next(c.get("exclude", []) for c in t["checks"] if c.get("type") == "answer"):
+                _told_not_answered(runner, t, value, f"Done: {value} of them came from this change.")
             # a window never moves a record to a status on the wrong side of today (no no-show next month)
             today = b.spec["now"][:10]
             cols = [c["name"] for t_ in b.spec["tables"] if t_["name"] == impl["table"] for c in t_["columns"]]
@@ -355,11 +360,7 @@ def test_a_window_sweeps_reply_may_say_how_many_it_changed():
     try:
         assert runner.run(t, sol).score == 1.0
         for value in said:
-            told = {**sol[-1]["arguments"], "message": f"Dropped the {value} mangels of bauvorhaben VTF."}
-            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": told}]).score == 1.0, value
-            wrong = {**sol[-1]["arguments"], "answer": value}
-            wrong.pop("message", None)
-            assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": wrong}]).score == 0.0, value
+            _told_not_answered(runner, t, value, f"Dropped the {value} mangels of bauvorhaben VTF.")
         hedged = {**sol[-1]["arguments"], "message": f"It is {answer}, or maybe {said[0]}."}
         assert runner.run(t, sol[:-1] + [{"name": "submit", "arguments": hedged}]).score == 0.0
     finally:
