@@ -939,3 +939,22 @@ def test_blind_round_29_records_named_by_their_own_numbers_are_no_rival_totals()
                 "Total 7623.42 or 9340."):
         assert not answers.match_values(Submission("done", "7623.42", bad).words(), ["7623.42"], observed=seen,
                                         numeric=True).ok, bad
+
+
+def test_blind_round_100_a_records_figure_in_brackets_after_its_name_glosses_it():
+    """budget_fill, archaeological-excavation-finds-register: "EGX Q4 (149,950.40), YCT Pilot (190,733.47), …" beside
+    the right room left failed; each figure is the budget of the record named before it (its project key, then a word
+    of its name), a companion of the answer. A figure after a name no record holds, after a record holding another
+    figure, or hedged, still competes."""
+    rows = {"total": 2, "results": [{"id": 12, "project_key": "EGX", "name": "Q4 excavation", "budget": 149950.40},
+                                    {"id": 25, "project_key": "YCT", "name": "Pilot excavation", "budget": 190733.47}]}
+    seen = answers.Observed([rows])
+    slot = answers.Candidates([], "Plan the backlog excavations earliest first within 1190000.00; how much room is left?",
+                              allowed=["149950.40", "190733.47", "1099182.62"])
+    msg = "Planned EGX Q4 (149,950.40), YCT Pilot (190,733.47); planned total 1,099,182.62. Room left: 90,817.38."
+    assert answers.match_values(Submission("done", "90817.38", msg).words(), ["90817.38"], slot, observed=seen,
+                                numeric=True).ok
+    for bad in ("Planned YCT Pilot (149,950.40).", "Planned BOGUS Thing (190,733.47).", "Room left: maybe (190,733.47).",
+                "It is 90,817.38 or (190,733.47)."):
+        assert not answers.match_values(Submission("done", "90817.38", bad).words(), ["90817.38"], slot, observed=seen,
+                                        numeric=True).ok, bad

@@ -589,6 +589,18 @@ class Observed:
                 return True
         return False
 
+    def glossed(self, before: str, number: float) -> bool:
+        """Do the words of ``before``'s last clause (ahead of a bracket) name a record the results held with
+        ``number`` as a figure, by one of its own values ("YCT Pilot (190,733.47)": its key YCT)?"""
+        toks = words(re.split(r"[,;:]", before)[-1])
+        said = set(runs(toks, 4)) if toks else set()
+        for _, row in result_rows(self._results):
+            if any(isinstance(v, str) and len(value_key(v)) >= 3 and value_key(v) in said for v in row.values()) \
+                    and any(isinstance(v, (int, float)) and not isinstance(v, bool)
+                            and math.isclose(float(v), number, rel_tol=0, abs_tol=0.005) for v in row.values()):
+                return True
+        return False
+
     def labelled(self, word: str, number: float) -> bool:
         """Did the results hold a record known by ``number`` under a label field of ``word`` ("room" and its
         ``room_number`` 9340, "berth" and ``berth_no``): a record named by its number, not a figure?"""
@@ -1332,8 +1344,14 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             lettered = _AFTER_LETTERS.search(text.t[max(0, n.start - 24):n.start])
             code = lettered and (lettered.group(1) or lettered.group(2))
             after_code = lettered if code and observed.holds(value_key(code), n.number) else None
+        # in the words to the user, a record's own figure in brackets after its name glosses it ("YCT Pilot
+        # (190,733.47)": blind round 100), as after its code
+        ahead = re.search(r"([^\W\d_][^()\n]{0,60}?)\s*\(\s*$", text.t[max(0, n.start - 64):n.start])
+        glossed = n.start >= message_from and observed is not None and ahead is not None \
+            and re.match(r"\s*[,;)]", text.t[n.end:]) is not None and observed.glossed(ahead.group(1), n.number)
         if cands.explained.has_number(n.number) and not text.asserted(n.start, n.end) \
-                and (after_code or not text.bare(n.start, n.end, covered)) and not (scoped and text.put_beside(n.start)):
+                and (after_code or glossed or not text.bare(n.start, n.end, covered)) \
+                and not (scoped and text.put_beside(n.start)):
             continue   # the request's own arithmetic explained ("MBR-209198 (112.80) skipped"), never put forward
         if any(math.isclose(n.number, x, rel_tol=0, abs_tol=tolerance) for x in exp_nums):
             continue
