@@ -532,6 +532,12 @@ def _name_core(value: str) -> str | None:
 # ------------------------------------------------------------------------------------------ the episode
 
 
+def _has_figure(row: dict[str, Any], number: float) -> bool:
+    """Does a result row hold ``number`` (to the cent) as one of its figures?"""
+    return any(isinstance(v, (int, float)) and not isinstance(v, bool)
+               and math.isclose(float(v), number, rel_tol=0, abs_tol=0.005) for v in row.values())
+
+
 class Observed:
     """What the episode's tool results showed: evidence for refusals, and names a dump may list."""
 
@@ -584,8 +590,7 @@ class Observed:
         """Does a record the results held under the identifying ``code`` (a value key) have ``number`` as a figure?"""
         for _, row in result_rows(self._results):
             if any(isinstance(v, str) and _IDENTITY.search(k) and value_key(v) == code for k, v in row.items()) \
-                    and any(isinstance(v, (int, float)) and not isinstance(v, bool)
-                            and math.isclose(float(v), number, rel_tol=0, abs_tol=0.005) for v in row.values()):
+                    and _has_figure(row, number):
                 return True
         return False
 
@@ -596,8 +601,7 @@ class Observed:
         said = set(runs(toks, 4)) if toks else set()
         for _, row in result_rows(self._results):
             if any(isinstance(v, str) and len(value_key(v)) >= 3 and value_key(v) in said for v in row.values()) \
-                    and any(isinstance(v, (int, float)) and not isinstance(v, bool)
-                            and math.isclose(float(v), number, rel_tol=0, abs_tol=0.005) for v in row.values()):
+                    and _has_figure(row, number):
                 return True
         return False
 
