@@ -1252,6 +1252,17 @@ def _worked_columns(spec: dict[str, Any], conn: sqlite3.Connection, table: str) 
     return [c for c in _date_columns(conn, table, cols) if c not in made and semantics.clock_role(c) == "start"]
 
 
+def _event_columns(spec: dict[str, Any], conn: sqlite3.Connection, table: str) -> list[str]:
+    """What was done to or by a record of ``table`` (its making, a message sent, a status change, its start): the
+    dates that follow the record it belongs to. A stamp every record holds, whatever its status, is when it came
+    about (an alert's ``triggered_at``)."""
+    cols = _columns(conn, table)
+    wf = _workflow_of(spec, table)
+    stamps = semantics.status_stamps(cols, wf) if wf else {}
+    return [c for c in _date_columns(conn, table, cols) if c not in stamps
+            and (semantics.follows_parent(c) or c == "status_changed_at")] + (semantics.making_stamps(cols, wf) if wf else [])
+
+
 def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Iterable[Violation]:
     """Nothing done to or by a record (its making, a message sent, a status change, its start) comes before the
     record it belongs to was made or came about: no text to a lead before the lead existed, no shipment before
@@ -1259,11 +1270,7 @@ def check_before_parent(spec: dict[str, Any], conn: sqlite3.Connection) -> Itera
     for t in spec["tables"]:
         table = t["name"]
         cols = _columns(conn, table)
-        wf = _workflow_of(spec, table)
-        stamps = semantics.status_stamps(cols, wf) if wf else {}
-        # (a stamp every record holds, whatever its status, is when it came about: an alert's triggered_at)
-        events = [c for c in _date_columns(conn, table, cols) if c not in stamps
-                  and (semantics.follows_parent(c) or c == "status_changed_at")] + (semantics.making_stamps(cols, wf) if wf else [])
+        events = _event_columns(spec, conn, table)
         for c in t["columns"]:
             parent = (c.get("references") or "").split(".")[0]
             for made, col in [(m, e) for m in (_came_about(spec, conn, parent) if parent and parent != table else [])
@@ -1545,10 +1552,7 @@ def check_completion_order(spec: dict[str, Any], conn: sqlite3.Connection) -> It
         table = t["name"]
         cols = _columns(conn, table)
         wf = _workflow_of(spec, table)
-        stamps = semantics.status_stamps(cols, wf) if wf else {}
-        making = semantics.making_stamps(cols, wf) if wf else []
-        events = [c for c in _date_columns(conn, table, cols) if c not in stamps
-                  and (semantics.follows_parent(c) or c == "status_changed_at")] + making
+        events = _event_columns(spec, conn, table)
         for c in t["columns"]:
             parent = (c.get("references") or "").split(".")[0]
             if not parent or parent == table or "status_changed_at" not in _columns(conn, parent):
