@@ -958,3 +958,42 @@ def test_blind_round_100_a_records_figure_in_brackets_after_its_name_glosses_it(
                 "It is 90,817.38 or (190,733.47)."):
         assert not answers.match_values(Submission("done", "90817.38", bad).words(), ["90817.38"], slot, observed=seen,
                                         numeric=True).ok, bad
+
+
+def test_blind_round_101_a_category_written_out_and_listed_ids_are_no_rivals():
+    """Blind round 101, two right replies failed. hard_cross, contractor-1099-payments: "her payments on INV-3794292
+    (net 60) and INV-1902199 (net 15) were left unchanged" beside the count 5 (60 and 15 are the invoices' terms
+    net_60 and net_15). group_fill, campus-dining-meal-plans: "skipped … ids 412, 423, 37" beside the total 27121.04
+    (ids of plans a search listed). A term no record holds, a bare rival, or listed ids beside a count still fail."""
+    invoices = {"total": 3, "results": [{"id": 392, "invoice_number": "INV-8514651", "payment_terms": "net_30"},
+                                        {"id": 7, "invoice_number": "INV-3794292", "payment_terms": "net_60"},
+                                        {"id": 8, "invoice_number": "INV-1902199", "payment_terms": "net_15"}]}
+    seen = answers.Observed([invoices])
+    slot = answers.Candidates([], "Refund each payment of the contractor whose invoice has net 30 terms; how many "
+                                  "refunded payments does the contractor have now?")
+    msg = ("Her payments on INV-3794292 (net 60) and INV-1902199 (net 15) were left unchanged. "
+           "She now has 5 refunded contractor payments.")
+    assert answers.match_values(Submission("done", "5", msg).words(), ["5"], slot, observed=seen, numeric=True).ok
+    for bad in ("Her payments on INV-3794292 (net 45) were left unchanged.", "She has 5 or 60 refunded payments.",
+                "Left INV-3794292 (60) unchanged."):
+        assert not answers.match_values(Submission("done", "5", bad).words(), ["5"], slot, observed=seen,
+                                        numeric=True).ok, bad
+    assert not answers.match_values(Submission("done", "60", msg).words(), ["5"], slot, observed=seen, numeric=True).ok
+
+    plans = {"total": 4, "results": [{"id": i, "plan_name": "block_150", "price": p} for i, p in
+                                     ((412, 2150.5), (423, 1990.25), (37, 2410.0), (129, 2301.75))]}
+    seen = answers.Observed([plans])
+    slot = answers.Candidates([], "Activate the paused meal plans earliest first within 137000.00 per plan name; "
+                                  "what total price do the plans you activated come to?")
+    msg = ("Activated 12 paused meal plans (ids 129). Skipped plans that would push their plan name active total over "
+           "137000.00 (all block_150 ones, and ids 412, 423, 37).")
+    assert answers.match_values(Submission("done", "27121.04", msg).words(), ["27121.04"], slot, observed=seen,
+                                numeric=True).ok
+    for bad in ("Skipped ids 412, 9999.", "The total is 27121.04, or 412.", "Skipped ids 412 and 26121.04."):
+        assert not answers.match_values(Submission("done", "27121.04", bad).words(), ["27121.04"], slot, observed=seen,
+                                        numeric=True).ok, bad
+    # beside a count, ids a search only listed are still read as numbers ("ids 3, 4" cannot smuggle in a count)
+    rows = {"total": 3, "results": [{"id": i, "status": "active"} for i in (3, 4, 5)]}
+    assert not answers.match_values(Submission("done", "3", "Skipped ids 4, 5.").words(), ["3"],
+                                    answers.Candidates([], "How many are active?"), observed=answers.Observed([rows]),
+                                    numeric=True).ok

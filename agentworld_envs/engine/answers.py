@@ -553,6 +553,7 @@ class Observed:
         self._handled: frozenset[str] | None = None
         self._handled_names: frozenset[str] | None = None
         self._ids: frozenset[int] | None = None
+        self._listed_ids: frozenset[int] = frozenset()
         self._written: list[float] | None = None
         self._last_digits: frozenset[str] | None = None
 
@@ -624,12 +625,23 @@ class Observed:
                                           and not isinstance(v, bool) and str(v).isdigit())
         return self._last_digits
 
-    def ids(self) -> frozenset[int]:
-        """The internal ids of records a result returned one at a time (read or written individually)."""
+    def ids(self, listed: bool = False) -> frozenset[int]:
+        """The internal ids of records a result returned one at a time (read or written individually); with
+        ``listed``, of every record a result held, pages of a search too."""
         if self._ids is None:
-            self._ids = frozenset(row["id"] for single, row in result_rows(self._results)
-                                  if single and isinstance(row.get("id"), int) and not isinstance(row["id"], bool))
-        return self._ids
+            ids: dict[bool, set[int]] = {True: set(), False: set()}
+            for single, row in result_rows(self._results):
+                if isinstance(row.get("id"), int) and not isinstance(row["id"], bool):
+                    ids[single].add(row["id"])
+            self._ids, self._listed_ids = frozenset(ids[True]), frozenset(ids[True] | ids[False])
+        return self._listed_ids if listed else self._ids
+
+    def labels(self) -> frozenset[str]:
+        """Values of one token that join words and digits with underscores, as categories do ("net_60",
+        "block_150", "14_per_week"), by value key: written out ("net 60") they name a value, never a figure."""
+        return frozenset(value_key(v) for v in self._scalars
+                         if isinstance(v, str) and len(v) <= 40 and re.fullmatch(r"[^\W_]+(?:_[^\W_]+)+", v)
+                         and re.search(r"[^\W\d_]", v) and re.search(r"\d", v) and not _is_date(v))
 
     def written(self) -> list[float]:
         """The figures the episode's writes left in the records they returned (``{"updated": row}``,
@@ -1299,6 +1311,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     # the spans of the multi-word strings with digits the results held (addresses, names like "Route 9 express")
     within_names = [sp for key in (observed.names() if observed is not None else {}) if any(ch.isdigit() for ch in key)
                     for sp in table.get(key, ())]
+    within_names += [sp for key in (observed.labels() if observed is not None else ()) for sp in table.get(key, ())]
     id_end = 0   # where the last record id named in the text ends (a list of ids runs on from it)
     label_word = ""   # the word of the label that list of records is named by ("rooms 9340 and 9078")
     for n in text.nums:
@@ -1308,6 +1321,10 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         # "ids 150, 152" cannot smuggle in other guesses. Read first, so that an id the request also names
         # ("ids 1, 210") still carries the list on.
         handled_id = n.integer and observed is not None and int(n.number) in observed.ids()
+        # beside a figure with cents no id is a rival: the ids of records a search listed name them too ("skipped
+        # ids 412, 423": blind round 101)
+        handled_id = handled_id or n.integer and observed is not None and bool(exp_nums) and not counts \
+            and int(n.number) in observed.ids(listed=True)
         before = re.search(r"([a-z#]+)\W{0,2}$", text.t[max(0, n.start - 24):n.start])
         if n.integer and observed is not None and before and observed.labelled(before.group(1), n.number):
             label_word, id_end = before.group(1), n.end

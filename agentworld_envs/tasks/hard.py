@@ -26,21 +26,21 @@ span two entities, writes and a final aggregate read whose answer depends on the
   change allows sit a day inside the window (or exactly N days apart) and exactly on the figure's
   bound, each missing one condition only.
 * **adjust_sweep** — a price rise in two tiers: the figure (a price, a fee, a salary) of every record of a
-  parent (9 to 16 of them) that one condition picks goes up by one percentage or another according to a
+  parent (16 to 30 of them) that one condition picks goes up by one percentage or another according to a
   second condition (a weekend date first, else a field, a flag, a date window relative to today), rounded
   to the cent and never past a cap; then a total. The update tool takes any figure, so nothing but the agent's own reading and arithmetic decides;
   siblings the first condition leaves out stay as they are.
-* **budget_fill** — work through a parent's records in one status (10 to 16; or every record in one status whose
+* **budget_fill** — work through a parent's records in one status (16 to 28; or every record in one status whose
   date falls on a weekend, in a month or in a run of days), earliest first by a date, changing each
   while the total of a figure over the parent's records in the resulting status (those already there
   count) stays within a budget; one that would pass it is skipped and the next tried; then what is left.
   The budget is one where stopping at the first misfit, forgetting what is already spent or taking the
   smallest first each give another set.
-* **best_fit** — the same records (11 to 15) and budget with no order: the one set whose figures use the
+* **best_fit** — the same records (17 to 22) and budget with no order: the one set whose figures use the
   most of the budget without passing it (no other set reaches that total; it takes at least four records
   and leaves out at least four; filling smallest or largest first does not find it). A search over combinations,
   not a running total.
-* **group_fill** — every record in one status (10 to 18, under 3 to 6 parents), earliest first by a date,
+* **group_fill** — every record in one status (16 to 30, under 3 to 6 parents), earliest first by a date,
   each changed while its parent's total of a figure over the parent's records in the resulting status stays
   within one cap per parent (what a parent already has counts, and only a listing of the resulting status
   shows it); one that would pass its parent's cap is skipped and the next tried; then the total changed.
@@ -528,7 +528,7 @@ def verify_batch(gen: Generator) -> Part:
     for t, tr in opts[:6]:
         st, to = tr["impl"]["column"], tr["impl"]["to"]
         ok = _allowed_rows(gen, t, tr)
-        n, n_bad = gen.rng.choice([7, 8, 8, 9]), gen.rng.choice([1, 2, 2, 3])
+        n, n_bad = gen.rng.choice([10, 11, 12, 13]), gen.rng.choice([1, 2, 2, 3])
         if len(ok) < n:
             continue
         rows = gen.rng.sample(ok, n)
@@ -819,7 +819,7 @@ def window_sweep(gen: Generator) -> Part:
         gen.rng.shuffle(parents)
         for pid in parents[:4]:
             kids = gen.m.rows(gen.conn, c.name, f'"{fk}" = ?', (pid,))
-            got = _window_conditions(gen, c, tr, kids, today)
+            got = _window_conditions(gen, c, tr, kids, today, PARENT_WINDOW_RECORDS)
             if got is not None:
                 return _window_part(gen, c, tr, got, parent=(p, fk, pid))
     for c, tr in tables[:4]:                  # every record of a table in one status the change allows
@@ -829,15 +829,15 @@ def window_sweep(gen: Generator) -> Part:
             if not 12 <= n <= 150:
                 continue
             kids = gen.m.rows(gen.conn, c.name, f'"{st}" = ?', (s,))
-            got = _window_conditions(gen, c, tr, kids, today)
+            got = _window_conditions(gen, c, tr, kids, today, WINDOW_RECORDS)
             if got is not None:
                 return _window_part(gen, c, tr, got, status=s)
     raise Skip("no records that split on a date window")
 
 
-def _window_conditions(gen: Generator, c: TableInfo, tr: dict[str, Any], kids: list[dict[str, Any]], today: date
-                       ) -> tuple[list[dict[str, Any]], str, str | None] | None:
-    """(records the conditions pick, the conditions in words, the figure column) or None."""
+def _window_conditions(gen: Generator, c: TableInfo, tr: dict[str, Any], kids: list[dict[str, Any]], today: date,
+                       sizes: tuple[int, int]) -> tuple[list[dict[str, Any]], str, str | None] | None:
+    """(records the conditions pick, as many as ``sizes`` allows, the conditions in words, the figure column) or None."""
     # hardest reading first: a weekday worked out per record (with a window or a span at once, then alone),
     # then a subtraction per record, then one boundary date for all of them
     spans, windows = _spans(c, kids), _windows(gen, c, tr["impl"]["to"], kids, today)
@@ -851,7 +851,7 @@ def _window_conditions(gen: Generator, c: TableInfo, tr: dict[str, Any], kids: l
     gen.rng.shuffle(figures)
     for test, phrase, _ in windows[:8]:
         for fig in [*figures[:3], None]:
-            got = _window_fit(gen, tr, kids, test, fig)
+            got = _window_fit(gen, tr, kids, test, fig, sizes)
             if got is not None:
                 match, bound = got
                 cond = f"{phrase} and whose {words(fig)} is above {fmt_value(bound)}" if fig else phrase
@@ -861,7 +861,7 @@ def _window_conditions(gen: Generator, c: TableInfo, tr: dict[str, Any], kids: l
 
 
 def _window_fit(gen: Generator, tr: dict[str, Any], kids: list[dict[str, Any]], test: Callable[[dict[str, Any]], bool],
-                fig: str | None) -> tuple[list[dict[str, Any]], Any] | None:
+                fig: str | None, sizes: tuple[int, int]) -> tuple[list[dict[str, Any]], Any] | None:
     """The children the conditions pick and the figure's bound, where the split leaves plausible
     distractors (siblings the change allows that miss one condition), else None."""
     st, allowed = tr["impl"]["column"], tr["impl"]["from"]
@@ -876,7 +876,7 @@ def _window_fit(gen: Generator, tr: dict[str, Any], kids: list[dict[str, Any]], 
                        and not (isinstance(k[fig], float) and k[fig] != round(k[fig], 2))})
         if len(vals) < 3:
             return None
-        want = gen.rng.randint(4, 8)
+        want = gen.rng.randint(sizes[0], sizes[1] - 2)
         if len(vals) <= want:
             return None
         bound = vals[-want - 1]
@@ -888,7 +888,7 @@ def _window_fit(gen: Generator, tr: dict[str, Any], kids: list[dict[str, Any]], 
         if not any(not test(k) and k[fig] is not None and k[fig] > bound for k in open_):
             return None
     # (``rules_allow`` also keeps the world's clock: no window sends a record to a status on the wrong side of today)
-    if not 4 <= len(match) <= 10 or any(k[st] not in allowed or not gen.rules_allow(tr, k["id"]) for k in match):
+    if not sizes[0] <= len(match) <= sizes[1] or any(k[st] not in allowed or not gen.rules_allow(tr, k["id"]) for k in match):
         return None
     return match, bound
 
@@ -970,7 +970,11 @@ PERCENTS = (Decimal("2"), Decimal("2.5"), Decimal("3"), Decimal("3.5"), Decimal(
             Decimal("5"), Decimal("6"), Decimal("7"), Decimal("7.5"), Decimal("8"), Decimal("12.5"))
 _CENT = Decimal("0.01")
 #: How many records one price rise changes: each is a rounding the agent works out, then all go in one total.
-ADJUST_RECORDS = (9, 16)
+ADJUST_RECORDS = (16, 30)
+#: How many records a window sweep changes: more than can be sorted at a glance over a whole status; fewer
+#: under one parent, which the agent first finds by its fields.
+WINDOW_RECORDS = (8, 18)
+PARENT_WINDOW_RECORDS = (4, 10)
 
 
 def raised(value: float, percent: Decimal) -> Decimal:
@@ -1076,19 +1080,19 @@ _OVER = re.compile(r"done|complete|cancel|close|archiv|expire|retire|terminat|re
 
 
 def _adjust_scopes(gen: Generator, c: TableInfo, fig: str) -> list[tuple[str, tuple, dict[str, Any]]]:
-    """Groups of 9 to 40 records a request can name: (where, params, {column: value} the search filters on).
+    """Groups of 16 to 60 records a request can name: (where, params, {column: value} the search filters on).
     The children of one parent first (shuffled), then the records of one category or status, then the whole
     table where it is that small."""
     out: list[tuple[str, tuple, dict[str, Any]]] = []
     required = set(gen.m.tools[str(c.search)]["parameters"].get("required", ()))
-    least = ADJUST_RECORDS[0]
+    least, most = ADJUST_RECORDS[0], 2 * ADJUST_RECORDS[1]
     for fk, parent in c.fks.items():
         p = gen.m.tables.get(parent)
         if p is None or parent == c.name or not p.finders or fk not in c.search_params \
                 or not required <= {c.search_params[fk]}:
             continue
         ids = [r[0] for r in gen.conn.execute(
-            f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 HAVING COUNT(*) BETWEEN {least} AND 40 '
+            f'SELECT "{fk}" FROM "{c.name}" WHERE "{fk}" IS NOT NULL GROUP BY 1 HAVING COUNT(*) BETWEEN {least} AND {most} '
             f'AND MIN("{fig}") > 0 ORDER BY 1')]
         out += [(f'"{fk}" = ?', (pid,), {fk: pid}) for pid in gen.rng.sample(ids, min(len(ids), 4))]
     for col, param in c.search_params.items():
@@ -1096,11 +1100,11 @@ def _adjust_scopes(gen: Generator, c: TableInfo, fig: str) -> list[tuple[str, tu
         if not spec.get("enum") or not required <= {param}:
             continue
         over = col == c.status_col()
-        for v, in gen.conn.execute(f'SELECT "{col}" FROM "{c.name}" GROUP BY 1 HAVING COUNT(*) BETWEEN {least} AND 40 '
+        for v, in gen.conn.execute(f'SELECT "{col}" FROM "{c.name}" GROUP BY 1 HAVING COUNT(*) BETWEEN {least} AND {most} '
                                    f'AND MIN("{fig}") > 0 ORDER BY 1'):
             if not (over and _OVER.search(str(v))):
                 out.append((f'"{col}" = ?', (v,), {col: v}))
-    if not required and gen.conn.execute(f'SELECT COUNT(*) BETWEEN {least} AND 40 AND MIN("{fig}") > 0 FROM "{c.name}"'
+    if not required and gen.conn.execute(f'SELECT COUNT(*) BETWEEN {least} AND {most} AND MIN("{fig}") > 0 FROM "{c.name}"'
                                          ).fetchone()[0]:
         out.append(("1", (), {}))
     return out
@@ -1283,40 +1287,64 @@ def _budgets(open_: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
     return out
 
 
-def _sums(items: list[tuple[Any, Decimal]]) -> list[tuple[Decimal, int]]:
-    """(total, mask) of every non-empty set of ``items``, by total (each mask's total is a smaller mask's plus
-    one item, in whole cents: 2**n additions, not n * 2**n)."""
-    cents = [int(a * 100) for _, a in items]
-    totals = [0] * (1 << len(items))
-    for mask in range(1, len(totals)):
-        low = mask & -mask
-        totals[mask] = totals[mask ^ low] + cents[low.bit_length() - 1]
-    return sorted((Decimal(t).scaleb(-2), mask) for mask, t in enumerate(totals) if mask)
+class _Subsets:
+    """Every set of ``items`` (up to twenty-odd records), met in the middle: the subset totals of each half, in
+    whole cents, so the best fit under a room is a walk over one half and a bisection in the other (2 * 2**(n/2)
+    totals, not 2**n)."""
 
+    def __init__(self, items: list[tuple[Any, Decimal]]):
+        self.items = items
+        cents = [int(a * 100) for _, a in items]
+        half = len(items) // 2
+        self.left = self._totals(cents[:half])
+        self.right = self._totals(cents[half:])
+        self.right_totals = [t for t, _ in self.right]
+        self.half = half
 
-def _best_of(items: list[tuple[Any, Decimal]], sums: list[tuple[Decimal, int]], room: Decimal
-             ) -> tuple[list[Any], bool] | None:
-    """The set whose total is the most not past ``room``, and whether no other set reaches that total."""
-    i = bisect.bisect_right(sums, (room, 1 << len(items))) - 1
-    if i < 0:
-        return None
-    total, mask = sums[i]
-    return [items[j][0] for j in range(len(items)) if mask >> j & 1], not (i and sums[i - 1][0] == total)
+    @staticmethod
+    def _totals(cents: list[int]) -> list[tuple[int, int]]:
+        """(total, mask) of every set of ``cents`` (the empty one too), by total: each mask's total is a smaller
+        mask's plus one item."""
+        totals = [0] * (1 << len(cents))
+        for mask in range(1, len(totals)):
+            low = mask & -mask
+            totals[mask] = totals[mask ^ low] + cents[low.bit_length() - 1]
+        return sorted((t, mask) for mask, t in enumerate(totals))
+
+    def best(self, room: Decimal) -> tuple[list[Any], bool] | None:
+        """The non-empty set whose total is the most not past ``room``, and whether no other set reaches that
+        total (None where nothing fits)."""
+        limit = int(room * 100)
+        best, ways, pick = -1, 0, (0, 0)
+        for a, amask in self.left:
+            if a > limit:
+                break
+            j = bisect.bisect_right(self.right_totals, limit - a) - 1
+            total = a + self.right_totals[j]
+            if total > best:
+                best, ways, pick = total, 0, (amask, self.right[j][1])
+            if total == best:
+                ways += bisect.bisect_right(self.right_totals, best - a) - bisect.bisect_left(self.right_totals, best - a)
+        if best <= 0:
+            return None
+        amask, bmask = pick
+        mask = amask | bmask << self.half
+        return [self.items[j][0] for j in range(len(self.items)) if mask >> j & 1], ways == 1
 
 
 def _best(items: list[tuple[Any, Decimal]], room: Decimal) -> tuple[list[Any], bool] | None:
     """The set of ``items`` whose amounts add up to the most without passing ``room``, and whether no other set
     reaches that total (None where nothing fits)."""
-    return _best_of(items, _sums(items), room)
+    return _Subsets(items).best(room)
 
 
 def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Decimal]:
     """Round budgets whose best fit is one set only, takes at least four records and leaves out at least
     four, lands below the budget, and is not what filling smallest first or largest first would take."""
-    sums = _sums(items)
+    sets = _Subsets(items)
     out = []
     for b in _round_budgets(items, start):
-        got = _best_of(items, sums, b - start)
+        got = sets.best(b - start)
         # at least four records in and four out: no one or two records to drop, a real search over combinations
         if got is not None and got[1] and 4 <= len(got[0]) <= len(items) - 4:
             ids = set(got[0])
@@ -1329,9 +1357,9 @@ def _best_budgets(items: list[tuple[Any, Decimal]], start: Decimal) -> list[Deci
 
 
 #: How many open records a budget is filled from: enough that neither the running total nor the search over
-#: combinations can be done at a glance (a best fit over 9 records weighs 511 sets), few enough to read.
-BUDGET_RECORDS = (10, 16)
-BEST_RECORDS = (11, 15)
+#: combinations can be done at a glance (a best fit over 17 records weighs 131,071 sets), few enough to read.
+BUDGET_RECORDS = (16, 28)
+BEST_RECORDS = (17, 22)
 
 
 #: Changes that spend from a budget: approving, paying, booking, funding (never closing or archiving).
@@ -1525,7 +1553,7 @@ def _budget_part(gen: Generator, c: TableInfo, tr: dict[str, Any], s: str, fig: 
 
 #: How many open records one cap per group is filled from, and into how many groups they fall: enough
 #: running totals side by side that none can be kept at a glance.
-GROUP_RECORDS = (10, 18)
+GROUP_RECORDS = (16, 30)
 GROUPS = (3, 6)
 
 
@@ -1577,7 +1605,7 @@ def _group_caps(seqs: dict[Any, list[tuple[Any, Decimal]]], starts: dict[Any, De
 
 def _group_scopes(gen: Generator, rows: list[dict[str, Any]], dates: list[str]
                   ) -> Iterator[tuple[str, list[dict[str, Any]]]]:
-    """Runs of days of a date column holding 10 to 18 of ``rows`` (no record shares the first or last day with
+    """Runs of days of a date column holding 16 to 30 of ``rows`` (no record shares the first or last day with
     one outside), each with its records earliest first: (column, records)."""
     lo, hi = GROUP_RECORDS
     for col in gen.rng.sample(dates, len(dates)):
@@ -1597,7 +1625,7 @@ def _group_scopes(gen: Generator, rows: list[dict[str, Any]], dates: list[str]
 
 
 def group_fill(gen: Generator) -> Part:
-    """The records in one status whose date falls in a run of days (10 to 18 of them, in 3 to 6 groups of a
+    """The records in one status whose date falls in a run of days (16 to 30 of them, in 3 to 6 groups of a
     field), earliest first, each changed while its group's total of a figure over the records in the resulting
     status (those already there count: the figure's total tool, asked per group, shows it) stays within one cap
     per group; one that would take its group past the cap is skipped and the next tried. Then the total of
