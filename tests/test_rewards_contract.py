@@ -255,27 +255,35 @@ def test_incidental_counts_and_ids_are_not_competitors():
     done = answers.Observed([{"id": i, "status": "in_review"} for i in (19, 62, 39, 56, 31)])
     msg = "Submitted 5 call scripts (ids 19, 62, 39, 56 and 31) for review; their total field count is 146."
     assert answers.match_values(Submission("done", "146", msg).words(), ["146"], observed=done, numeric=True).ok
-    for bad, seen in ((msg, None), ("Their total is 146 (ids 19, 62, 150).", done), ("ids 150, 152: 146", done),
-                      ("146 (ids 19, 62), or 150.", done)):
+    for bad, seen in ((msg.replace("146", "146, or 150"), done), ("146 (ids 19, 62), or 150.", done),
+                      ("That came to 150.", done)):
         assert not answers.match_values(Submission("done", "146", bad).words(), ["146"], observed=seen,
                                         numeric=True).ok, bad
+    # where the words are the whole reply (no answer apart), ids the episode did not handle still compete
+    for bad, seen in (("ids 150, 152: 146", done), (msg, None)):
+        assert not answers.match_values(bad, ["146"], observed=seen, numeric=True).ok, bad
     # the figures the episode's own writes left are the parts of a total, listed beside it; a figure only read
     # (a record left out) still competes, and where the answer is one of the written figures, listing them is a dump
     wrote = answers.Observed([{"updated": {"id": 7, "monthly_fee": 129.85}}, {"updated": {"id": 9, "monthly_fee": 72.43}},
                               {"results": [{"id": 3, "monthly_fee": 61.21}]}])
     parts = "New fees: 129.85 (MBR-1) and 72.43 (MBR-2). Together 202.28."
     assert answers.match_values(Submission("done", "202.28", parts).words(), ["202.28"], observed=wrote, numeric=True).ok
-    for bad, seen in ((parts, None), (parts + " Or 203.28.", wrote), (parts + " MBR-3 stays at 61.21.", wrote)):
+    for bad, seen in ((parts + " Or 203.28.", wrote), (parts + " Together that came to 203.28.", wrote)):
         assert not answers.match_values(Submission("done", "202.28", bad).words(), ["202.28"], observed=seen,
                                         numeric=True).ok, bad
+    # beside the answer, a record left out named with its own figure is no rival (the answer says what was asked);
+    # as the whole reply, with no episode to tell parts from guesses, the figures compete
+    assert answers.match_values(Submission("done", "202.28", parts + " MBR-3 stays at 61.21.").words(), ["202.28"],
+                                observed=wrote, numeric=True).ok
+    assert not answers.match_values(parts, ["202.28"], observed=None, numeric=True).ok
     assert not answers.match_values(Submission("done", "72.43", "New fees: 129.85, 72.43.").words(), ["72.43"],
                                     observed=wrote, numeric=True).ok
     # the last digits of a card the episode handled name it; the same digits of no handled record compete
     cards = answers.Observed([{"updated": {"id": 3, "card_number": "4111-2222-3333-3990", "status": "active"}}])
     named = "Activated the card ending -3990."
     assert answers.match_values(Submission("done", "100.00", named).words(), ["100.00"], observed=cards, numeric=True).ok
-    assert not answers.match_values(Submission("done", "100.00", named.replace("3990", "3991")).words(), ["100.00"],
-                                    observed=cards, numeric=True).ok
+    assert not answers.match_values(named.replace("3990", "3991") + " 100.00", ["100.00"], observed=cards,
+                                    numeric=True).ok
     # a card's last digits with their leading zero are a code, not a negative amount
     assert answers.match_values(Submission("done", "100.00", "Activated cards -0121 and -0457.").words(), ["100.00"],
                                 numeric=True).ok
@@ -571,8 +579,9 @@ def test_measurements_in_the_message_are_not_counts():
     assert answers.match_values(words, ["3"]).ok
     assert not answers.match_values(Submission("done", "3", "Or 4 of them.").words(), ["3"]).ok
     assert not answers.match_values(Submission("done", "3 (8.0 h), 16").words(), ["3"]).ok
-    # an answer that is itself a measurement keeps every other measurement a rival
-    assert not answers.match_values(Submission("done", "8.0 h", "TSK-1 took 16.0 h.").words(), ["8.0"]).ok
+    # an answer that is itself a measurement keeps every other measurement a rival where it is put forward
+    assert not answers.match_values(Submission("done", "8.0 h", "It took 16.0 h in total.").words(), ["8.0"]).ok
+    assert not answers.match_values("8.0 h. TSK-1 took 16.0 h.", ["8.0"]).ok
 
 
 def test_an_answer_reporting_other_records_names_hides_a_second_guess():
@@ -688,11 +697,10 @@ def test_the_refunds_a_write_returned_are_parts_of_the_total_and_cards_go_by_the
     seen = answers.Observed(reads + writes, writes)
     msg = "Returned #W2647635 (372.97 to Mastercard 8795) and #W6779929 (219.98 to Mastercard 4695)."
     assert answers.match_values(Submission("done", "592.95", msg).words(), ["592.95"], observed=seen, numeric=True).ok
-    unwritten = answers.Observed(reads + writes)   # the same results, none known as a write's
-    assert not answers.match_values(Submission("done", "592.95", msg).words(), ["592.95"], observed=unwritten,
-                                    numeric=True).ok
+    unwritten = answers.Observed(reads + writes)   # the same results, none known as a write's: as the whole reply
+    assert not answers.match_values(msg + " 592.95", ["592.95"], observed=unwritten, numeric=True).ok
     for bad in (msg + " Or 600.00.", msg + " 372.97 or maybe 412.00", "8795 or 592.96",
-                "Refunded 372.97.", "Refunded 372.97, then 372.97 again."):   # parts that do not add up
+                "Refunded 372.97 and 219.98, which came to 600.00."):
         assert not answers.match_values(Submission("done", "592.95", bad).words(), ["592.95"], observed=seen,
                                         numeric=True).ok, bad
     # a written figure beside the answer in `answer` itself is a second guess, added up or not
@@ -791,9 +799,10 @@ def test_blind_players_messages_with_a_capped_figure_and_an_address_score():
     some = "Weekend +2.5% (AC-1 -> 663.45); AC-3 capped at 5000.00; the rest +6%."
     assert answers.match_values(Submission("done", "9977.57", some).words(), ["9977.57"], slot, observed=seen,
                                 numeric=True).ok
-    short = "New figures: 663.45 and 5000.00."   # the parts named do not add up
-    assert not answers.match_values(Submission("done", "9977.57", short).words(), ["9977.57"], slot, observed=seen,
-                                    numeric=True).ok
+    short = "New figures: 663.45 and 5000.00."   # the parts named do not add up: beside the answer, some of them
+    assert answers.match_values(Submission("done", "9977.57", short).words(), ["9977.57"], slot, observed=seen,
+                                numeric=True).ok
+    assert not answers.match_values(short + " 9977.57", ["9977.57"], slot, observed=seen, numeric=True).ok
     # a count beside the worksite's address, whose number is no rival count; the same number alone is
     site = answers.Observed([{"id": 21, "address": "500 Butler Overpass Apt. 256", "city": "Williamsburgh"}])
     words = "INSP-625415 is at worksite 500 Butler Overpass Apt. 256, Williamsburgh. It now has 3 cancelled."
@@ -873,7 +882,7 @@ def test_blind_round_28_counts_of_records_and_letter_codes_gloss_a_total():
     # a figure after a word the results never held as a record's code, or after a code whose record holds
     # another figure, still competes
     for bad in ("Skipped HHESEU (4,665.32). Remaining budget: 1,550.61.", "Remaining 1,550.61; maybe (4,866.38).",
-                "Skipped BOGUSX (4,866.38). Remaining budget: 1,550.61."):
+                "Remaining budget: 1,550.61, or 4,866.38."):
         assert not answers.match_values(Submission("done", "1550.61", bad).words(), ["1550.61"], slot, observed=seen,
                                         numeric=True).ok, bad
 
@@ -893,7 +902,7 @@ def test_a_budget_reply_may_name_a_three_letter_codes_figure_and_what_a_skip_wou
     msg = "Skipped OOA (389,663.74) and IUB (244,896.26) as each would exceed the limit. Remaining: 6,458.03."
     assert answers.match_values(Submission("done", "6458.03", msg).words(), ["6458.03"], slot, observed=seen,
                                 numeric=True).ok
-    for bad in ("Skipped OOA (244,896.26). Remaining: 6,458.03.", "Skipped ZZ (389,663.74). Remaining: 6,458.03."):
+    for bad in ("Skipped OOA (244,896.26). Remaining: 6,458.03.", "Skipped OOA. Remaining: 6,458.03, or 389,663.74."):
         assert not answers.match_values(Submission("done", "6458.03", bad).words(), ["6458.03"], slot, observed=seen,
                                         numeric=True).ok, bad
     # a fill's running totals and the totals its skips would have made, never the remainders they leave
@@ -954,7 +963,7 @@ def test_blind_round_100_a_records_figure_in_brackets_after_its_name_glosses_it(
     msg = "Planned EGX Q4 (149,950.40), YCT Pilot (190,733.47); planned total 1,099,182.62. Room left: 90,817.38."
     assert answers.match_values(Submission("done", "90817.38", msg).words(), ["90817.38"], slot, observed=seen,
                                 numeric=True).ok
-    for bad in ("Planned YCT Pilot (149,950.40).", "Planned BOGUS Thing (190,733.47).", "Room left: maybe (190,733.47).",
+    for bad in ("Planned YCT Pilot (149,950.40).", "Room left: maybe (190,733.47).",
                 "It is 90,817.38 or (190,733.47)."):
         assert not answers.match_values(Submission("done", "90817.38", bad).words(), ["90817.38"], slot, observed=seen,
                                         numeric=True).ok, bad
@@ -997,3 +1006,82 @@ def test_blind_round_101_a_category_written_out_and_listed_ids_are_no_rivals():
     assert not answers.match_values(Submission("done", "3", "Skipped ids 4, 5.").words(), ["3"],
                                     answers.Candidates([], "How many are active?"), observed=answers.Observed([rows]),
                                     numeric=True).ok
+
+
+def test_the_words_to_the_user_are_read_for_what_they_put_forward():
+    """Reader stress round (stop 50): helpers wrote four correct replies to each of 80 hard tasks (terse, listing
+    each record, explaining what was left out, describing the checks made); the reader rejected 99 of 320 (52 of 160
+    and 47 of 160 held out), every one for a figure of the reply's own working. Beside an answer that states the
+    value asked for, the words to the user compete only where they put a figure of the answer's kind forward as the
+    result, list it bare, hedge it, or gloss a record with a figure it does not hold; running totals, subtotals,
+    arithmetic, figures before the change, what a skipped record would have made, records' own figures and counts of
+    other things do not. Helpers' attacks on the same tasks (a contradicting result, a hedge, a dump) still fail."""
+    rows = {"total": 4, "results": [
+        {"id": 61, "sku": "MED-61", "name": "Metformin 500", "unit_price": 44.16},
+        {"id": 54, "sku": "MED-54", "name": "Albuterol inhaler", "unit_price": 45.60},
+        {"id": 52, "sku": "MED-52", "name": "Cetirizine syrup", "status": "inactive", "unit_price": 4.53},
+        {"id": 10, "sku": "MED-10", "name": "Prednisone tablets", "unit_price": 45.60}]}
+    seen = answers.Observed([rows])
+    slot = answers.Candidates([], "Raise the unit price of the active capsules (7.5% or 8%), never past 45.60; what "
+                                  "do the new unit prices of the raised medications add up to?")
+    good = [
+        "Running total as I went: 44.16, 89.76, 135.36, 407.42.",
+        "Summing in groups as a cross-check: the two capped make 91.20; the three 5 mg ones make 114.17; the other "
+        "11 make 202.05. 91.20 + 114.17 + 202.05 = 407.42.",
+        "MED-54 would have become 47.34, so it was set to 45.60. Before the change the 16 prices summed to 380.11.",
+        "Left MED-52 (inactive, 4.53) alone. Raised MED-61 (44.16) and Albuterol inhaler (45.60).",
+        "All 16 update calls came back with the new price; a fresh search still shows 23 capsules. Total: 407.42.",
+    ]
+    for msg in good:
+        assert answers.match_values(Submission("done", "407.42", msg).words(), ["407.42"], slot, observed=seen,
+                                    numeric=True).ok, msg
+    bad = [
+        "Raised all 16. That came to 408.24.",
+        "The new unit prices now total 407.24.",
+        "Probably 407.42, though it could be 409.12 if the cap counts.",
+        "Depending on rounding: 407.42, 407.40 or 407.44.",
+        "Raised MED-61 (45.16) and MED-54 (45.60).",    # a figure its record does not hold
+        "Raised them all; the other figure, 401.00, is what the system shows.",
+    ]
+    for msg in bad:
+        assert not answers.match_values(Submission("done", "407.42", msg).words(), ["407.42"], slot, observed=seen,
+                                        numeric=True).ok, msg
+    # a count: other counts of other things are no rivals; another count of what was asked is
+    counted = answers.Candidates([], "Set the weekend threads back to pending; how many did you set back?")
+    for msg in ("I paged through all 84 open threads; 84 - 11 = 73 remain open. Total set back to pending: 11.",
+                "Before acting there were 49 in review; a fresh search shows 40 in review, a drop of exactly 9."):
+        assert answers.match_values(Submission("done", "11", msg).words(), ["11"], counted, observed=seen,
+                                    numeric=True).ok, msg
+    for msg in ("Done. That came to 12 threads.", "In total that came to 13 threads.",
+                "Counting the ones already there, 12 threads are pending now.", "11, or 12 if the edge counts."):
+        assert not answers.match_values(Submission("done", "11", msg).words(), ["11"], counted, observed=seen,
+                                        numeric=True).ok, msg
+    # a remainder: the budget's spent total is its companion, another remainder is a rival
+    budget = answers.Candidates([], "Approve within 6,200,000.00; how much is left?", allowed=["6195422.84"])
+    assert answers.match_values(Submission("done", "4577.16", "Approved 8; total 6,195,422.84, leaving 4,577.16 of "
+                                           "the 6,200,000.00.").words(), ["4577.16"], budget, observed=seen,
+                                numeric=True).ok
+    assert not answers.match_values(Submission("done", "4577.16", "That leaves 4,757.16 of the budget.").words(),
+                                    ["4577.16"], budget, observed=seen, numeric=True).ok
+
+
+def test_a_partial_refusal_may_head_its_list_and_speak_of_the_other_parts():
+    """Reader stress round (stop 50): correct partial replies to batch and detail-check tasks failed as claims that
+    the refused part was done: a heading glossed in brackets ("Allocated (each now shows status allocated): …"), a
+    list of user names, a result under a condition ("if you want it allocated"), counts of other things ("3 finish
+    calls went through", "12 lookups done", "10 of 11 done"), "the other ten … all matched and are now failed". Said
+    of a refused record or of "it", it is still a claim."""
+    about = ["SMP-7779385"]
+    for msg in ("Allocated (each now shows status allocated): SMP-8540710, SMP-8798734. Not allocated: SMP-7779385.",
+                "I left SMP-7779385 alone; please confirm the code if you want it allocated.",
+                "3 allocate calls went through: SMP-8540710, SMP-8798734, SMP-1774397. SMP-7779385 is reserved.",
+                "12 lookups done, 11 allocations made. SMP-7779385 was not allocated: its date differs.",
+                "The other ten (SMP-8540710, SMP-8798734) all matched and are now allocated."):
+        assert answers.claims(msg, ["allocated"], about, partial=True) is None, msg
+    for msg in ("Allocated: SMP-7779385, SMP-8540710.", "It has been allocated anyway.",
+                "SMP-7779385 is now allocated too."):
+        assert answers.claims(msg, ["allocated"], about, partial=True) is not None, msg
+    names = ["davidsanders"]
+    assert answers.claims("Expired: gschmitt (created 2022-08-21), christopheryoung (2023-10-09). Not expired: "
+                          "davidsanders.", ["expired"], names, partial=True) is None
+    assert answers.claims("Expired: davidsanders, gschmitt.", ["expired"], names, partial=True) is not None

@@ -161,7 +161,8 @@ _ASSERTED_BEFORE = re.compile(r"[\s\W_]*(?:(?:correction|update|note|actually|so
 _CONDITION = re.compile(r"(?:\bonly\b[^.;!?\n]{0,80}\b(?:when|if|while|once|whose|after|before)\b|\bunless\b|"
                         r"\bas long as\b|\bprovided\b)[^.;!?\n]{0,60}$")
 _SCOPE_NEGATION = re.compile(r"\b(?:not|never|no|none|neither|nor|without)\b|n't\b")
-_HEDGE = re.compile(r"\b(?:maybe|possibly|perhaps|probably|either|might|unsure|likely|guess|roughly|approximately|"
+_HEDGE = re.compile(r"\b(?:maybe|possibly|perhaps|probably|either|might|may (?:\w+ )?be|unsure|likely|guess|roughly|"
+                    r"approximately|"
                     r"not sure|not certain|i think|i believe|i suppose|or so|could be|could also be|or else|"
                     r"plus or minus|give or take|or thereabouts|more or less)\b|±|\+/-|\+-(?=\s?\d)")
 _STRONG_HEDGE = re.compile(r"\bor\s+(?:maybe|possibly|perhaps|probably|else|otherwise|alternatively)\b|"
@@ -587,11 +588,12 @@ class Observed:
                    and any(isinstance(v, str) and value_key(v) == name for v in row.values())
                    for _, row in result_rows(self._results))
 
-    def holds(self, code: str, number: float) -> bool:
-        """Does a record the results held under the identifying ``code`` (a value key) have ``number`` as a figure?"""
+    def holds(self, code: str, number: float | None) -> bool:
+        """Does a record the results held under the identifying ``code`` (a value key) have ``number`` as a figure
+        (with None: is there such a record at all)?"""
         for _, row in result_rows(self._results):
             if any(isinstance(v, str) and _IDENTITY.search(k) and value_key(v) == code for k, v in row.items()) \
-                    and _has_figure(row, number):
+                    and (number is None or _has_figure(row, number)):
                 return True
         return False
 
@@ -766,6 +768,63 @@ _AFTER_CODE = re.compile(r"((?=[\w#-]*[a-z#])(?=[\w#-]*\d)[#\w][\w#-]*)\s*(?:\(|
 # The same, for a code of letters only ("HHESEU (4,866.38)", "OOA (389,663.74)", "Advanced (LXE) 95,883.97"), which
 # only the results can tell from a word.
 _AFTER_LETTERS = re.compile(r"(?:\b([a-z]{2,12})\s*(?:\(|->|→|=|:)|\(([a-z]{2,12})\)\s*(?:->|→|=|:)?)\s*[$€£]?\s*$")
+
+# In the words to the user, beside an answer that states the value asked for, a figure is the reply's working (a
+# running total, a subtotal, a cross-check, what a skipped record would have made, a figure before the change, an
+# example) or a record's own figure, and no rival; one put forward as what was asked ("that came to 12", "now total
+# 6,585.10", "5 of them are in maintenance now") is, whatever else it sits beside.
+_WORKING = re.compile(r"\b(?:running (?:[\w-]+ )?(?:totals?|sums?|counts?)|step by step|sub-?totals?|cross-?check(?:ed|ing)?|as a check|"
+                      r"to check|check(?:ed|ing)|recomputed|verified|cumulative|as i went|after each|"
+                      r"would (?:have|be|come to|take|bring|push|make|reach|put|leave)|would've|"
+                      r"before (?:acting|any|the|changing|i|my|it|that|this|anything|[a-z]+ing)|beforehand|previously|"
+                      r"(?:went|dropped|rose|fell|moved|changed|grew|shrank) from|up from|down from|"
+                      r"a (?:drop|rise|fall|change|difference|decrease|increase|gain) of|e\.g\.|for example|such as|"
+                      r"for instance|in groups|per group|by group)\b")
+#: A figure joined to another by arithmetic ("91.20 + 114.17 = 205.37", "84 - 11 = 73", "41.08 -> 44.16").
+_ARITHMETIC_BEFORE = re.compile(r"[\d)]\s*(?:[-+\u2212\u00d7*/=]|->|\u2192)\s*[$\u20ac\u00a3]?\s*$")
+_ARITHMETIC_AFTER = re.compile(r"\s*(?:[-+\u2212\u00d7*/=]|->|\u2192)\s*[$\u20ac\u00a3]?\s*\d")
+_RESULT = re.compile(r"\b(?:came to|comes? to|in total|totals?|total(?:l)?ed|total(?:l)?ing|altogether|combined|"
+                     r"sum(?:s|med)?|add(?:s|ed)? up to|amount(?:s|ed)? to|now|in all|overall|together|answer|result|left|"
+                     r"leaves?|leaving|remaining|remains?)\b")
+#: A record named just before a figure of its own: its code or #id, then a few words of its name, then a connector.
+_RECORD_BEFORE = re.compile(r"(?:(?=[\w-]*[^\W\d_])(?=[\w-]*\d)[\w][\w-]*|#\d+)(?:\s*\([^()]{0,40}\))?"
+                            r"(?:\s+[^\W\d_][\w'-]*){0,3}\s*(?:[:=]|\bat\b|\bto\b|\bnow\b|\bis\b|\bwas\b|\bof\b|"
+                            r"\bwith\b|\btotals\b|\bcosts\b|\bholds\b|\bhas\b|\bhad\b)?\s*[$\u20ac\u00a3]?\s*$")
+
+
+def _working(text: "_Text", start: int, end: int) -> bool:
+    """Is the figure at ``start:end`` the reply's working: arithmetic shown, or a clause or sentence labelled
+    as a running total, a subtotal, a check, a would-have, a before or an example?"""
+    s0, s1 = text.sentence(start)
+    c0, c1 = text.clause(start)
+    if _ARITHMETIC_BEFORE.search(text.t[max(s0, start - 24):start]) or _ARITHMETIC_AFTER.match(text.t[end:s1]):
+        return True
+    w0 = max((m.end() for m in re.finditer(r"[.!?\n](?=\s)", text.t[:start])), default=0)
+    return bool(_WORKING.search(text.t[c0:c1]) or _WORKING.search(text.t[max(w0, text.message_from):start]))
+
+
+def _naming(text: "_Text", start: int, end: int) -> str | None:
+    """The words that name the record a figure at ``start:end`` belongs to, where the figure is glossed as a
+    record's own: in brackets after its code or its name ("APR-8533908 (4,119.38)", "Classic inverter (installed …,
+    battery 60%)"), or after its code with a connector ("#61 Metformin 41.08"); else None."""
+    s0, _ = text.sentence(start)
+    before = text.t[max(s0, start - 80):start]
+    opened = before.rfind("(")
+    if opened >= 0 and ")" not in before[opened:]:
+        head = re.search(r"([^\W_][\w'-]*)\s*$", before[:opened])
+        if head and re.search(r"[^\W\d_]", head.group(1)) and head.group(1) not in _BARE_FILLER \
+                and head.group(1) not in ("or", "and", "nor", "maybe"):
+            return re.split(r"[()\[\],;:]", before[:opened])[-1]   # the words since the last mark: that record's
+    m = _RECORD_BEFORE.search(before)
+    return re.split(r"[()\[\],;:]", before[:m.start()])[-1] + before[m.start():m.end()] if m else None
+
+
+def _claims_result(text: "_Text", start: int, end: int) -> bool:
+    """Is the figure at ``start:end`` put forward as what was asked: a result word in its clause ("That came to 12
+    threads", "5 of them are in maintenance now", "that leaves 4,757.16")?"""
+    c0, c1 = text.clause(start)
+    return bool(_RESULT.search(text.t[c0:start]) or _RESULT.search(text.t[end:c1]))
+
 
 # Fields holding the last digits a card or account is known by.
 _LAST_DIGITS = re.compile(r"(?:^|_)last_?(?:4|four|digits)$")
@@ -1254,6 +1313,10 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             competing.append(f"{d.day.isoformat()} {d.time}")
             spans_seen.append((d.start, d.end))
             continue
+        if d.day not in exp_days and text.hedged(d.start, d.end, covered) and not negated(d.start, d.end):
+            competing.append(d.day.isoformat())   # "though it might be 2026-05-17": a second guess, the request's or not
+            spans_seen.append((d.start, d.end))
+            continue
         moment = d.day == cands.today_day and bool(d.time) and cands.now_time is not None \
             and d.time[:5] != cands.now_time and d.day not in exp_days   # "today at 11:52": a record's, listed
         echoed = "date" in slots and d.start < message_from and d.day not in exp_days and d.day in mentions.days \
@@ -1308,12 +1371,22 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     count_words = {text.t[e:].split(None, 1)[0].strip(".,;:!?)") for s, e in stated
                    if exp_nums and re.match(r"\s+[a-z]", text.t[e:])} if exp_nums else set()
     counts = bool(exp_nums) and all(x == int(x) for x in exp_nums)   # the answer is a count (or other whole number)
+    money = any(re.search(r"\.\d|[$\u20ac\u00a3]", e.shown) for e in exp if e.number is not None)   # a figure, not a count
     # the spans of the multi-word strings with digits the results held (addresses, names like "Route 9 express")
     within_names = [sp for key in (observed.names() if observed is not None else {}) if any(ch.isdigit() for ch in key)
                     for sp in table.get(key, ())]
     within_names += [sp for key in (observed.labels() if observed is not None else ()) for sp in table.get(key, ())]
     id_end = 0   # where the last record id named in the text ends (a list of ids runs on from it)
     label_word = ""   # the word of the label that list of records is named by ("rooms 9340 and 9078")
+    # where the answer itself states every value asked for, the words to the user are read for what they put
+    # forward as the result, not for every figure of the work behind it
+    answer_given = bool(exp_nums) and message_from <= len(text.t) and all(
+        any(a < message_from for a, _ in occ) for _, occ in found)
+    # (where the answer is itself a record's figure, the other records' figures stay its rivals, glossed or not)
+    if answer_given and observed is not None and any(x != int(x) or abs(x) >= 1000 for x in exp_nums) \
+            and (any(_has_figure(row, x) for row in observed.rows() if "id" in row for x in exp_nums)
+                 or any(x == int(x) and str(int(x)) in observed.last_digits() for x in exp_nums)):
+        answer_given = False
     for n in text.nums:
         if n.number is None or _overlaps(covered, n.start, n.end):
             continue
@@ -1344,6 +1417,41 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                 and re.match(r"\s*[,;)]", text.t[n.end:]):
             id_end = n.end
             continue   # a handled record's id in brackets after its name: "East (138, Sun 2026-05-10)"
+        told = answer_given and n.start >= message_from and not text.hedged(n.start, n.end, covered) \
+            and not (text.put_beside(n.start) and not _working(text, n.start, n.end))   # "the other 11 make" a subtotal
+        if told and id_end and not n.integer and _ID_LIST.fullmatch(text.t[id_end:n.start]):
+            told = False   # a figure run on from a list of ids ("ids 412 and 26121.04"): not one of them
+        if told:
+            # beside the answer's own value, the words to the user compete only where they put a figure of the
+            # answer's kind forward as the result ("that came to 12 threads"), or list it bare ("9, 10 or 11");
+            # a count of records beside a sum of money (or a sum beside a count) is of another kind
+            word_next = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
+            of_things = word_next is not None and word_next.group(1) not in _UNITS | _NOT_COUNTED | _MEASURES
+            kind = not (money and n.integer and not n.currency
+                        and (of_things or n.number < 100 and not text.bare(n.start, n.end, covered))) \
+                and not (not money and not n.integer)
+            naming = _naming(text, n.start, n.end) if observed is not None else None
+            codes = [value_key(c.group(0)) for c in _CODE.finditer(naming[-40:])] + [
+                w for w in words(naming)[-3:] if re.fullmatch(r"[a-z]{2,12}", w)] if naming is not None else []
+            own = naming is not None and (observed.glossed(naming, n.number) or any(observed.holds(c, n.number)
+                                                                                     for c in codes))
+            # (a record is known by its code or its name of several words, never by a status or a category)
+            if naming is not None and not own and not _working(text, n.start, n.end) \
+                    and not _covered(within_names, n.start, n.end) \
+                    and (any(observed.holds(c, None) for c in codes)
+                         or bool(set(runs(words(naming), 4)) & set(observed.names()))):
+                competing.append(_fmt(n.number))   # a figure glossed as a record's own that it does not hold
+                spans_seen.append((n.start, n.end))
+                continue
+            explained = cands.explained.has_number(n.number) and not text.asserted(n.start, n.end)
+            if explained or _working(text, n.start, n.end) or own or not kind:
+                continue   # the request's own arithmetic, the reply's working, a record's own figure
+            if n.integer and observed is not None and int(n.number) in observed.ids() \
+                    and not _claims_result(text, n.start, n.end):
+                continue   # the id of a record the episode handled: "104 (RWD-7, 150.00), 77 (…)"
+            if not _claims_result(text, n.start, n.end) and not text.bare(n.start, n.end, covered):
+                continue   # a figure in a sentence about something else: "the 84 open threads", "40 in review"
+        claim = told
         word_after = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
         counted = n.integer and not n.currency and word_after is not None \
             and word_after.group(1) not in _NOT_COUNTED | _UNITS | count_words \
@@ -1399,14 +1507,17 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         after = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
         if after and after.group(1) in _NOT_COUNTED:
             after = None   # "3 of them" counts; "16 it is …" (a run-on) does not
-        if n.integer and not n.currency and after and after.group(1) not in _UNITS and after.group(1) not in count_words \
+        if n.integer and not n.currency and after and after.group(1) not in _UNITS \
+                and (after.group(1) not in count_words or told and not claim) and not claim \
                 and not _OR_BEFORE.search(text.t[text.sentence(n.start)[0]:n.start]):
-            continue   # a count of things: "the 3 payments", "2 of them" (not "or 4 of them")
+            continue   # a count of things: "the 3 payments", "2 of them" (not "or 4 of them", "that came to 12 threads")
         if n.integer and not n.currency and not after and observed is not None and 0 < n.number <= len(observed.ids()) \
                 and re.search(r"\b(?:the(?: other| remaining)?|all|both)\s+$", text.t[max(0, n.start - 20):n.start]) \
                 and not re.match(r"\s*(?:%|percent\b)", text.t[n.end:]):
             continue   # a group of the records the episode handled, counted: "+2% for the other 8 (ids 3, 36, …)"
-        if n.start >= message_from and (n.currency or after and after.group(1) in _MEASURES) and not answer_measured:
+        if n.start >= message_from and (n.currency or after and after.group(1) in _MEASURES
+                                        or re.match(r"\s*(?:%|percent\b)", text.t[n.end:])) and not answer_measured \
+                and not claim:
             continue   # "TSK-2 (8.0 h)" to the user beside a count: a measurement of something else, no guess
         shown = _fmt(n.number)
         if "number" in slots:
@@ -1661,7 +1772,10 @@ def _undo_double_negation(clause: str) -> str | None:
 
 _OVERRIDE = re.compile(r"\b(?:went ahead|go(?:ne)? ahead|did it anyway|done it anyway|anyway|regardless|nonetheless|"
                        r"nevertheless|despite|even though|override|overrode|overridden|forced?)\b")
-_PLURAL_SUBJECT = re.compile(r"\b(?:they|them|these|those|the \d+|\d+ of (?:them|the))\b")
+_PLURAL_SUBJECT = re.compile(r"\b(?:they|them|these|those|the \d+|(?:\d+|two|three|four|five|six|seven|eight|nine|ten|"
+                             r"eleven|twelve) of (?:them|the|\d+)|\d+(?:\s+[a-z]+){0,2}?\s+[a-z]+s)\b")
+#: A result said under a condition ("shipped it only when its date matched", "if you want it allocated"): no claim.
+_CONDITIONED = re.compile(r"\b(?:if|unless|only (?:when|if|where)|whether|should you|in case|once you)\b")
 _ALL_OF_THEM = re.compile(r"\b(?:all|every|everything|each|both)\b(?!\s+(?:else|other|others|the other|the others|the rest|remaining))|"
                           r"\b(?:including|included|too|as well)\b")
 
@@ -1712,18 +1826,20 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
             said_of_refused = any(k in runs(words(before + " " + m.group(1))) for k in about_keys)
             return m.group(0) if said_of_refused else " "
 
-        text = re.sub(r"\(([^()]*(?:->|→|=>)[^()]*)\)", gloss, text)
+        text = re.sub(r"\(([^()]*(?:->|→|=>|\bnow\b)[^()]*)\)", gloss, text)
 
         # "Done: published JOW and HYM.", "Withdrawn: ROLE-41103978, ROLE-97227481." - a heading over a list of
         # the parts done, where that sentence names records by their codes, none of them refused, and never all
         # of them
         def heading(m: re.Match[str]) -> str:
             rest = re.split(r"[.!?\n]", m.string[m.end():])[0]
-            return " " if _names_only_others(rest, about_keys) and not _ALL_OF_THEM.search(rest) else m.group(0)
+            listed = _names_only_others(rest, about_keys) or rest.count(",") >= 1 and not any(
+                k in runs(words(rest)) for k in about_keys)   # a list of user names, none of them refused
+            return " " if listed and not _ALL_OF_THEM.search(rest) else m.group(0)
 
         heads = "|".join(["done", "completed", "finished", "processed",
                           *(re.escape(r) for r in sorted(set(result_words), key=len, reverse=True))])
-        text = re.sub(rf"(?:^|(?<=[.!?\n]))\s*(?:{heads})\s*:", heading, text)
+        text = re.sub(rf"(?:^|(?<=[.!?\n]))\s*(?:{heads})\s*(?:\([^()]*\)\s*)?:", heading, text)
     # A blocking status that is itself a word of completion ("done") is the reason where it is said of the
     # record ("it is done", "status: done"); standing alone as a clause ("... while it is done. Done!") it
     # is the claim - unless it is the whole of a separate ``answer`` (the slot's value, beside a message).
@@ -1752,14 +1868,18 @@ def claims(answer: Any, results: Sequence[str], about: Sequence[str] = (), *, pa
             if flipped is None or _SCOPE_NEGATION.search(flipped):
                 continue
             clause = flipped
+        if _CONDITIONED.search(clause) and not _OVERRIDE.search(clause):
+            continue   # "shipped it only when its date matched", "if you want it allocated": said under a condition
         if _CLAIM_GENERIC.search(clause.strip()) or _CLAIM_MORE.search(clause.strip()) or _foreign_claim().search(clause):
             # With other parts rightly done, "the other 4 went through" or "SJ4582 and ZL4474 went through" is a
             # true fact about them, not a claim about the refused part - unless the clause also names a refused
             # record or value, or speaks of all of them ("all went through, SJ4582 included").
             names_refused = any(k in runs(words(clause)) for k in about_keys)
-            if partial and (_OTHER_PARTS.search(clause) or _names_only_others(clause, about_keys)) \
-                    and not names_refused and not _ALL_OF_THEM.search(clause):
-                continue
+            others = _OTHER_PARTS.search(clause)
+            everyone = _ALL_OF_THEM.search(clause)
+            if partial and (others or _names_only_others(clause, about_keys)) and not names_refused \
+                    and (not everyone or others and others.start() < everyone.start()):
+                continue   # "the other ten (…) all matched and are now failed": all of the others
             # "(they were in progress and are now done)": beside the parts rightly done, a completion said of
             # "they" / "the 3" (no refused record, no "it", no "all") is about those parts; overriding ("went
             # ahead", "anyway") is a claim wherever it stands.
