@@ -1085,3 +1085,16 @@ def test_a_partial_refusal_may_head_its_list_and_speak_of_the_other_parts():
     assert answers.claims("Expired: gschmitt (created 2022-08-21), christopheryoung (2023-10-09). Not expired: "
                           "davidsanders.", ["expired"], names, partial=True) is None
     assert answers.claims("Expired: davidsanders, gschmitt.", ["expired"], names, partial=True) is not None
+
+
+def test_blind_round_98_a_spent_total_beside_the_room_left_is_the_requests_arithmetic():
+    """Replaying the blind rounds under the stop-50 reader: "Confirmed MT77826, … (total 39,698.02)" beside the room
+    left 1.98 of a 39,700.00 budget failed. What was spent and what is left make up the budget the request gave; a
+    total that does not is still put forward as another result."""
+    slot = answers.Candidates([], "Confirm the requested stays whose amounts come closest to 39700.00 without going "
+                                  "over; how much of the 39700.00 is left?")
+    msg = "Confirmed MT77826, TX22857 and PE59636 (total 39,698.02)."
+    assert answers.match_values(Submission("done", "1.98", msg).words(), ["1.98"], slot, observed=answers.Observed([]),
+                                numeric=True).ok
+    assert not answers.match_values(Submission("done", "1.98", msg.replace("39,698.02", "39,689.02")).words(), ["1.98"],
+                                    slot, observed=answers.Observed([]), numeric=True).ok

@@ -810,7 +810,7 @@ def _naming(text: "_Text", start: int, end: int) -> str | None:
     s0, _ = text.sentence(start)
     before = text.t[max(s0, start - 80):start]
     opened = before.rfind("(")
-    if opened >= 0 and ")" not in before[opened:]:
+    if opened >= 0 and ")" not in before[opened:] and not _RESULT.search(before[opened:]):   # "(total 39,698.02)"
         head = re.search(r"([^\W_][\w'-]*)\s*$", before[:opened])
         if head and re.search(r"[^\W\d_]", head.group(1)) and head.group(1) not in _BARE_FILLER \
                 and head.group(1) not in ("or", "and", "nor", "maybe"):
@@ -1444,6 +1444,9 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
                 spans_seen.append((n.start, n.end))
                 continue
             explained = cands.explained.has_number(n.number) and not text.asserted(n.start, n.end)
+            # what the answer leaves of a figure the request gave: the spent total beside the room left of a budget
+            explained = explained or any(math.isclose(n.number + x, m, rel_tol=0, abs_tol=tolerance)
+                                         for x in exp_nums for m in cands.stated.numbers)
             if explained or _working(text, n.start, n.end) or own or not kind:
                 continue   # the request's own arithmetic, the reply's working, a record's own figure
             if n.integer and observed is not None and int(n.number) in observed.ids() \
