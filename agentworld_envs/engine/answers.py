@@ -1376,6 +1376,38 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     within_names = [sp for key in (observed.names() if observed is not None else {}) if any(ch.isdigit() for ch in key)
                     for sp in table.get(key, ())]
     within_names += [sp for key in (observed.labels() if observed is not None else ()) for sp in table.get(key, ())]
+    def told_figure(n: Item) -> str:
+        """What a figure in the words to the user is, beside an answer that states the value asked for: "rival" (a
+        figure glossed as a record's own that the record does not hold), "skip" (the request's arithmetic, the reply's
+        working, a record's own figure, a figure of another kind, a handled record's id, a mention in a sentence about
+        something else) or "put" (put forward as the result, or listed bare: read on like any other value). A count of
+        records beside a sum of money (or a sum beside a count) is of another kind."""
+        working = _working(text, n.start, n.end)
+        claimed = _claims_result(text, n.start, n.end)
+        bare = text.bare(n.start, n.end, covered)
+        word_next = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
+        of_things = word_next is not None and word_next.group(1) not in _UNITS | _NOT_COUNTED | _MEASURES
+        kind = not (money and n.integer and not n.currency and (of_things or n.number < 100 and not bare)) \
+            and not (not money and not n.integer)
+        naming = _naming(text, n.start, n.end) if observed is not None else None
+        own = False
+        if naming is not None and observed is not None:
+            codes = [value_key(c.group(0)) for c in _CODE.finditer(naming[-40:])] + [
+                w for w in words(naming)[-3:] if re.fullmatch(r"[a-z]{2,12}", w)]
+            own = observed.glossed(naming, n.number) or any(observed.holds(c, n.number) for c in codes)
+            # (a record is known by its code or its name of several words, never by a status or a category)
+            known = any(observed.holds(c, None) for c in codes) or bool(set(runs(words(naming), 4)) & set(observed.names()))
+            if known and not own and not working and not _covered(within_names, n.start, n.end):
+                return "rival"
+        explained = cands.explained.has_number(n.number) and not text.asserted(n.start, n.end) \
+            or any(math.isclose(n.number + x, m, rel_tol=0, abs_tol=tolerance)   # the spent total beside the room left
+                   for x in exp_nums for m in cands.stated.numbers)
+        if explained or working or own or not kind:
+            return "skip"
+        if n.integer and observed is not None and int(n.number) in observed.ids() and not claimed:
+            return "skip"   # the id of a record the episode handled: "104 (RWD-7, 150.00), 77 (…)"
+        return "put" if claimed or bare else "skip"   # "the 84 open threads", "40 in review": about something else
+
     id_end = 0   # where the last record id named in the text ends (a list of ids runs on from it)
     label_word = ""   # the word of the label that list of records is named by ("rooms 9340 and 9078")
     # where the answer itself states every value asked for, the words to the user are read for what they put
@@ -1421,40 +1453,14 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             and not (text.put_beside(n.start) and not _working(text, n.start, n.end))   # "the other 11 make" a subtotal
         if told and id_end and not n.integer and _ID_LIST.fullmatch(text.t[id_end:n.start]):
             told = False   # a figure run on from a list of ids ("ids 412 and 26121.04"): not one of them
-        if told:
-            # beside the answer's own value, the words to the user compete only where they put a figure of the
-            # answer's kind forward as the result ("that came to 12 threads"), or list it bare ("9, 10 or 11");
-            # a count of records beside a sum of money (or a sum beside a count) is of another kind
-            word_next = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
-            of_things = word_next is not None and word_next.group(1) not in _UNITS | _NOT_COUNTED | _MEASURES
-            kind = not (money and n.integer and not n.currency
-                        and (of_things or n.number < 100 and not text.bare(n.start, n.end, covered))) \
-                and not (not money and not n.integer)
-            naming = _naming(text, n.start, n.end) if observed is not None else None
-            codes = [value_key(c.group(0)) for c in _CODE.finditer(naming[-40:])] + [
-                w for w in words(naming)[-3:] if re.fullmatch(r"[a-z]{2,12}", w)] if naming is not None else []
-            own = naming is not None and (observed.glossed(naming, n.number) or any(observed.holds(c, n.number)
-                                                                                     for c in codes))
-            # (a record is known by its code or its name of several words, never by a status or a category)
-            if naming is not None and not own and not _working(text, n.start, n.end) \
-                    and not _covered(within_names, n.start, n.end) \
-                    and (any(observed.holds(c, None) for c in codes)
-                         or bool(set(runs(words(naming), 4)) & set(observed.names()))):
-                competing.append(_fmt(n.number))   # a figure glossed as a record's own that it does not hold
-                spans_seen.append((n.start, n.end))
-                continue
-            explained = cands.explained.has_number(n.number) and not text.asserted(n.start, n.end)
-            # what the answer leaves of a figure the request gave: the spent total beside the room left of a budget
-            explained = explained or any(math.isclose(n.number + x, m, rel_tol=0, abs_tol=tolerance)
-                                         for x in exp_nums for m in cands.stated.numbers)
-            if explained or _working(text, n.start, n.end) or own or not kind:
-                continue   # the request's own arithmetic, the reply's working, a record's own figure
-            if n.integer and observed is not None and int(n.number) in observed.ids() \
-                    and not _claims_result(text, n.start, n.end):
-                continue   # the id of a record the episode handled: "104 (RWD-7, 150.00), 77 (…)"
-            if not _claims_result(text, n.start, n.end) and not text.bare(n.start, n.end, covered):
-                continue   # a figure in a sentence about something else: "the 84 open threads", "40 in review"
-        claim = told
+        verdict = told_figure(n) if told else "put"
+        if verdict == "rival":
+            competing.append(_fmt(n.number))   # a figure glossed as a record's own that it does not hold
+            spans_seen.append((n.start, n.end))
+            continue
+        if verdict == "skip":
+            continue
+        claim = told   # put forward beside the answer: no count of things or measurement excuses it
         word_after = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
         counted = n.integer and not n.currency and word_after is not None \
             and word_after.group(1) not in _NOT_COUNTED | _UNITS | count_words \
