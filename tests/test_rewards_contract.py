@@ -799,10 +799,9 @@ def test_blind_players_messages_with_a_capped_figure_and_an_address_score():
     some = "Weekend +2.5% (AC-1 -> 663.45); AC-3 capped at 5000.00; the rest +6%."
     assert answers.match_values(Submission("done", "9977.57", some).words(), ["9977.57"], slot, observed=seen,
                                 numeric=True).ok
-    short = "New figures: 663.45 and 5000.00."   # the parts named do not add up: beside the answer, some of them
-    assert answers.match_values(Submission("done", "9977.57", short).words(), ["9977.57"], slot, observed=seen,
-                                numeric=True).ok
-    assert not answers.match_values(short + " 9977.57", ["9977.57"], slot, observed=seen, numeric=True).ok
+    short = "New figures: 663.45 and 5000.00."   # the parts named do not add up, listed bare
+    assert not answers.match_values(Submission("done", "9977.57", short).words(), ["9977.57"], slot, observed=seen,
+                                    numeric=True).ok
     # a count beside the worksite's address, whose number is no rival count; the same number alone is
     site = answers.Observed([{"id": 21, "address": "500 Butler Overpass Apt. 256", "city": "Williamsburgh"}])
     words = "INSP-625415 is at worksite 500 Butler Overpass Apt. 256, Williamsburgh. It now has 3 cancelled."
@@ -1001,9 +1000,13 @@ def test_blind_round_101_a_category_written_out_and_listed_ids_are_no_rivals():
     for bad in ("Skipped ids 412, 9999.", "The total is 27121.04, or 412.", "Skipped ids 412 and 26121.04."):
         assert not answers.match_values(Submission("done", "27121.04", bad).words(), ["27121.04"], slot, observed=seen,
                                         numeric=True).ok, bad
-    # beside a count, ids a search only listed are still read as numbers ("ids 3, 4" cannot smuggle in a count)
+    # beside a count given as the whole reply, ids a search only listed are still read as numbers ("ids 3, 4" cannot
+    # smuggle in a count); beside a count stated in `answer`, they are the ids they are said to be
     rows = {"total": 3, "results": [{"id": i, "status": "active"} for i in (3, 4, 5)]}
-    assert not answers.match_values(Submission("done", "3", "Skipped ids 4, 5.").words(), ["3"],
+    assert answers.match_values(Submission("done", "3", "Skipped ids 4, 5.").words(), ["3"],
+                                answers.Candidates([], "How many are active?"), observed=answers.Observed([rows]),
+                                numeric=True).ok
+    assert not answers.match_values("3. Skipped ids 4, 5.", ["3"],
                                     answers.Candidates([], "How many are active?"), observed=answers.Observed([rows]),
                                     numeric=True).ok
 
@@ -1053,7 +1056,8 @@ def test_the_words_to_the_user_are_read_for_what_they_put_forward():
         assert answers.match_values(Submission("done", "11", msg).words(), ["11"], counted, observed=seen,
                                     numeric=True).ok, msg
     for msg in ("Done. That came to 12 threads.", "In total that came to 13 threads.",
-                "Counting the ones already there, 12 threads are pending now.", "11, or 12 if the edge counts."):
+                "Counting the ones already there, 12 threads are pending now.", "11, or 12 if the edge counts.",
+                "Values: 10 11 12 13", " ".join(str(i) for i in range(200)), "The count is 12."):
         assert not answers.match_values(Submission("done", "11", msg).words(), ["11"], counted, observed=seen,
                                         numeric=True).ok, msg
     # a remainder: the budget's spent total is its companion, another remainder is a rival

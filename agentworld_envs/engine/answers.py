@@ -785,7 +785,7 @@ _ARITHMETIC_BEFORE = re.compile(r"[\d)]\s*(?:[-+\u2212\u00d7*/=]|->|\u2192)\s*[$
 _ARITHMETIC_AFTER = re.compile(r"\s*(?:[-+\u2212\u00d7*/=]|->|\u2192)\s*[$\u20ac\u00a3]?\s*\d")
 _RESULT = re.compile(r"\b(?:came to|comes? to|in total|totals?|total(?:l)?ed|total(?:l)?ing|altogether|combined|"
                      r"sum(?:s|med)?|add(?:s|ed)? up to|amount(?:s|ed)? to|now|in all|overall|together|answer|result|left|"
-                     r"leaves?|leaving|remaining|remains?)\b")
+                     r"leaves?|leaving|remaining|remains?|(?:count|number|tally|figure|value) (?:is|was|comes to))\b")
 #: A record named just before a figure of its own: its code or #id, then a few words of its name, then a connector.
 _RECORD_BEFORE = re.compile(r"(?:(?=[\w-]*[^\W\d_])(?=[\w-]*\d)[\w][\w-]*|#\d+)(?:\s*\([^()]{0,40}\))?"
                             r"(?:\s+[^\W\d_][\w'-]*){0,3}\s*(?:[:=]|\bat\b|\bto\b|\bnow\b|\bis\b|\bwas\b|\bof\b|"
@@ -1376,6 +1376,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
     within_names = [sp for key in (observed.names() if observed is not None else {}) if any(ch.isdigit() for ch in key)
                     for sp in table.get(key, ())]
     within_names += [sp for key in (observed.labels() if observed is not None else ()) for sp in table.get(key, ())]
+    figures = [(m.start, m.end) for m in text.nums]
+
     def told_figure(n: Item) -> str:
         """What a figure in the words to the user is, beside an answer that states the value asked for: "rival" (a
         figure glossed as a record's own that the record does not hold), "skip" (the request's arithmetic, the reply's
@@ -1384,7 +1386,7 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         records beside a sum of money (or a sum beside a count) is of another kind."""
         working = _working(text, n.start, n.end)
         claimed = _claims_result(text, n.start, n.end)
-        bare = text.bare(n.start, n.end, covered)
+        bare = text.bare(n.start, n.end, covered + figures)   # alone but for fillers and other figures: "6 7 8"
         word_next = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
         of_things = word_next is not None and word_next.group(1) not in _UNITS | _NOT_COUNTED | _MEASURES
         kind = not (money and n.integer and not n.currency and (of_things or n.number < 100 and not bare)) \
@@ -1406,6 +1408,10 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
             return "skip"
         if n.integer and observed is not None and int(n.number) in observed.ids() and not claimed:
             return "skip"   # the id of a record the episode handled: "104 (RWD-7, 150.00), 77 (…)"
+        s0, _ = text.sentence(n.start)
+        if n.integer and observed is not None and int(n.number) in observed.ids(listed=True) and not claimed \
+                and re.search(r"\b(?:ids?|nos?)\b[\s#\d,&]*(?:\band\b[\s#\d,]*)*$|#$", text.t[s0:n.start]):
+            return "skip"   # ids the results listed, after the word: "(ids 101, 102 and 103)"
         return "put" if claimed or bare else "skip"   # "the 84 open threads", "40 in review": about something else
 
     id_end = 0   # where the last record id named in the text ends (a list of ids runs on from it)
