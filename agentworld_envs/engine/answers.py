@@ -1522,9 +1522,8 @@ def match_values(answer: Any, expected: Sequence[Any], candidates: Candidates | 
         after = re.match(r"[ \t-]*([a-z][a-z'-]*)", text.t[n.end:])
         if after and after.group(1) in _NOT_COUNTED:
             after = None   # "3 of them" counts; "16 it is …" (a run-on) does not
-        if n.integer and not n.currency and after and after.group(1) not in _UNITS \
-                and (after.group(1) not in count_words or told and not claim) and not claim \
-                and not _OR_BEFORE.search(text.t[text.sentence(n.start)[0]:n.start]):
+        if n.integer and not n.currency and after and after.group(1) not in _UNITS and after.group(1) not in count_words \
+                and not claim and not _OR_BEFORE.search(text.t[text.sentence(n.start)[0]:n.start]):
             continue   # a count of things: "the 3 payments", "2 of them" (not "or 4 of them", "that came to 12 threads")
         if n.integer and not n.currency and not after and observed is not None and 0 < n.number <= len(observed.ids()) \
                 and re.search(r"\b(?:the(?: other| remaining)?|all|both)\s+$", text.t[max(0, n.start - 20):n.start]) \
